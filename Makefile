@@ -1,0 +1,23 @@
+# The two commands a newcomer needs (see README): `make demo` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup demo test quick lint bench
+
+setup:
+	scripts/setup.sh
+
+demo: setup
+	$(VENV)/bin/rlaunch up examples/local.yaml
+
+test: setup
+	$(PY) -m pytest -q
+
+quick: setup
+	$(PY) -m pytest -q -m "not slow"
+
+lint:
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench: setup
+	$(PY) bench/fanout.py

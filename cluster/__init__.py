@@ -1,0 +1,1 @@
+"""Cluster side of rlaunch: inventory, transports, node facts. Never imports `launcher`."""

@@ -1,0 +1,416 @@
+"""The cluster inventory: one `cluster.yaml` describing nodes, SSH settings and the job.
+
+Loading never raises anything but `InventoryError`, which carries file, line and field so the CLI can print
+one clear line (exit code 2). Node lists may also come from a DeepSpeed/MPI hostfile or a Slurm allocation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import hostlist
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from cluster import yamlpos
+
+JOB_KINDS = ("torchrun", "deepspeed", "llamafactory", "command")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Host names as DNS/SSH know them, plus IPv6 literals; anything else could smuggle options into ssh/scp.
+HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
+
+
+class InventoryError(Exception):
+    """A problem in the user's input, located as precisely as we can."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+
+    def __str__(self) -> str:
+        where = self.file or "<inventory>"
+        if self.line:
+            where += f":{self.line}"
+        what = f" {self.field}:" if self.field else ""
+        return f"{where}:{what} {self.message}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+EnvValue = str | int | float | bool
+
+
+def _env_str(value: EnvValue) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _check_env(env: Mapping[str, EnvValue] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in (env or {}).items():
+        if not ENV_NAME.match(str(name)):
+            raise ValueError(f"'{name}' is not a valid environment variable name")
+        if value is None:
+            raise ValueError(f"'{name}' has no value (write \"\" for an empty string)")
+        out[str(name)] = _env_str(value)
+    return out
+
+
+def parse_gpus(value: Any) -> tuple[int, ...]:
+    """A count (8), a list ([0, 1, 2, 3]) or a range string ("0-3", "0,2,4-5"); 0 means a CPU-only node."""
+    if isinstance(value, bool):
+        raise ValueError("expected a GPU count, a list of GPU ids or a range like \"0-3\"")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("GPU count cannot be negative")
+        return tuple(range(value))
+    if isinstance(value, list):
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+            raise ValueError(f"GPU list {value} must hold non-negative integers")
+        ids = tuple(value)
+    elif isinstance(value, str):
+        ids_list: list[int] = []
+        for part in value.replace(" ", "").split(","):
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise ValueError(f"cannot parse GPU range '{value}' (write e.g. \"0-3\" or \"0,2,4-5\")")
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ValueError(f"GPU range '{part}' runs backwards")
+            ids_list.extend(range(lo, hi + 1))
+        ids = tuple(ids_list)
+    else:
+        raise ValueError("expected a GPU count, a list of GPU ids or a range like \"0-3\"")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"GPU ids {list(ids)} repeat")
+    return ids
+
+
+class SSHConfig(_Strict):
+    user: str | None = None
+    port: int = Field(22, ge=1, le=65535)
+    identity_file: str | None = None
+    known_hosts: str = "~/.ssh/known_hosts"
+    # "strict" rejects unknown and changed keys (OpenSSH StrictHostKeyChecking=yes); "accept-new" stores
+    # first-seen keys but still rejects changed ones.
+    host_key_policy: Literal["strict", "accept-new"] = "strict"
+    connect_timeout: float = Field(10.0, gt=0, le=600)
+    keepalive: float = Field(5.0, gt=0, le=600)
+    max_parallel: int = Field(64, ge=1, le=1024)
+
+
+class NodeSpec(_Strict):
+    host: str
+    address: str | None = None
+    gpus: tuple[int, ...] = ()
+    port: int | None = Field(None, ge=1, le=65535)
+    user: str | None = None
+    identity_file: str | None = None
+    python: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("host", "address")
+    @classmethod
+    def _host(cls, v: str | None) -> str | None:
+        if v is not None and not HOST_NAME.match(v):
+            raise ValueError(f"'{v}' is not a valid host name or address")
+        return v
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpus(cls, v: Any) -> tuple[int, ...]:
+        return parse_gpus(v)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env(cls, v: Any) -> dict[str, str]:
+        return _check_env(v)
+
+
+class Master(_Strict):
+    node: str | None = None
+    port: int | Literal["auto"] = 29500
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and not 1 <= v <= 65535:
+            raise ValueError(f"port {v} is out of range 1-65535")
+        return v
+
+
+class JobSpec(_Strict):
+    kind: Literal["torchrun", "deepspeed", "llamafactory", "command"] = "torchrun"
+    script: str | None = None
+    module: str | None = None
+    config: str | None = None  # llamafactory yaml (head-node path)
+    command: list[str] | None = None  # kind=command: argv run once per node
+    args: list[str] = Field(default_factory=list)
+    nproc_per_node: int | None = Field(None, ge=1, le=256)
+    # The collective (process-group) timeout in seconds; NCCL_TIMEOUT in `env` is mapped here.
+    timeout: float | None = Field(None, gt=0)
+    deepspeed: str | None = None  # "zero3", "zero3_offload" or a head-node path to a json
+    files: list[str] = Field(default_factory=list)  # extra head-node files pushed next to the job
+    checkpoint_dir: str | None = None
+    dataloader_workers: int | None = Field(None, ge=0)
+
+    @field_validator("args", "command", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            raise ValueError("expected a list, e.g. [--steps, \"100\"]")
+        if isinstance(v, list):
+            return [_env_str(x) if isinstance(x, int | float | bool) else x for x in v]
+        return v
+
+    @model_validator(mode="after")
+    def _entry(self) -> JobSpec:
+        if self.kind in ("torchrun", "deepspeed"):
+            if bool(self.script) == bool(self.module):
+                raise ValueError(f"job.kind {self.kind} needs exactly one of `script` or `module`")
+        elif self.kind == "llamafactory":
+            if not self.config:
+                raise ValueError("job.kind llamafactory needs `config` (the LLaMA-Factory yaml)")
+        elif self.kind == "command" and not self.command:
+            raise ValueError("job.kind command needs `command` (a list: [python, -c, ...])")
+        return self
+
+
+class Health(_Strict):
+    stall_timeout: float = Field(600.0, gt=0)  # no output from a rank for this long = hung
+    heartbeat_timeout: float = Field(15.0, gt=0)  # launcher silent this long = node guard tears down
+    grace: float = Field(5.0, ge=0, le=300)  # SIGTERM → SIGKILL
+
+
+class Restart(_Strict):
+    max_restarts: int = Field(0, ge=0, le=100)
+    backoff: float = Field(5.0, ge=0)
+    exclude_failed_node: bool = False
+
+
+class Inventory(_Strict):
+    cluster: str = "cluster"
+    ssh: SSHConfig = Field(default_factory=SSHConfig)
+    nodes: tuple[NodeSpec, ...]
+    master: Master = Field(default_factory=Master)
+    workdir: str = "/tmp/rlaunch"
+    python: str = "python3"
+    transport: Literal["ssh", "local"] = "ssh"
+    env: dict[str, str] = Field(default_factory=dict)
+    secrets: tuple[str, ...] = ()
+    job: JobSpec
+    health: Health = Field(default_factory=Health)
+    restart: Restart = Field(default_factory=Restart)
+    # Where the inventory came from: relative job paths are resolved against it.
+    base_dir: str = "."
+    source: str = "<inventory>"
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env(cls, v: Any) -> dict[str, str]:
+        return _check_env(v)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not ENV_NAME.match(name):
+                raise ValueError(f"'{name}' is not a valid environment variable name")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Inventory:
+        if not self.nodes:
+            raise ValueError("no nodes: list at least one under `nodes:` (or use --hostfile / --from-slurm)")
+        seen: set[str] = set()
+        for node in self.nodes:
+            if node.host in seen:
+                raise ValueError(f"duplicate host '{node.host}' in nodes")
+            seen.add(node.host)
+        if self.master.node is not None and self.master.node not in seen:
+            raise ValueError(f"master.node '{self.master.node}' is not in nodes ({', '.join(sorted(seen))})")
+        nproc = self.job.nproc_per_node
+        if nproc is not None:
+            for node in self.nodes:
+                if node.gpus and nproc > len(node.gpus):
+                    raise ValueError(
+                        f"job.nproc_per_node {nproc} exceeds the {len(node.gpus)} GPUs of node '{node.host}'"
+                    )
+        return self
+
+    @property
+    def master_node(self) -> NodeSpec:
+        name = self.master.node or self.nodes[0].host
+        return next(n for n in self.nodes if n.host == name)
+
+    def resolve(self, path: str) -> Path:
+        """A head-node path from the inventory, relative to the inventory's directory."""
+        p = Path(os.path.expanduser(path))
+        return p if p.is_absolute() else Path(self.base_dir) / p
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Alternative node sources
+
+
+def parse_hostfile(text: str, source: str = "<hostfile>") -> list[dict[str, Any]]:
+    """DeepSpeed/MPI hostfile: `host slots=N` per line, `#` comments."""
+    nodes: list[dict[str, Any]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"(\S+)\s+slots\s*=\s*(\d+)", line)
+        if not m:
+            raise InventoryError(
+                f"expected 'HOST slots=N', got {raw.strip()!r}", file=source, line=number, field="slots"
+            )
+        nodes.append({"host": m.group(1), "gpus": int(m.group(2))})
+    if not nodes:
+        raise InventoryError("hostfile lists no hosts", file=source)
+    return nodes
+
+
+def nodes_from_slurm(environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Nodes of the current Slurm allocation (SLURM_JOB_NODELIST, SLURM_GPUS_ON_NODE)."""
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
+    if not nodelist:
+        raise InventoryError(
+            "--from-slurm: SLURM_JOB_NODELIST is not set (run inside an allocation: salloc/sbatch)",
+            field="SLURM_JOB_NODELIST",
+        )
+    try:
+        hosts = hostlist.expand_hostlist(nodelist)
+    except hostlist.BadHostlist as exc:
+        raise InventoryError(f"cannot expand {nodelist!r}: {exc}", field="SLURM_JOB_NODELIST") from None
+    gpus_raw = environ.get("SLURM_GPUS_ON_NODE", "0")
+    try:
+        gpus = int(gpus_raw)
+    except ValueError:
+        raise InventoryError(f"SLURM_GPUS_ON_NODE={gpus_raw!r} is not a number", field="SLURM_GPUS_ON_NODE") from None
+    return [{"host": h, "gpus": gpus} for h in hosts]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_inventory(
+    path: str | Path,
+    *,
+    hostfile: str | Path | None = None,
+    from_slurm: Mapping[str, str] | None = None,
+) -> Inventory:
+    path = Path(path)
+    source = str(path)
+    try:
+        located = yamlpos.load_file(path)
+    except FileNotFoundError:
+        raise InventoryError("file not found (create one with `rlaunch init`)", file=source) from None
+    except IsADirectoryError:
+        raise InventoryError("is a directory, expected a cluster.yaml file", file=source) from None
+    except PermissionError:
+        raise InventoryError("permission denied", file=source) from None
+    except UnicodeDecodeError:
+        raise InventoryError("not a text file", file=source) from None
+    except yamlpos.YamlError as exc:
+        raise InventoryError(str(exc), file=source, line=exc.line) from None
+    if not isinstance(located.value, dict):
+        raise InventoryError("expected a mapping of settings at the top level", file=source, line=1)
+    data = dict(located.value)
+    if hostfile is not None:
+        hf = Path(hostfile)
+        try:
+            data["nodes"] = parse_hostfile(hf.read_text(), str(hf))
+        except OSError as exc:
+            raise InventoryError(f"cannot read hostfile: {exc.strerror}", file=str(hf)) from None
+    elif from_slurm is not None:
+        data["nodes"] = nodes_from_slurm(from_slurm)
+    return from_mapping(data, source=source, lines=located, base_dir=str(path.resolve().parent))
+
+
+def from_mapping(
+    data: dict[str, Any], *, source: str = "<inventory>", lines: yamlpos.Located | None = None, base_dir: str = "."
+) -> Inventory:
+    for reserved in ("base_dir", "source"):
+        if reserved in data:
+            line = lines.line_of((reserved,)) if lines else None
+            raise InventoryError("is set by rlaunch itself", file=source, line=line, field=reserved)
+    try:
+        return Inventory.model_validate({**data, "base_dir": base_dir, "source": source})
+    except ValidationError as exc:
+        raise _explain(exc, data, source, lines) from None
+
+
+def _explain(exc: ValidationError, data: dict[str, Any], source: str, lines: yamlpos.Located | None) -> InventoryError:
+    """Turn pydantic's first error into one located, human sentence."""
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    # pydantic appends union member names ("int", "literal['auto']") to locs; drop what the data doesn't have.
+    loc = _data_loc(loc, data)
+    line = lines.line_of(loc) if lines else None
+    field = ".".join(str(p) for p in loc) or None
+    kind = err["type"]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        known = sorted(parent.model_fields) if parent else []
+        known = [k for k in known if k not in ("base_dir", "source")]
+        guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f"; did you mean '{guess[0]}'?" if guess else f"; known keys: {', '.join(known)}"
+        msg = f"unknown key '{loc[-1]}'{hint}"
+    elif kind == "missing":
+        msg = "is required"
+    elif kind == "literal_error":
+        msg = f"got {err.get('input')!r}; {msg.lower()}"
+    if field and field.startswith("nodes.") and isinstance(data.get("nodes"), list):
+        idx = loc[1]
+        if isinstance(idx, int) and idx < len(data["nodes"]) and isinstance(data["nodes"][idx], dict):
+            host = data["nodes"][idx].get("host")
+            if host:
+                field = f"{field} (node '{host}')"
+    return InventoryError(msg, file=source, line=line, field=field)
+
+
+def _data_loc(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
+    out: list[Any] = []
+    cur = data
+    for part in loc:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and part < len(cur):
+            cur = cur[part]
+        elif isinstance(cur, dict):
+            out.append(part)  # a missing or extra key: keep it, it is the subject of the error
+            break
+        else:
+            break
+        out.append(part)
+    return tuple(out)
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] = Inventory
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        inner = getattr(ann, "__args__", (ann,))
+        sub = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if sub is None:
+            return None
+        model = sub
+    return model

@@ -1,0 +1,208 @@
+"""The one small interface every way of reaching a node implements (SSH, local processes, srun).
+
+A transport runs an argv on a named node (never a shell string: implementations quote), either to completion
+(`run`) or as a long-lived process whose output lines arrive through a callback (`start`). Fan-out over many
+nodes returns a `GroupResult` split into succeeded and failed, as Fabric's Group does.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from cluster.inventory import Inventory
+
+
+class TransportError(Exception):
+    """The node could not be reached or the command could not be started (not: the command failed)."""
+
+    def __init__(self, host: str, reason: str):
+        super().__init__(f"{host}: {reason}")
+        self.host = host
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Everything needed to reach one node."""
+
+    host: str  # the name used in logs and the inventory
+    address: str  # what we connect to
+    port: int = 22
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str = "~/.ssh/known_hosts"
+    host_key_policy: str = "strict"
+    connect_timeout: float = 10.0
+    keepalive: float = 5.0
+
+    @classmethod
+    def all_from(cls, inv: Inventory) -> dict[str, Endpoint]:
+        out: dict[str, Endpoint] = {}
+        for node in inv.nodes:
+            out[node.host] = cls(
+                host=node.host,
+                address=node.address or node.host,
+                port=node.port or inv.ssh.port,
+                user=node.user or inv.ssh.user,
+                identity_file=_expand(node.identity_file or inv.ssh.identity_file),
+                known_hosts=_expand(inv.ssh.known_hosts) or "",
+                host_key_policy=inv.ssh.host_key_policy,
+                connect_timeout=inv.ssh.connect_timeout,
+                keepalive=inv.ssh.keepalive,
+            )
+        return out
+
+
+def _expand(path: str | None) -> str | None:
+    return os.path.expanduser(path) if path else None
+
+
+@dataclass(frozen=True)
+class Result:
+    """One command on one node. `error` is set when the transport failed (unreachable, auth, timeout)."""
+
+    host: str
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.exit_code == 0
+
+    def why(self) -> str:
+        """One line saying why this failed, for messages that name the node."""
+        if self.error:
+            return self.error
+        tail = (self.stderr.strip() or self.stdout.strip()).splitlines()
+        return f"exit {self.exit_code}" + (f": {tail[-1]}" if tail else "")
+
+
+@dataclass
+class GroupResult:
+    results: dict[str, Result] = field(default_factory=dict)
+
+    @property
+    def succeeded(self) -> dict[str, Result]:
+        return {h: r for h, r in self.results.items() if r.ok}
+
+    @property
+    def failed(self) -> dict[str, Result]:
+        return {h: r for h, r in self.results.items() if not r.ok}
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+LineCallback = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line without newline)
+
+
+class RemoteProcess(ABC):
+    """A long-lived command on a node (log follower, heartbeat channel)."""
+
+    host: str
+
+    @abstractmethod
+    def write(self, data: bytes) -> None:
+        """Send bytes to the process's stdin. Raises TransportError when the link is gone."""
+
+    @abstractmethod
+    def close_stdin(self) -> None: ...
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """Exit code if the process (or the link to it) has ended; -1 when the link died without one."""
+
+    @abstractmethod
+    def wait(self, timeout: float | None = None) -> int | None: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Drop the link (the remote side sees EOF / hang-up). Idempotent."""
+
+
+class Transport(ABC):
+    """Reach the nodes named by an inventory. Implementations must be safe to call from many threads."""
+
+    name: str = "abstract"
+
+    def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
+        self.endpoints = endpoints
+        self.max_parallel = max_parallel
+
+    @abstractmethod
+    def run(
+        self, host: str, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = 60.0
+    ) -> Result:
+        """Run argv to completion. Never raises for remote failures: they land in the Result."""
+
+    @abstractmethod
+    def start(
+        self, host: str, argv: Sequence[str], on_line: LineCallback, *, on_exit: Callable[[int], None] | None = None
+    ) -> RemoteProcess:
+        """Start argv and deliver its output lines to on_line from a background thread."""
+
+    def connect(self, host: str) -> None:  # noqa: B027 - optional hook
+        """Open (and keep) the connection to host; raises TransportError. No-op for connectionless transports."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release every connection."""
+
+    def run_all(
+        self,
+        hosts: Iterable[str],
+        argv_for: Callable[[str], Sequence[str]] | Sequence[str],
+        *,
+        stdin_for: Callable[[str], bytes | None] | None = None,
+        timeout: float | None = 60.0,
+    ) -> GroupResult:
+        """Run on many nodes in parallel (bounded); one Result per host."""
+
+        def one(host: str) -> Result:
+            argv = argv_for(host) if callable(argv_for) else argv_for
+            stdin = stdin_for(host) if stdin_for else None
+            return self.run(host, argv, stdin=stdin, timeout=timeout)
+
+        return GroupResult(dict(zip_hosts(hosts, one, self.max_parallel)))
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+T = TypeVar("T")
+
+
+def zip_hosts(hosts: Iterable[str], fn: Callable[[str], T], max_parallel: int) -> list[tuple[str, T]]:
+    """Apply fn to every host with at most max_parallel in flight; keeps input order."""
+    hosts = list(hosts)
+    if len(hosts) <= 1:
+        return [(h, fn(h)) for h in hosts]
+    with ThreadPoolExecutor(max_workers=min(max_parallel, len(hosts)), thread_name_prefix="rlaunch-io") as pool:
+        return list(zip(hosts, pool.map(fn, hosts), strict=True))
+
+
+def make_transport(inv: Inventory, kind: str | None = None) -> Transport:
+    """The transport an inventory asks for (`transport: ssh|local`)."""
+    kind = kind or inv.transport
+    endpoints = Endpoint.all_from(inv)
+    if kind == "local":
+        from cluster.local import LocalTransport
+
+        return LocalTransport(endpoints, max_parallel=inv.ssh.max_parallel)
+    if kind == "ssh":
+        from cluster.ssh import SSHTransport
+
+        return SSHTransport(endpoints, max_parallel=inv.ssh.max_parallel)
+    raise ValueError(f"unknown transport {kind!r}")

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One-shot setup for a fresh machine: system packages the tests need, then one venv (.venv) holding
+# rlaunch (editable) plus the CPU training stack that simulated nodes run (torch, DeepSpeed, LLaMA-Factory).
+# Idempotent: re-running only does what is missing. Usage: scripts/setup.sh [--no-apt]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=${RLAUNCH_VENV:-$ROOT/.venv}
+PY=${PYTHON:-python3}
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# --- system packages: sshd for simulated nodes, pdsh for the benchmark, iproute2 for namespaces ---
+if [[ "${1:-}" != "--no-apt" ]]; then
+  need=()
+  [[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
+  command -v pdsh >/dev/null || need+=(pdsh)
+  command -v ip >/dev/null || need+=(iproute2)
+  command -v unshare >/dev/null || need+=(util-linux)
+  if ((${#need[@]})); then
+    if [[ $(id -u) -eq 0 ]]; then
+      log "installing ${need[*]}"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    else
+      log "missing ${need[*]} (not root: SSH tests will be skipped)"
+    fi
+  fi
+  mkdir -p /run/sshd 2>/dev/null || true
+fi
+
+# --- python environment ---
+if [[ ! -x "$VENV/bin/python" ]]; then
+  log "creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+pip() { "$VENV/bin/python" -m pip -q --disable-pip-version-check "$@"; }
+stamp="$VENV/.rlaunch-stack-v1"
+if [[ ! -f "$stamp" ]]; then
+  log "installing the CPU training stack (torch, deepspeed, llamafactory; ~1 min)"
+  # torch first: 2.13.0 is the CPU wheel on local disk; anything else would pull a multi-GB CUDA build.
+  pip install "torch==2.13.0"
+  DS_BUILD_OPS=0 pip install "deepspeed==0.19.8"
+  pip install "transformers==5.6.0" "datasets==4.0.0" "accelerate==1.11.0" "peft==0.18.1" "trl==0.24.0" \
+    "omegaconf==2.4.0" "sentencepiece" "tiktoken" "protobuf" "fire" "scipy" "einops" "av" "librosa" "pydantic" \
+    "packaging" "pyyaml" "numpy<3" "pandas" "matplotlib"
+  pip install --no-deps "llamafactory==0.9.5"
+  touch "$stamp"
+fi
+pip install -e "$ROOT[dev]"
+log "ready: $VENV/bin/rlaunch"
