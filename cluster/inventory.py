@@ -27,7 +27,9 @@ HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
 class InventoryError(Exception):
     """A problem in the user's input, located as precisely as we can."""
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None, field: str | None = None):
+    def __init__(
+        self, message: str, file: str | None = None, line: int | None = None, field: str | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.file = file
@@ -69,7 +71,7 @@ def _check_env(env: Mapping[str, EnvValue] | None) -> dict[str, str]:
 def parse_gpus(value: Any) -> tuple[int, ...]:
     """A count (8), a list ([0, 1, 2, 3]) or a range string ("0-3", "0,2,4-5"); 0 means a CPU-only node."""
     if isinstance(value, bool):
-        raise ValueError("expected a GPU count, a list of GPU ids or a range like \"0-3\"")
+        raise ValueError('expected a GPU count, a list of GPU ids or a range like "0-3"')
     if isinstance(value, int):
         if value < 0:
             raise ValueError("GPU count cannot be negative")
@@ -83,14 +85,14 @@ def parse_gpus(value: Any) -> tuple[int, ...]:
         for part in value.replace(" ", "").split(","):
             m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
             if not m:
-                raise ValueError(f"cannot parse GPU range '{value}' (write e.g. \"0-3\" or \"0,2,4-5\")")
+                raise ValueError(f'cannot parse GPU range \'{value}\' (write e.g. "0-3" or "0,2,4-5")')
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
             if hi < lo:
                 raise ValueError(f"GPU range '{part}' runs backwards")
             ids_list.extend(range(lo, hi + 1))
         ids = tuple(ids_list)
     else:
-        raise ValueError("expected a GPU count, a list of GPU ids or a range like \"0-3\"")
+        raise ValueError('expected a GPU count, a list of GPU ids or a range like "0-3"')
     if len(set(ids)) != len(ids):
         raise ValueError(f"GPU ids {list(ids)} repeat")
     return ids
@@ -117,6 +119,7 @@ class NodeSpec(_Strict):
     user: str | None = None
     identity_file: str | None = None
     python: str | None = None
+    cpus: int | None = Field(None, ge=1)  # physical cores; caps dataloader workers per rank
     env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("host", "address")
@@ -168,7 +171,7 @@ class JobSpec(_Strict):
     @classmethod
     def _stringify(cls, v: Any) -> Any:
         if isinstance(v, str):
-            raise ValueError("expected a list, e.g. [--steps, \"100\"]")
+            raise ValueError('expected a list, e.g. [--steps, "100"]')
         if isinstance(v, list):
             return [_env_str(x) if isinstance(x, int | float | bool) else x for x in v]
         return v
@@ -206,6 +209,8 @@ class Inventory(_Strict):
     workdir: str = "/tmp/rlaunch"
     python: str = "python3"
     transport: Literal["ssh", "local"] = "ssh"
+    # GPU family: loads templates/env_<profile>.env as defaults and decides bf16 support.
+    profile: Literal["mi300x", "mi250", "rx7900", "cpu"] | None = None
     env: dict[str, str] = Field(default_factory=dict)
     secrets: tuple[str, ...] = ()
     job: JobSpec
@@ -297,7 +302,9 @@ def nodes_from_slurm(environ: Mapping[str, str]) -> list[dict[str, Any]]:
     try:
         gpus = int(gpus_raw)
     except ValueError:
-        raise InventoryError(f"SLURM_GPUS_ON_NODE={gpus_raw!r} is not a number", field="SLURM_GPUS_ON_NODE") from None
+        raise InventoryError(
+            f"SLURM_GPUS_ON_NODE={gpus_raw!r} is not a number", field="SLURM_GPUS_ON_NODE"
+        ) from None
     return [{"host": h, "gpus": gpus} for h in hosts]
 
 
@@ -340,7 +347,11 @@ def load_inventory(
 
 
 def from_mapping(
-    data: dict[str, Any], *, source: str = "<inventory>", lines: yamlpos.Located | None = None, base_dir: str = "."
+    data: dict[str, Any],
+    *,
+    source: str = "<inventory>",
+    lines: yamlpos.Located | None = None,
+    base_dir: str = ".",
 ) -> Inventory:
     for reserved in ("base_dir", "source"):
         if reserved in data:
@@ -352,7 +363,9 @@ def from_mapping(
         raise _explain(exc, data, source, lines) from None
 
 
-def _explain(exc: ValidationError, data: dict[str, Any], source: str, lines: yamlpos.Located | None) -> InventoryError:
+def _explain(
+    exc: ValidationError, data: dict[str, Any], source: str, lines: yamlpos.Located | None
+) -> InventoryError:
     """Turn pydantic's first error into one located, human sentence."""
     err = exc.errors()[0]
     loc = tuple(err["loc"])
@@ -386,9 +399,9 @@ def _data_loc(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
     out: list[Any] = []
     cur = data
     for part in loc:
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and isinstance(part, int) and part < len(cur):
+        if (isinstance(cur, dict) and part in cur) or (
+            isinstance(cur, list) and isinstance(part, int) and part < len(cur)
+        ):
             cur = cur[part]
         elif isinstance(cur, dict):
             out.append(part)  # a missing or extra key: keep it, it is the subject of the error

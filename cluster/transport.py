@@ -147,7 +147,12 @@ class Transport(ABC):
 
     @abstractmethod
     def start(
-        self, host: str, argv: Sequence[str], on_line: LineCallback, *, on_exit: Callable[[int], None] | None = None
+        self,
+        host: str,
+        argv: Sequence[str],
+        on_line: LineCallback,
+        *,
+        on_exit: Callable[[int], None] | None = None,
     ) -> RemoteProcess:
         """Start argv and deliver its output lines to on_line from a background thread."""
 
@@ -189,7 +194,9 @@ def zip_hosts(hosts: Iterable[str], fn: Callable[[str], T], max_parallel: int) -
     hosts = list(hosts)
     if len(hosts) <= 1:
         return [(h, fn(h)) for h in hosts]
-    with ThreadPoolExecutor(max_workers=min(max_parallel, len(hosts)), thread_name_prefix="rlaunch-io") as pool:
+    with ThreadPoolExecutor(
+        max_workers=min(max_parallel, len(hosts)), thread_name_prefix="rlaunch-io"
+    ) as pool:
         return list(zip(hosts, pool.map(fn, hosts), strict=True))
 
 

@@ -1,0 +1,79 @@
+"""A tiny deterministic data-parallel training job for simulated CPU clusters (gloo).
+
+Prints one `step=N loss=X` line per step on rank 0, checkpoints every --ckpt-every steps into
+$RLAUNCH_CKPT_DIR (or --ckpt-dir) and resumes from the latest complete checkpoint with --resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--sleep", type=float, default=0.0, help="seconds per step (to make runs observable)")
+    p.add_argument("--ckpt-dir", default=os.environ.get("RLAUNCH_CKPT_DIR", ""))
+    p.add_argument("--ckpt-every", type=int, default=0)
+    p.add_argument("--resume", action="store_true")
+    args = p.parse_args()
+
+    timeout = timedelta(seconds=int(os.environ.get("RLAUNCH_PG_TIMEOUT", "600")))
+    dist.init_process_group("gloo", timeout=timeout)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    start = 0
+    ckpt_dir = Path(args.ckpt_dir) if args.ckpt_dir else None
+    if args.resume and ckpt_dir and (ckpt_dir / "latest").is_file():
+        tag = (ckpt_dir / "latest").read_text().strip()
+        state = torch.load(ckpt_dir / tag / "state.pt", weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = state["step"]
+        if rank == 0:
+            print(f"resumed from {tag} at step {start}", flush=True)
+
+    global_batch = 8 * world
+    for step in range(start, args.steps):
+        g = torch.Generator().manual_seed(1000 + step)
+        x = torch.randn(global_batch, 16, generator=g)
+        y = x.sum(dim=1, keepdim=True).sin()
+        mine = slice(rank * 8, (rank + 1) * 8)
+        loss = torch.nn.functional.mse_loss(ddp(x[mine]), y[mine])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        reduced = loss.detach().clone()
+        dist.all_reduce(reduced)
+        if rank == 0:
+            print(f"step={step + 1} loss={reduced.item() / world!r}", flush=True)
+        if ckpt_dir and args.ckpt_every and (step + 1) % args.ckpt_every == 0 and rank == 0:
+            tag = f"step-{step + 1}"
+            tmp = ckpt_dir / f".{tag}.tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            torch.save(
+                {"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1}, tmp / "state.pt"
+            )
+            os.replace(tmp, ckpt_dir / tag)
+            (ckpt_dir / "latest.tmp").write_text(tag)
+            os.replace(ckpt_dir / "latest.tmp", ckpt_dir / "latest")
+        if args.sleep:
+            time.sleep(args.sleep)
+    dist.barrier()
+    if rank == 0:
+        print("training complete", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The `rlaunch` command line. Verbs are thin shells: parse arguments → call one function → render.
+
+Exit codes: 0 success · 1 job or check failed · 2 bad input · 3 infrastructure (unreachable node, SSH, preflight)
+· 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from cluster.inventory import Inventory, InventoryError, load_inventory
+from launcher import __version__
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UserError(Exception):
+    """Bad input discovered outside the inventory loader (exit 2)."""
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    from launcher.render import err
+
+    err.print(f"[bold red]rlaunch: error:[/] {message}", markup=True, highlight=False)
+    sys.exit(code)
+
+
+def guarded(fn: F) -> F:
+    """Turn every expected failure into one clear line and a documented exit code; never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InventoryError as exc:
+            fail(_escape(str(exc)), EXIT_BAD_INPUT)
+        except UserError as exc:
+            fail(_escape(str(exc)), EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            fail("interrupted", EXIT_INTERRUPTED)
+        except FileNotFoundError as exc:
+            fail(_escape(str(exc)), EXIT_BAD_INPUT)
+        except click.exceptions.Exit:
+            raise
+        except (click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # a bug: keep the traceback out of the user's face, but keep it
+            crash = Path(os.environ.get("TMPDIR", "/tmp")) / f"rlaunch-crash-{os.getpid()}.txt"
+            crash.write_text(traceback.format_exc())
+            fail(
+                f"internal error: {type(exc).__name__}: {_escape(str(exc))} (details in {crash})", EXIT_INFRA
+            )
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", r"\[")
+
+
+def inventory_options(fn: F) -> F:
+    fn = click.option(
+        "--hostfile", type=click.Path(dir_okay=False), help="DeepSpeed/MPI hostfile: `host slots=N` lines."
+    )(fn)
+    fn = click.option(
+        "--from-slurm", is_flag=True, help="Nodes from the current Slurm allocation (SLURM_JOB_NODELIST)."
+    )(fn)
+    return fn
+
+
+def load(path: str, hostfile: str | None, from_slurm: bool) -> Inventory:
+    return load_inventory(path, hostfile=hostfile, from_slurm=dict(os.environ) if from_slurm else None)
+
+
+EPILOG = """\b
+Examples:
+  rlaunch init cluster.yaml            write a commented starter inventory
+  rlaunch plan cluster.yaml            show what every node will receive and run (dry run)
+  rlaunch plan cluster.yaml --json     the same, as one JSON object
+  rlaunch up cluster.yaml              preflight, push, start, stream logs, watch health
+  rlaunch up cluster.yaml --detach     start and return; re-attach with `logs -f` / `status`
+  rlaunch status                       state of the latest run (or: rlaunch status RUN_ID)
+  rlaunch logs -f --node node02        follow one node's log
+  rlaunch logs classify train.log      flag RCCL/HIP/NaN/OOM lines in any log
+  rlaunch down                         stop the latest run everywhere, nothing left behind
+  rlaunch doctor cluster.yaml          node facts and cross-node consistency checks
+  rlaunch validate cluster.yaml --stage dual --device cpu
+
+\b
+Exit codes: 0 ok · 1 job/check failed · 2 bad input · 3 infrastructure (unreachable node, SSH) · 130 interrupted
+"""
+
+
+@click.group(
+    epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+)
+@click.version_option(__version__, prog_name="rlaunch")
+def main() -> None:
+    """Multi-node training launcher for AMD ROCm clusters (torchrun, DeepSpeed ZeRO-3, LLaMA-Factory)."""
+
+
+# --------------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("path", default="cluster.yaml", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@guarded
+def init(path: str, force: bool) -> None:
+    """Write a commented starter cluster.yaml."""
+    import templates
+
+    target = Path(path)
+    if target.exists() and not force:
+        raise UserError(f"{path} already exists (use --force to overwrite)")
+    target.write_text(templates.read("cluster_starter.yaml"))
+    click.echo(f"wrote {path}: edit nodes and job, then `rlaunch plan {path}`")
+
+
+# --------------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@inventory_options
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@click.option("--run-id", default=None, help="Plan for this run id (default: a new one).")
+@guarded
+def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, run_id: str | None) -> None:
+    """Dry run: what every node will receive and run, and every ROCm mapping applied."""
+    from launcher import plan as planning
+    from launcher import records, render
+
+    inv = load(inventory, hostfile, from_slurm)
+    result = planning.build_plan(
+        inv, run_id=run_id or records.new_run_id(), sources=planning.load_sources(inv), head_env=os.environ
+    )
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=1))
+    else:
+        render.plan_table(result)
+
+
+# --------------------------------------------------------------------------------------------------------
+def _not_built(name: str) -> None:
+    fail(f"`rlaunch {name}` is not built yet in this version", EXIT_BAD_INPUT)
+
+
+def _register_optional() -> None:
+    """Verbs that live in their own modules; each module adds its commands to `main`."""
+    import importlib
+
+    for module in ("launcher.cli_run", "launcher.cli_doctor", "launcher.cli_validate"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    for verb in ("up", "down", "status", "logs", "doctor", "validate", "data"):
+        if verb not in main.commands:
+
+            @main.command(name=verb, context_settings={"ignore_unknown_options": True})
+            @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+            def _stub(args: tuple[str, ...], _verb: str = verb) -> None:
+                _not_built(_verb)
+
+
+_register_optional()
+
+if __name__ == "__main__":
+    main()

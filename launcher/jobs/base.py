@@ -1,0 +1,125 @@
+"""The job adapter interface: one module per job kind turns the job spec into a per-node command and files.
+
+Adapters are pure: everything they need from the head node's disk arrives in `NodeContext.sources`
+(head-node path → bytes), loaded beforehand by `launcher.plan.load_sources`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cluster.inventory import Inventory, JobSpec, NodeSpec
+
+# GPU architectures by inventory profile; bf16 is supported on CDNA2+ (gfx90a, gfx942, gfx950) and RDNA3.
+PROFILE_ARCH = {"mi300x": "gfx942", "mi250": "gfx90a", "rx7900": "gfx1100", "cpu": None}
+BF16_ARCHS = {"gfx90a", "gfx942", "gfx950", "gfx1100"}
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """A file to push, relative to the node's run directory."""
+
+    path: str
+    content: bytes
+    mode: int = 0o644
+    secret: bool = False  # holds env or secrets: pushed 0600, shown redacted
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.content).hexdigest()
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    node: NodeSpec
+    node_rank: int
+    nnodes: int
+    nproc: int
+    world_size: int
+    master_addr: str
+    master_port: int
+    run_dir: str  # the node's run directory (remote path)
+    python: str
+    collective_timeout: float | None
+    arch: str | None  # gfx arch from the profile, None when unknown or CPU
+    dataloader_workers: int
+    sources: dict[str, bytes] = field(default_factory=dict)
+    resume_from: str | None = None  # remote path of the checkpoint to resume from (restart)
+
+    @property
+    def bf16(self) -> bool:
+        return self.arch in BF16_ARCHS
+
+    def remote(self, name: str) -> str:
+        return f"{self.run_dir}/{name}"
+
+
+@dataclass
+class JobRender:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    files: list[FileSpec] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class JobAdapter(Protocol):
+    def render(self, job: JobSpec, inv: Inventory, ctx: NodeContext) -> JobRender: ...
+
+
+def torchrun_argv(ctx: NodeContext, entry: list[str]) -> list[str]:
+    """A static-rendezvous torchrun command: every node gets the same master and its own node rank.
+
+    Static rendezvous, no in-place restarts: rlaunch relaunches the whole job with resume instead (in-place
+    `--max-restarts` with c10d was flaky here). `--tee 3` prefixes each worker line with its local rank.
+    """
+    return [
+        ctx.python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={ctx.nnodes}",
+        f"--node-rank={ctx.node_rank}",
+        f"--nproc-per-node={ctx.nproc}",
+        f"--master-addr={ctx.master_addr}",
+        f"--master-port={ctx.master_port}",
+        "--max-restarts=0",
+        "--tee=3",
+        f"--log-dir={ctx.remote('torchrun-logs')}",
+        *entry,
+    ]
+
+
+def script_entry(job: JobSpec, ctx: NodeContext) -> tuple[list[str], list[FileSpec]]:
+    """The user's script (pushed next to the job) or module, as torchrun's trailing arguments."""
+    if job.module:
+        return ["-m", job.module, *job.args], []
+    assert job.script is not None
+    name = job.script.rsplit("/", 1)[-1]
+    content = ctx.sources[job.script]
+    return [ctx.remote(name), *job.args], [FileSpec(name, content)]
+
+
+def extra_files(job: JobSpec, ctx: NodeContext) -> list[FileSpec]:
+    return [FileSpec(p.rsplit("/", 1)[-1], ctx.sources[p]) for p in job.files]
+
+
+def adapter_for(kind: str) -> JobAdapter:
+    if kind == "torchrun":
+        from launcher.jobs.torchrun import TorchrunJob
+
+        return TorchrunJob()
+    if kind == "command":
+        from launcher.jobs.command import CommandJob
+
+        return CommandJob()
+    if kind == "deepspeed":
+        from launcher.jobs.deepspeed import DeepSpeedJob
+
+        return DeepSpeedJob()
+    if kind == "llamafactory":
+        from launcher.jobs.llamafactory import LlamaFactoryJob
+
+        return LlamaFactoryJob()
+    raise ValueError(f"unknown job kind {kind!r}")

@@ -1,0 +1,365 @@
+"""Inventory + job → Plan: exactly what every node will receive and run. Pure (no I/O) except `load_sources`.
+
+`rlaunch plan` prints a Plan; `rlaunch up` executes the same value. Every mapping from what the user wrote to
+what really works on ROCm is listed in `notes`, every risk in `warnings`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shlex
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from cluster.inventory import Inventory, InventoryError
+from launcher import envrules
+from launcher.jobs.base import PROFILE_ARCH, FileSpec, NodeContext, adapter_for
+
+REDACTED = "***"
+GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
+AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
+
+
+class PlanError(InventoryError):
+    """The inventory is valid YAML and schema, but cannot be turned into a working plan."""
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    host: str
+    address: str
+    node_rank: int
+    nproc: int
+    gpus: tuple[int, ...]
+    first_rank: int
+    run_dir: str
+    python: str
+    argv: list[str]
+    env: dict[str, str]
+    files: list[FileSpec]
+    secret_names: frozenset[str] = frozenset()
+
+    @property
+    def ranks(self) -> range:
+        return range(self.first_rank, self.first_rank + self.nproc)
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+    def redacted_env(self) -> dict[str, str]:
+        return {k: (REDACTED if k in self.secret_names else v) for k, v in self.env.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "address": self.address,
+            "node_rank": self.node_rank,
+            "nproc": self.nproc,
+            "gpus": list(self.gpus),
+            "ranks": [self.ranks.start, self.ranks.stop - 1],
+            "run_dir": self.run_dir,
+            "env": self.redacted_env(),
+            "command": self.command,
+            "argv": self.argv,
+            "files": [
+                {"path": f.path, "sha256": f.sha256, "mode": oct(f.mode), "bytes": len(f.content)}
+                for f in self.files
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    cluster: str
+    job_kind: str
+    master_addr: str
+    master_port: int
+    world_size: int
+    nodes: list[NodePlan]
+    transport: str
+    workdir: str
+    detach: bool
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    collective_timeout: float | None = None
+    health: dict[str, float] = field(default_factory=dict)
+    restart: dict[str, Any] = field(default_factory=dict)
+
+    def node(self, host: str) -> NodePlan:
+        return next(n for n in self.nodes if n.host == host)
+
+    @property
+    def hosts(self) -> list[str]:
+        return [n.host for n in self.nodes]
+
+    def rank_of(self, host: str, local_rank: int) -> int:
+        return self.node(host).first_rank + local_rank
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "cluster": self.cluster,
+            "job_kind": self.job_kind,
+            "transport": self.transport,
+            "master_addr": self.master_addr,
+            "master_port": self.master_port,
+            "world_size": self.world_size,
+            "nnodes": len(self.nodes),
+            "collective_timeout": self.collective_timeout,
+            "health": self.health,
+            "restart": self.restart,
+            "warnings": self.warnings,
+            "notes": self.notes,
+            "nodes": [n.to_json() for n in self.nodes],
+        }
+
+
+def auto_port(run_id: str) -> int:
+    """`master.port: auto`: a port derived from the run id, so every node agrees without talking to each other.
+
+    Preflight checks it is free on the master node; a stable function of the run id keeps the plan pure.
+    """
+    return AUTO_PORT_BASE + zlib.crc32(run_id.encode()) % AUTO_PORT_SPAN
+
+
+def build_plan(
+    inv: Inventory,
+    *,
+    run_id: str,
+    sources: Mapping[str, bytes],
+    head_env: Mapping[str, str],
+    detach: bool = False,
+    resume_from: str | None = None,
+    exclude: frozenset[str] = frozenset(),
+) -> Plan:
+    nodes = [n for n in inv.nodes if n.host not in exclude]
+    if not nodes:
+        raise PlanError("every node is excluded", file=inv.source, field="nodes")
+    master = inv.master_node if inv.master_node.host not in exclude else nodes[0]
+    master_addr = master.address or master.host
+    master_port = auto_port(run_id) if inv.master.port == "auto" else int(inv.master.port)
+    arch = PROFILE_ARCH.get(inv.profile) if inv.profile else None
+    warnings: list[str] = []
+    notes: list[str] = []
+
+    secrets = _secret_values(inv, head_env)
+    profile_env = _profile_env(inv, sources)
+
+    nprocs = [inv.job.nproc_per_node or (len(n.gpus) or 1) for n in nodes]
+    if inv.job.kind != "command" and len(set(nprocs)) > 1:
+        # torchrun's static rendezvous needs the same local world size everywhere.
+        detail = ", ".join(f"{n.host}={p}" for n, p in zip(nodes, nprocs, strict=True))
+        raise PlanError(
+            f"nodes would run different numbers of ranks ({detail}); set job.nproc_per_node",
+            file=inv.source,
+            field="job.nproc_per_node",
+        )
+    world_size = sum(nprocs)
+    adapter = adapter_for(inv.job.kind)
+
+    node_plans: list[NodePlan] = []
+    collective_timeout: float | None = None
+    first_rank = 0
+    for node_rank, (node, nproc) in enumerate(zip(nodes, nprocs, strict=True)):
+        user_env = {**profile_env, **inv.env, **node.env}
+        rules = envrules.apply_rules(
+            user_env, gpus=node.gpus, nproc=nproc, job_timeout=inv.job.timeout, job_kind=inv.job.kind
+        )
+        if rules.errors:
+            raise PlanError(rules.errors[0], file=inv.source, field=f"env (node '{node.host}')")
+        collective_timeout = rules.collective_timeout
+        run_dir = f"{inv.workdir.rstrip('/')}/{run_id}/{node.host}"
+        python = _python_path(node.python or inv.python, inv)
+        ctx = NodeContext(
+            node=node,
+            node_rank=node_rank,
+            nnodes=len(nodes),
+            nproc=nproc,
+            world_size=world_size,
+            master_addr=master_addr,
+            master_port=master_port,
+            run_dir=run_dir,
+            python=python,
+            collective_timeout=collective_timeout,
+            arch=arch,
+            dataloader_workers=envrules.dataloader_workers(inv.job.dataloader_workers, node.cpus, nproc),
+            sources=dict(sources),
+            resume_from=resume_from,
+        )
+        render = adapter.render(inv.job, inv, ctx)
+        env = {
+            **rules.env,
+            **render.env,
+            "MASTER_ADDR": master_addr,
+            "MASTER_PORT": str(master_port),
+            "NNODES": str(len(nodes)),
+            "NODE_RANK": str(node_rank),
+            "NPROC_PER_NODE": str(nproc),
+            "RLAUNCH_RUN_ID": run_id,
+            "RLAUNCH_RUN_DIR": run_dir,
+            "RLAUNCH_DATALOADER_WORKERS": str(ctx.dataloader_workers),
+            # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{run_dir}/nccl_trace_rank_",
+            **secrets,
+        }
+        files = [
+            *render.files,
+            FileSpec("env.sh", _env_sh(env), mode=0o600, secret=True),
+            FileSpec("job.json", _job_json(render.argv, env, run_dir, inv, detach), mode=0o600, secret=True),
+            FileSpec("guard.py", sources[GUARD], mode=0o755),
+        ]
+        _check_unique(files, node.host, inv.source)
+        node_plans.append(
+            NodePlan(
+                host=node.host,
+                address=node.address or node.host,
+                node_rank=node_rank,
+                nproc=nproc,
+                gpus=node.gpus,
+                first_rank=first_rank,
+                run_dir=run_dir,
+                python=python,
+                argv=render.argv,
+                env=env,
+                files=files,
+                secret_names=frozenset(secrets),
+            )
+        )
+        first_rank += nproc
+        for text in (*rules.warnings, *render.warnings):
+            if text not in warnings:
+                warnings.append(text)
+        for text in (*rules.notes, *render.notes):
+            if text not in notes:
+                notes.append(text)
+
+    if inv.master.port == "auto":
+        notes.append(f"master.port auto → {master_port} (derived from the run id; checked free at preflight)")
+    if inv.health.stall_timeout >= (collective_timeout or float("inf")):
+        warnings.append(
+            f"health.stall_timeout ({inv.health.stall_timeout:g} s) is not shorter than the collective timeout: "
+            "hangs will be reported by PyTorch's watchdog before rlaunch sees them"
+        )
+    if detach:
+        notes.append(
+            "detached: nodes do not require the launcher's heartbeat; stop the job with `rlaunch down`"
+        )
+
+    return Plan(
+        run_id=run_id,
+        cluster=inv.cluster,
+        job_kind=inv.job.kind,
+        master_addr=master_addr,
+        master_port=master_port,
+        world_size=world_size,
+        nodes=node_plans,
+        transport=inv.transport,
+        workdir=inv.workdir,
+        detach=detach,
+        warnings=warnings,
+        notes=notes,
+        collective_timeout=collective_timeout,
+        health=inv.health.model_dump(),
+        restart=inv.restart.model_dump(),
+    )
+
+
+def _python_path(python: str, inv: Inventory) -> str:
+    """On the local transport a relative interpreter path (`../.venv/bin/python`) is the head's own path,
+    taken from the inventory's directory, as every other relative path in the file is."""
+    if inv.transport == "local" and "/" in python and not python.startswith(("/", "~")):
+        return posixpath.normpath(posixpath.join(inv.base_dir, python))
+    return python
+
+
+def _secret_values(inv: Inventory, head_env: Mapping[str, str]) -> dict[str, str]:
+    missing = [name for name in inv.secrets if name not in head_env]
+    if missing:
+        raise PlanError(
+            f"secret {missing[0]} is not set in this shell's environment (export it before running rlaunch)",
+            file=inv.source,
+            field="secrets",
+        )
+    return {name: head_env[name] for name in inv.secrets}
+
+
+def _profile_env(inv: Inventory, sources: Mapping[str, bytes]) -> dict[str, str]:
+    if not inv.profile:
+        return {}
+    text = sources.get(f"<templates>/env_{inv.profile}.env", b"").decode()
+    env: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line and "=" in line:
+            name, value = line.split("=", 1)
+            env[name.strip()] = value.strip()
+    return env
+
+
+def _env_sh(env: Mapping[str, str]) -> bytes:
+    """A sourceable env file for people debugging on the node; every value shell-quoted."""
+    lines = ["# written by rlaunch: source this file to reproduce the job's environment"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _job_json(argv: list[str], env: Mapping[str, str], run_dir: str, inv: Inventory, detach: bool) -> bytes:
+    spec = {
+        "argv": argv,
+        "env": dict(env),
+        "cwd": run_dir,
+        "heartbeat_timeout": 0 if detach else inv.health.heartbeat_timeout,
+        "grace": inv.health.grace,
+        "poll_interval": 0.2,
+    }
+    return json.dumps(spec, indent=1, sort_keys=True).encode()
+
+
+def _check_unique(files: list[FileSpec], host: str, source: str) -> None:
+    seen: set[str] = set()
+    for f in files:
+        if f.path in seen:
+            raise PlanError(
+                f"two files would be pushed as '{f.path}' on node '{host}'", file=source, field="job.files"
+            )
+        seen.add(f.path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The one impure helper: read what the adapters need from the head node's disk.
+
+
+def load_sources(inv: Inventory) -> dict[str, bytes]:
+    """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
+    sources: dict[str, bytes] = {GUARD: resources.files("launcher.node").joinpath("guard.py").read_bytes()}
+    if inv.profile:
+        name = f"env_{inv.profile}.env"
+        sources[f"<templates>/{name}"] = resources.files("templates").joinpath(name).read_bytes()
+    job = inv.job
+    wanted = [("job.script", job.script), ("job.config", job.config)]
+    wanted += [(f"job.files[{i}]", p) for i, p in enumerate(job.files)]
+    if job.deepspeed and job.deepspeed not in ("zero3", "zero3_offload"):
+        wanted.append(("job.deepspeed", job.deepspeed))
+    for field_name, path in wanted:
+        if not path:
+            continue
+        full = inv.resolve(path)
+        try:
+            sources[path] = full.read_bytes()
+        except FileNotFoundError:
+            raise PlanError(f"file not found: {full}", file=inv.source, field=field_name) from None
+        except OSError as exc:
+            raise PlanError(
+                f"cannot read {full}: {exc.strerror}", file=inv.source, field=field_name
+            ) from None
+    for name in ("ds_z3.json", "ds_z3_offload.json", "llamafactory_lora_sft.yaml"):
+        res = resources.files("templates").joinpath(name)
+        if res.is_file():
+            sources[f"<templates>/{name}"] = res.read_bytes()
+    return sources

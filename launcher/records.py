@@ -1,0 +1,138 @@
+"""Run records on the head node: `.rlaunch/runs/<id>/` holds plan.json, state.json, events.jsonl, logs/<host>.log.
+
+State files are written atomically (temp + rename) so a crash of the launcher never leaves a torn file;
+events and logs are append-only JSON lines / text, flushed per write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def home() -> Path:
+    """Where run records live: $RLAUNCH_HOME, else ./.rlaunch (next to the user's project, like .git)."""
+    return Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch")
+
+
+def new_run_id(now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RunRecord:
+    def __init__(self, root: Path):
+        self.root = root
+        self._lock = threading.Lock()
+        self._logs: dict[str, TextIO] = {}
+        self._events: TextIO | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.root.name
+
+    # --- creation and lookup -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, run_id: str, plan_json: dict[str, Any], base: Path | None = None) -> RunRecord:
+        root = (base or home()) / "runs" / run_id
+        (root / "logs").mkdir(parents=True, exist_ok=False)
+        rec = cls(root)
+        write_atomic(root / "plan.json", json.dumps(plan_json, indent=1))
+        rec.write_state({"run_id": run_id, "state": "planned", "created_at": time.time()})
+        return rec
+
+    @classmethod
+    def open(cls, run_id: str | None = None, base: Path | None = None) -> RunRecord:
+        runs = (base or home()) / "runs"
+        if run_id is None:
+            ids = list_run_ids(base)
+            if not ids:
+                raise FileNotFoundError(f"no runs recorded under {runs} (start one with `rlaunch up`)")
+            run_id = ids[-1]
+        root = runs / run_id
+        if not (root / "state.json").is_file():
+            matches = [r for r in list_run_ids(base) if r.startswith(run_id)]
+            if len(matches) != 1:
+                raise FileNotFoundError(f"no run '{run_id}' under {runs} (see `rlaunch status --all`)")
+            root = runs / matches[0]
+        return cls(root)
+
+    # --- state ---------------------------------------------------------------------------------------
+    def read_state(self) -> dict[str, Any]:
+        return json.loads((self.root / "state.json").read_text())
+
+    def write_state(self, state: dict[str, Any]) -> None:
+        with self._lock:
+            write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
+
+    def update_state(self, **changes: Any) -> dict[str, Any]:
+        with self._lock:
+            state = json.loads((self.root / "state.json").read_text())
+            state.update(changes)
+            write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
+            return state
+
+    def plan_json(self) -> dict[str, Any]:
+        return json.loads((self.root / "plan.json").read_text())
+
+    # --- append-only streams ---------------------------------------------------------------------------
+    def append_event(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            if self._events is None:
+                self._events = open(self.root / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+            self._events.write(json.dumps(event, sort_keys=True) + "\n")
+            self._events.flush()
+
+    def events(self) -> list[dict[str, Any]]:
+        path = self.root / "events.jsonl"
+        if not path.is_file():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def append_log(self, host: str, line: str) -> None:
+        with self._lock:
+            f = self._logs.get(host)
+            if f is None:
+                f = self._logs[host] = open(self.log_path(host), "a", encoding="utf-8")  # noqa: SIM115
+            f.write(line + "\n")
+            f.flush()
+
+    def log_path(self, host: str) -> Path:
+        return self.root / "logs" / f"{host}.log"
+
+    def close(self) -> None:
+        with self._lock:
+            for f in self._logs.values():
+                f.close()
+            self._logs.clear()
+            if self._events:
+                self._events.close()
+                self._events = None
+
+
+def list_run_ids(base: Path | None = None) -> list[str]:
+    runs = (base or home()) / "runs"
+    if not runs.is_dir():
+        return []
+    return sorted(p.name for p in runs.iterdir() if (p / "state.json").is_file())

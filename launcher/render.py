@@ -1,0 +1,63 @@
+"""Terminal rendering of plans and summaries (rich). Pure presentation: no decisions are made here."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from launcher.plan import Plan
+
+# Errors and progress go to stderr, results to stdout (so `--json` output stays clean).
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def plan_table(plan: Plan, show_env: bool = True) -> None:
+    out.print(
+        f"[bold]plan[/] run {plan.run_id} · cluster {plan.cluster} · {plan.job_kind} · "
+        f"{len(plan.nodes)} nodes · world size {plan.world_size} · master {plan.master_addr}:{plan.master_port}"
+    )
+    table = Table(show_lines=False, header_style="bold")
+    for col in ("node", "address", "node_rank", "ranks", "nproc", "GPUs", "files"):
+        table.add_column(col)
+    for n in plan.nodes:
+        table.add_row(
+            n.host,
+            n.address,
+            str(n.node_rank),
+            f"{n.ranks.start}-{n.ranks.stop - 1}",
+            str(n.nproc),
+            ",".join(map(str, n.gpus)) or "cpu",
+            ", ".join(f.path for f in n.files),
+        )
+    out.print(table)
+    first = plan.nodes[0]
+    out.print(f"[bold]command[/] (node {first.host}): {first.command}")
+    if show_env:
+        out.print(f"[bold]environment[/] (node {first.host}; secrets shown as ***):")
+        for k, v in sorted(first.redacted_env().items()):
+            out.print(f"  {k}={v}", markup=False)
+    for note in plan.notes:
+        out.print(f"[cyan]note:[/] {_esc(note)}")
+    for warning in plan.warnings:
+        out.print(f"[yellow]warning:[/] {_esc(warning)}")
+
+
+def summary_table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
+    table = Table(title=title, header_style="bold")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(str(row.get(c, "")) for c in columns))
+    out.print(table)
+
+
+def _esc(text: str) -> str:
+    return text.replace("[", r"\[")
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
