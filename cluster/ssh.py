@@ -1,0 +1,448 @@
+"""SSH transport on paramiko: one persistent connection per node, reused for every command.
+
+Why paramiko and not fabric: fabric's Connection hard-codes AutoAddPolicy and loads no known_hosts (FACTS.md),
+and we need neither its config layer nor its inline `export` handling. Why our own socket: paramiko never sets
+TCP_NODELAY (~44 ms per exec on an open connection, ~2 ms with it; FACTS.md), and a silent partition hangs a
+session for minutes unless TCP keepalive, TCP_USER_TIMEOUT and SSH keepalives are all set.
+
+Host keys follow OpenSSH's StrictHostKeyChecking: "strict" (= yes) refuses unknown keys, "accept-new" stores
+first-seen keys in known_hosts; a changed key is refused under both (ssh_config(5)).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import select
+import shlex
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import paramiko
+
+from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Transport, TransportError
+
+# Written inline into the remote command: positional arguments only, never spliced user data. Writes a temp
+# file next to the destination, renames it into place, prints its sha256 (coreutils on every Linux node).
+PUT_SCRIPT = 'set -e; umask 077; mkdir -p "$(dirname "$1")"; t="$1.tmp.$$"; cat > "$t"; mv -f "$t" "$1"; sha256sum "$1"'
+INLINE_STDIN_LIMIT = 256 * 1024  # below paramiko's and sshd's 2 MiB channel window: sendall cannot block
+READ_CHUNK = 65536
+
+
+class SSHTransport(Transport):
+    name = "ssh"
+
+    def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
+        super().__init__(endpoints, max_parallel)
+        self._clients: dict[str, paramiko.SSHClient] = {}
+        self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
+        self._known_hosts_lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ connections
+    def connect(self, host: str) -> None:
+        self._client(host)
+
+    def connect_all(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
+        """Connect to many nodes in parallel; returns host -> error line for those that failed."""
+        from cluster.transport import zip_hosts
+
+        def one(host: str) -> str | None:
+            try:
+                self._client(host)
+                return None
+            except TransportError as exc:
+                return exc.reason
+
+        results = zip_hosts(list(hosts or self.endpoints), one, self.max_parallel)
+        return {h: err for h, err in results if err}
+
+    def close(self) -> None:
+        for host in list(self._clients):
+            with self._lock_for(host):
+                client = self._clients.pop(host, None)
+            if client is not None:
+                client.close()
+
+    def socket(self, host: str) -> socket.socket:
+        """The TCP socket under host's connection (for diagnostics and tests)."""
+        sock = self._client(host).get_transport().sock  # type: ignore[union-attr]
+        assert isinstance(sock, socket.socket)
+        return sock
+
+    def _lock_for(self, host: str) -> threading.Lock:
+        if host not in self._host_locks:
+            raise TransportError(host, f"unknown node {host!r}: not in the inventory")
+        return self._host_locks[host]
+
+    def _client(self, host: str) -> paramiko.SSHClient:
+        with self._lock_for(host):
+            client = self._clients.get(host)
+            transport = client.get_transport() if client else None
+            if client is not None and transport is not None and transport.is_active():
+                return client
+            if client is not None:
+                client.close()  # the link died: reconnect once, here
+            client = self._open(self.endpoints[host])
+            self._clients[host] = client
+            return client
+
+    def _open(self, ep: Endpoint) -> paramiko.SSHClient:
+        where = f"{ep.host} ({ep.address}:{ep.port})"
+        sock = _tcp_socket(ep)
+        client = paramiko.SSHClient()
+        if ep.known_hosts and os.path.exists(ep.known_hosts):
+            try:
+                client.load_host_keys(ep.known_hosts)
+            except (OSError, paramiko.SSHException) as exc:
+                sock.close()
+                raise TransportError(ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}") from None
+        if ep.host_key_policy == "accept-new":
+            client.set_missing_host_key_policy(_AcceptNew(ep, self._known_hosts_lock))
+        else:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            client.connect(
+                ep.address,
+                port=ep.port,
+                username=ep.user or _local_user(),
+                key_filename=ep.identity_file,
+                # Only the configured key when one is given; paramiko's defaults (agent, ~/.ssh/id_*) otherwise.
+                look_for_keys=ep.identity_file is None,
+                allow_agent=ep.identity_file is None,
+                sock=sock,
+                timeout=ep.connect_timeout,
+                banner_timeout=ep.connect_timeout,
+                auth_timeout=ep.connect_timeout,
+                channel_timeout=ep.connect_timeout,
+            )
+        except paramiko.BadHostKeyException as exc:
+            sock.close()
+            raise TransportError(
+                ep.host,
+                f"HOST KEY CHANGED for {where}: it now presents {exc.key.get_name()} {_fingerprint(exc.key)}, "
+                f"not the key in {ep.known_hosts} - possible MITM attack; if the node was reinstalled, remove "
+                f"the old key with `ssh-keygen -R {_known_hosts_name(ep)} -f {ep.known_hosts}`",
+            ) from None
+        except paramiko.AuthenticationException as exc:
+            sock.close()
+            key = ep.identity_file or "paramiko's default keys"
+            raise TransportError(
+                ep.host,
+                f"authentication failed for {ep.user or _local_user()}@{where} with {key} ({exc}): add the public key "
+                "to the node's ~/.ssh/authorized_keys or fix ssh.identity_file / ssh.user",
+            ) from None
+        except paramiko.SSHException as exc:
+            sock.close()
+            if "not found in known_hosts" in str(exc):
+                raise TransportError(
+                    ep.host,
+                    f"unknown host key for {where}: add it with "
+                    f"`ssh-keyscan -p {ep.port} {ep.address} >> {ep.known_hosts or '~/.ssh/known_hosts'}` "
+                    "or set ssh.host_key_policy: accept-new",
+                ) from None
+            raise TransportError(ep.host, f"SSH handshake with {where} failed: {exc}") from None
+        except (OSError, EOFError) as exc:
+            sock.close()
+            raise TransportError(ep.host, f"connection to {where} failed during SSH setup: {exc}") from None
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(max(1, round(ep.keepalive)))
+        return client
+
+    # ---------------------------------------------------------------------------------------------- commands
+    def run(
+        self, host: str, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = 60.0
+    ) -> Result:
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        command = shlex.join(argv)
+        try:
+            chan = self._exec(host, command, timeout)
+        except TransportError as exc:
+            return Result(host, None, error=exc.reason, seconds=time.monotonic() - started)
+        writer = None
+        try:
+            if stdin and len(stdin) > INLINE_STDIN_LIMIT:
+                # Large input: feed it from a thread so that a remote writing lots of output cannot deadlock us.
+                writer = threading.Thread(target=_feed, args=(chan, stdin), daemon=True)
+                writer.start()
+            else:
+                if stdin:
+                    chan.sendall(stdin)
+                chan.shutdown_write()
+            out, err, timed_out = _drain(chan, deadline)
+            if timed_out:
+                return Result(
+                    host,
+                    None,
+                    _text(out),
+                    _text(err),
+                    error=f"timed out after {timeout:g}s running {argv[0]} on {host} (channel closed)",
+                    seconds=time.monotonic() - started,
+                )
+            if not chan.exit_status_ready() and not self._alive(host):
+                return Result(host, None, _text(out), _text(err), error=f"connection to {host} lost")
+            return Result(
+                host, chan.recv_exit_status(), _text(out), _text(err), seconds=time.monotonic() - started
+            )
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            return Result(
+                host, None, error=f"connection to {host} lost: {exc}", seconds=time.monotonic() - started
+            )
+        finally:
+            chan.close()
+
+    def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
+        """Write data to dest on host atomically (temp file + rename, mode 600); stdout is `sha256  dest`."""
+        return self.run(host, ["sh", "-c", PUT_SCRIPT, "put", dest], stdin=data, timeout=timeout)
+
+    def start(
+        self,
+        host: str,
+        argv: Sequence[str],
+        on_line: LineCallback,
+        *,
+        on_exit: Callable[[int], None] | None = None,
+    ) -> RemoteProcess:
+        chan = self._exec(host, shlex.join(argv), self.endpoints[host].connect_timeout)
+        return SSHProcess(host, chan, on_line, on_exit)
+
+    def _exec(self, host: str, command: str, timeout: float | None) -> paramiko.Channel:
+        client = self._client(host)
+        transport = client.get_transport()
+        try:
+            assert transport is not None
+            chan = transport.open_session(timeout=timeout)
+            chan.exec_command(command)
+            return chan
+        except (OSError, EOFError, paramiko.SSHException, AssertionError) as exc:
+            raise TransportError(
+                host, f"cannot start a command on {host}: {exc or type(exc).__name__}"
+            ) from None
+
+    def _alive(self, host: str) -> bool:
+        client = self._clients.get(host)
+        transport = client.get_transport() if client else None
+        return bool(transport and transport.is_active())
+
+
+class SSHProcess(RemoteProcess):
+    """A command on an exec channel; a reader thread turns its output into lines."""
+
+    def __init__(
+        self,
+        host: str,
+        chan: paramiko.Channel,
+        on_line: LineCallback,
+        on_exit: Callable[[int], None] | None,
+    ):
+        self.host = host
+        self._chan = chan
+        self._on_line = on_line
+        self._on_exit = on_exit
+        self._code: int | None = None
+        self._done = threading.Event()
+        self._reader = threading.Thread(target=self._read, name=f"rlaunch-ssh-{host}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        pending = {"stdout": b"", "stderr": b""}
+        fd = self._chan.fileno()  # a pipe paramiko makes readable on data from either stream and on close
+        try:
+            while True:
+                got = False
+                while self._chan.recv_ready():
+                    pending["stdout"] = self._emit("stdout", pending["stdout"] + self._chan.recv(READ_CHUNK))
+                    got = True
+                while self._chan.recv_stderr_ready():
+                    pending["stderr"] = self._emit(
+                        "stderr", pending["stderr"] + self._chan.recv_stderr(READ_CHUNK)
+                    )
+                    got = True
+                if _finished(self._chan):
+                    break
+                if not got:
+                    select.select([fd], [], [], 1.0)
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+        finally:
+            for stream, rest in pending.items():
+                if rest:
+                    self._deliver(stream, rest)
+            # paramiko ignores exit-signal: a remote killed by a signal, like a dropped link, reads as -1.
+            self._code = self._chan.exit_status if self._chan.exit_status_ready() else -1
+            if self._code is None or self._code < 0:
+                self._code = -1
+            self._done.set()
+            if self._on_exit:
+                self._on_exit(self._code)
+
+    def _emit(self, stream: str, buf: bytes) -> bytes:
+        *lines, rest = buf.split(b"\n")
+        for line in lines:
+            self._deliver(stream, line)
+        return rest
+
+    def _deliver(self, stream: str, line: bytes) -> None:
+        with contextlib.suppress(
+            Exception
+        ):  # a failing callback must not kill the reader (and hide the exit)
+            self._on_line(stream, line.rstrip(b"\r").decode(errors="replace"))
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._chan.sendall(data)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
+
+    def close_stdin(self) -> None:
+        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+            self._chan.shutdown_write()
+
+    def poll(self) -> int | None:
+        return self._code if self._done.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._done.wait(timeout)
+        return self.poll()
+
+    def close(self) -> None:
+        self._chan.close()  # sshd closes the command's pipes: EOF on stdin, EPIPE on its next write
+        self._done.wait(5.0)
+
+
+class _AcceptNew(paramiko.MissingHostKeyPolicy):
+    """OpenSSH's StrictHostKeyChecking=accept-new: remember first-seen keys (changed keys never reach here)."""
+
+    def __init__(self, ep: Endpoint, lock: threading.Lock):
+        self.ep = ep
+        self.lock = lock
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if not self.ep.known_hosts:
+            return
+        line = f"{_known_hosts_name(self.ep)} {key.get_name()} {key.get_base64()}\n"
+        with self.lock:
+            path = self.ep.known_hosts
+            old = ""
+            with contextlib.suppress(FileNotFoundError), open(path) as f:
+                old = f.read()
+            if old and not old.endswith("\n"):
+                old += "\n"
+            _atomic_write(path, old + line)
+
+
+def _atomic_write(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".known_hosts.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _tcp_socket(ep: Endpoint) -> socket.socket:
+    """Connect with the options paramiko does not set; one-line errors that say what to check."""
+    where = f"{ep.host} ({ep.address}:{ep.port})"
+    try:
+        infos = socket.getaddrinfo(ep.address, ep.port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise TransportError(
+            ep.host,
+            f"cannot resolve {ep.address!r} for {ep.host}: {exc.strerror}; fix nodes[].address in the inventory "
+            "or the head node's DNS / /etc/hosts",
+        ) from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        idle = max(1, round(ep.keepalive))
+        for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", idle), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, name):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            # Unacknowledged data (our SSH keepalives included) for this long kills the socket: a dead link
+            # surfaces within ~3 keepalive periods instead of after minutes of TCP retransmissions.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(idle * 3 * 1000))
+        sock.settimeout(ep.connect_timeout)
+        sock.connect(addr)
+        return sock
+    except ConnectionRefusedError:
+        sock.close()
+        raise TransportError(
+            ep.host,
+            f"connection refused by {where}: is sshd running there and is the port ({ep.port}) right?",
+        ) from None
+    except TimeoutError:
+        sock.close()
+        raise TransportError(
+            ep.host,
+            f"timed out after {ep.connect_timeout:g}s connecting to {where}: node down, wrong address or a "
+            "firewall; raise ssh.connect_timeout if the network is just slow",
+        ) from None
+    except OSError as exc:
+        sock.close()
+        raise TransportError(ep.host, f"cannot connect to {where}: {exc.strerror or exc}") from None
+
+
+def _drain(chan: paramiko.Channel, deadline: float | None) -> tuple[bytes, bytes, bool]:
+    """Read stdout and stderr together until the channel closes; (out, err, timed_out)."""
+    out: list[bytes] = []
+    err: list[bytes] = []
+    fd = chan.fileno()
+    while True:
+        while chan.recv_ready():
+            out.append(chan.recv(READ_CHUNK))
+        while chan.recv_stderr_ready():
+            err.append(chan.recv_stderr(READ_CHUNK))
+        if _finished(chan):
+            return b"".join(out), b"".join(err), False
+        wait = 1.0 if deadline is None else deadline - time.monotonic()
+        if wait <= 0:
+            return b"".join(out), b"".join(err), True
+        select.select([fd], [], [], min(wait, 1.0))
+
+
+def _finished(chan: paramiko.Channel) -> bool:
+    """Closed, or EOF and exit status seen, with nothing left to read (data always precedes EOF)."""
+    ended = chan.closed or (chan.eof_received and chan.exit_status_ready())
+    return ended and not (chan.recv_ready() or chan.recv_stderr_ready())
+
+
+def _feed(chan: paramiko.Channel, data: bytes) -> None:
+    with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+        chan.sendall(data)
+        chan.shutdown_write()
+
+
+def _text(data: bytes) -> str:
+    return data.decode(errors="replace")
+
+
+def _fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's form: SHA256:<unpadded base64>."""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+
+
+def _known_hosts_name(ep: Endpoint) -> str:
+    return ep.address if ep.port == 22 else f"[{ep.address}]:{ep.port}"
+
+
+def _local_user() -> str:
+    import getpass
+
+    return getpass.getuser()

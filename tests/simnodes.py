@@ -1,0 +1,504 @@
+"""Simulated cluster nodes: one real OpenSSH server per node, each in its own namespaces.
+
+Every node gets its own network namespace (a veth pair to the head, an address in 198.18.0.0/15, the RFC 2544
+benchmarking range, so it collides with no real network), and runs `/usr/sbin/sshd -D` as PID 1 of its own
+PID + mount + UTS namespaces: its own hostname, a private tmpfs /tmp, an /etc/hosts naming every node and an empty
+~/.bashrc (Debian's bash reads ~/.bashrc for SSH commands; on the dev machines it runs `pyenv init`, ~230 ms).
+Killing that PID 1 makes the kernel kill everything else in the node, which is how `kill_node` and `stop` clean up.
+
+`partition(node)` takes the node's side of the veth down: packets from the head are dropped silently (no RST),
+like a pulled cable. Where network namespaces are impossible, nodes listen on 127.0.0.N instead and a partition
+SIGSTOPs the node's sshd processes (the kernel then still ACKs, so only an application heartbeat notices).
+
+Also usable by hand (scripts/simnodes.sh) and by bench/fanout.py: `SimCluster(n).start()` ... `.stop()`.
+sshd options: sshd_config(5) (https://man.openbsd.org/sshd_config); namespaces: unshare(1), ip-netns(8).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import ipaddress
+import os
+import pwd
+import random
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SSHD = "/usr/sbin/sshd"
+NODE_PORT = 2222  # every node has its own network namespace, so they can all share one port
+SUBNETS = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544: reserved for network benchmarks
+ALLOC_LOCK = "/run/rlaunch-simnodes.lock"  # serialises address allocation between concurrent test sessions
+START_TIMEOUT = 20.0
+
+# Runs as PID 1 of the node's namespaces, then becomes sshd. Paths arrive as arguments, never spliced in.
+NODE_INIT = r"""
+set -e
+hostname "$1"
+mount -t tmpfs -o mode=1777,size=256m tmpfs /tmp
+mount --bind "$2" /etc/hosts
+if [ -f "$3" ]; then mount --bind "$4" "$3"; fi
+exec /usr/sbin/sshd -D -e -f "$5"
+"""
+
+
+def unavailable_reason() -> str | None:
+    """Why simulated nodes cannot run here (None when they can); tests skip with this reason."""
+    if os.geteuid() != 0:
+        return "simulated SSH nodes need root (namespaces, sshd)"
+    for tool in (SSHD, "unshare", "ssh-keygen", "mount"):
+        if not (os.access(tool, os.X_OK) if tool.startswith("/") else shutil.which(tool)):
+            return f"simulated SSH nodes need {tool} (scripts/setup.sh installs it)"
+    return None
+
+
+def netns_possible() -> bool:
+    if not shutil.which("ip"):
+        return False
+    name = f"rlprobe{secrets.token_hex(3)}"
+    ok = subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode == 0
+    if ok:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return ok
+
+
+@dataclass
+class SimNode:
+    name: str
+    index: int
+    address: str
+    port: int
+    state_dir: Path
+    netns: str | None = None  # network namespace name (netns mode)
+    host_veth: str | None = None
+    host_key_line: str = ""  # "ssh-ed25519 AAAA..." as the node presents it
+    proc: subprocess.Popen[bytes] | None = None  # `unshare` (parent of the node's PID 1)
+    init_pid: int | None = None  # the node's PID 1 (sshd) as the head sees it
+    pidns: str | None = None  # readlink of /proc/<init_pid>/ns/pid
+    partitioned: bool = False
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
+
+
+@dataclass
+class SimCluster:
+    """N simulated nodes. Use as a context manager or call start() / stop()."""
+
+    n: int
+    prefix: str = "node"
+    namespaces: bool = True  # own PID/mount/UTS namespaces per node (False: plain sshd, faster to start)
+    network: str = "auto"  # "netns", "loopback" or "auto"
+    nodes: list[SimNode] = field(default_factory=list)
+    base: Path = field(default_factory=lambda: Path("."))
+    token: str = field(default_factory=lambda: secrets.token_hex(2))
+    started: bool = False
+    _nets: list[ipaddress.IPv4Network] = field(default_factory=list)
+
+    # ----------------------------------------------------------------------------------------- lifecycle
+    def start(self) -> SimCluster:
+        reason = unavailable_reason()
+        if reason:
+            raise RuntimeError(reason)
+        if self.network == "auto":
+            self.network = "netns" if netns_possible() else "loopback"
+        # Not under /tmp: each node mounts its own tmpfs over /tmp, which would hide its config.
+        parent = "/var/tmp" if os.path.isdir("/var/tmp") else None
+        self.base = Path(tempfile.mkdtemp(prefix="rlaunch-sim-", dir=parent))
+        self.started = True
+        _LIVE.append(self)
+        try:
+            # The lock spans choosing addresses and creating the veths, so concurrent test sessions never collide.
+            with open(ALLOC_LOCK, "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                self._write_client_files_and_nodes()
+                if self.network == "netns":
+                    self._make_networks()
+            with ThreadPoolExecutor(max_workers=min(16, self.n)) as pool:
+                list(pool.map(self._launch, self.nodes))
+                list(pool.map(self._wait_ready, self.nodes))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __enter__(self) -> SimCluster:
+        return self.start() if not self.started else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Kill every node (by its namespace's PID 1), delete namespaces, veths and temp files. Idempotent."""
+        for node in self.nodes:
+            self._kill(node)
+        for node in self.nodes:
+            if node.netns:
+                subprocess.run(["ip", "netns", "del", node.netns], capture_output=True)
+            if node.host_veth:  # normally gone with the namespace; make sure
+                subprocess.run(["ip", "link", "del", node.host_veth], capture_output=True)
+        if self.started and self.base.name.startswith("rlaunch-sim-"):
+            shutil.rmtree(self.base, ignore_errors=True)
+        self.started = False
+        if self in _LIVE:
+            _LIVE.remove(self)
+
+    # ---------------------------------------------------------------------------------------- client side
+    @property
+    def identity_file(self) -> Path:
+        return self.base / "id_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.base / "known_hosts"
+
+    @property
+    def ssh_config(self) -> Path:
+        """An ssh_config(5) naming every node, for `ssh -F`, scp and pdsh."""
+        return self.base / "ssh_config"
+
+    def node(self, name: str) -> SimNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"no simulated node {name!r} (have {', '.join(n.name for n in self.nodes)})")
+
+    def inventory_dict(self, **overrides: Any) -> dict[str, Any]:
+        """A mapping for `cluster.inventory.from_mapping`; nested dicts in overrides are merged, not replaced."""
+        data: dict[str, Any] = {
+            "cluster": f"sim{self.n}",
+            "transport": "ssh",
+            "python": sys.executable,
+            "ssh": {
+                "user": "root",
+                "identity_file": str(self.identity_file),
+                "known_hosts": str(self.known_hosts),
+                "host_key_policy": "strict",
+                "connect_timeout": 5.0,
+                "keepalive": 2.0,
+            },
+            "nodes": [{"host": n.name, "address": n.address, "port": n.port, "gpus": 0} for n in self.nodes],
+            "env": {"OMP_NUM_THREADS": "1"},  # FACTS.md: 5x slower without it on simulated nodes
+            "job": {"kind": "command", "command": ["true"]},
+        }
+        return _merge(data, overrides)
+
+    # ------------------------------------------------------------------------------------------ inspection
+    def node_path(self, node: str, path: str) -> Path:
+        """A path as the node sees it (its private /tmp included), reachable from the head via /proc."""
+        sim = self.node(node)
+        if not self.namespaces or sim.init_pid is None:
+            return Path(path)
+        return Path(f"/proc/{sim.init_pid}/root") / path.lstrip("/")
+
+    def node_pids(self, node: str) -> list[tuple[int, str]]:
+        """(pid, cmdline) of live processes inside the node's PID namespace, except its sshd processes."""
+        sim = self.node(node)
+        if sim.pidns is None:
+            return []
+        out: list[tuple[int, str]] = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") != sim.pidns or _is_zombie(pid):
+                    continue
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue  # exited while we looked
+            argv = raw.rstrip(b"\0").split(b"\0")
+            if pid == sim.init_pid or os.path.basename(argv[0]).startswith(b"sshd"):
+                continue
+            out.append((pid, " ".join(a.decode(errors="replace") for a in argv)))
+        return sorted(out)
+
+    # ------------------------------------------------------------------------------------------- failures
+    def partition(self, node: str) -> None:
+        """Silently drop all traffic between the head and node (no RST, no ICMP from the node)."""
+        sim = self.node(node)
+        if sim.netns:
+            _ip("-n", sim.netns, "link", "set", "eth0", "down")
+        else:
+            for pid in self._sshd_pids(sim):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+        sim.partitioned = True
+
+    def heal(self, node: str) -> None:
+        sim = self.node(node)
+        if sim.netns:
+            _ip("-n", sim.netns, "link", "set", "eth0", "up")
+        else:
+            for pid in self._sshd_pids(sim):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        sim.partitioned = False
+
+    def kill_node(self, node: str) -> None:
+        """The node dies: its sshd and everything it ran. Its address stays (connections are refused)."""
+        self._kill(self.node(node))
+
+    def restart_node(self, node: str) -> None:
+        sim = self.node(node)
+        self._kill(sim)
+        self._launch(sim)
+        self._wait_ready(sim)
+
+    # -------------------------------------------------------------------------------------------- internals
+    def _write_client_files_and_nodes(self) -> None:
+        _run(
+            [
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                "rlaunch-sim",
+                "-f",
+                str(self.identity_file),
+            ]
+        )
+        (self.base / "authorized_keys").write_text(Path(f"{self.identity_file}.pub").read_text())
+        (self.base / "empty_bashrc").write_text("")
+        addresses = self._allocate_addresses() if self.network == "netns" else self._loopback_addresses()
+        for i, (address, port) in enumerate(addresses, 1):
+            state = self.base / f"{self.prefix}{i}"
+            state.mkdir()
+            node = SimNode(f"{self.prefix}{i}", i, address, port, state)
+            if self.network == "netns":
+                node.netns = f"rl{self.token}n{i}"
+                node.host_veth = f"rl{self.token}h{i}"
+            self.nodes.append(node)
+        with ThreadPoolExecutor(max_workers=4) as pool:  # ssh-keygen per node; cheap but not free
+            list(pool.map(self._make_host_key, self.nodes))
+        hosts = "127.0.0.1 localhost\n" + "".join(f"{n.address} {n.name}\n" for n in self.nodes)
+        known = "".join(f"{n.known_hosts_name} {n.host_key_line}\n" for n in self.nodes)
+        self.known_hosts.write_text(known)
+        config = [f"Host {n.name}\n  HostName {n.address}\n  Port {n.port}\n" for n in self.nodes] + [
+            "Host *\n  User root\n"
+            f"  IdentityFile {self.identity_file}\n  IdentitiesOnly yes\n"
+            f"  UserKnownHostsFile {self.known_hosts}\n  GlobalKnownHostsFile /dev/null\n"
+            "  StrictHostKeyChecking yes\n  BatchMode yes\n  LogLevel ERROR\n  ConnectTimeout 10\n"
+        ]
+        self.ssh_config.write_text("".join(config))
+        for node in self.nodes:
+            (node.state_dir / "hosts").write_text(hosts)
+            (node.state_dir / "sshd_config").write_text(self._sshd_config(node))
+
+    def _make_host_key(self, node: SimNode) -> None:
+        key = node.state_dir / "ssh_host_ed25519_key"
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(key)])
+        node.host_key_line = " ".join(Path(f"{key}.pub").read_text().split()[:2])
+
+    def _sshd_config(self, node: SimNode) -> str:
+        return "\n".join(
+            [
+                f"ListenAddress {node.address}:{node.port}",
+                f"HostKey {node.state_dir / 'ssh_host_ed25519_key'}",
+                f"AuthorizedKeysFile {self.base / 'authorized_keys'}",
+                "PidFile none",
+                "PermitRootLogin prohibit-password",
+                "PubkeyAuthentication yes",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "StrictModes no",
+                "UseDNS no",
+                "PrintMotd no",
+                "MaxStartups 256",
+                "MaxSessions 256",
+                "Subsystem sftp internal-sftp",  # OpenSSH >= 9 scp speaks SFTP
+                "LogLevel INFO",
+                "",
+            ]
+        )
+
+    def _loopback_addresses(self) -> list[tuple[str, int]]:
+        out = []
+        for i in range(self.n):
+            address = f"127.0.{(i + 2) // 256}.{(i + 2) % 256}"
+            out.append((address, _free_port(address)))
+        return out
+
+    def _allocate_addresses(self) -> list[tuple[str, int]]:
+        """n consecutive /30s (head .1, node .2) in 198.18.0.0/15 that no interface here uses yet."""
+        used = {ipaddress.ip_interface(a).network for a in _ip_addresses()}
+        blocks = SUBNETS.num_addresses // 4
+        base = int(SUBNETS.network_address)
+        for _ in range(100):
+            first = random.randrange(0, blocks - self.n)
+            nets = [ipaddress.ip_network((base + 4 * (first + k), 30)) for k in range(self.n)]
+            if not any(net.overlaps(u) for net in nets for u in used):
+                self._nets = nets
+                return [(str(net.network_address + 2), NODE_PORT) for net in nets]
+        raise RuntimeError("no free 198.18.0.0/15 block for simulated nodes")
+
+    def _make_networks(self) -> None:
+        head_side = []
+        for node, net in zip(self.nodes, self._nets, strict=True):
+            head_side += [
+                f"netns add {node.netns}",
+                f"link add {node.host_veth} type veth peer name eth0 netns {node.netns}",
+                f"addr add {net.network_address + 1}/30 dev {node.host_veth}",
+                f"link set {node.host_veth} up",
+            ]
+        # `ip -batch` instead of one process per command: it matters on 2 cores at 64 nodes.
+        _ip_batch([], head_side)
+
+        def node_side(node: SimNode) -> None:
+            assert node.netns
+            _ip_batch(
+                ["-n", node.netns],
+                [f"addr add {node.address}/30 dev eth0", "link set eth0 up", "link set lo up"],
+            )
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(node_side, self.nodes))
+
+    def _launch(self, node: SimNode) -> None:
+        config = str(node.state_dir / "sshd_config")
+        log = open(node.state_dir / "sshd.log", "ab")  # noqa: SIM115 - handed to the child
+        prefix = ["ip", "netns", "exec", node.netns] if node.netns else []
+        if self.namespaces:
+            bashrc = os.path.join(pwd.getpwuid(0).pw_dir, ".bashrc")
+            argv = [
+                *prefix,
+                "unshare", "--pid", "--fork", "--mount-proc", "--uts", "--mount", "--propagation", "private",
+                "sh", "-c", NODE_INIT, "node-init",
+                node.name, str(node.state_dir / "hosts"), bashrc, str(self.base / "empty_bashrc"), config,
+            ]  # fmt: skip
+        else:
+            argv = [*prefix, SSHD, "-D", "-e", "-f", config]
+        node.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
+        log.close()
+
+    def _wait_ready(self, node: SimNode) -> None:
+        """Poll the port (no fixed sleeps); then find the node's PID 1 and PID namespace."""
+        assert node.proc is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if node.proc.poll() is not None:
+                log = (node.state_dir / "sshd.log").read_text(errors="replace").strip().splitlines()
+                raise RuntimeError(
+                    f"{node.name}: sshd exited ({node.proc.returncode}): {' | '.join(log[-3:])}"
+                )
+            try:
+                with socket.create_connection((node.address, node.port), timeout=1.0):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{node.name}: sshd not listening on {node.address}:{node.port}"
+                    ) from None
+                time.sleep(0.01)
+        if self.namespaces:
+            node.init_pid = _only_child(node.proc.pid)
+            node.pidns = os.readlink(f"/proc/{node.init_pid}/ns/pid")
+        else:
+            node.init_pid = node.proc.pid
+
+    def _sshd_pids(self, node: SimNode) -> list[int]:
+        pids = [node.init_pid] if node.init_pid else []
+        if node.pidns:
+            for entry in os.scandir("/proc"):
+                if entry.name.isdigit():
+                    with contextlib.suppress(OSError):
+                        if os.readlink(f"/proc/{entry.name}/ns/pid") == node.pidns:
+                            pids.append(int(entry.name))
+        return sorted(set(pids))
+
+    def _kill(self, node: SimNode) -> None:
+        if node.partitioned:
+            self.heal(node.name)  # SIGSTOPped processes or a downed link must not outlive us
+        if node.proc is None:
+            return
+        if node.init_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.init_pid, signal.SIGKILL)  # PID 1 of the namespace: the kernel kills the rest
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.proc.pid, signal.SIGKILL)  # its own session (start_new_session), never a name
+        node.proc.wait(timeout=10)
+        node.proc = None
+        node.init_pid = None
+        node.pidns = None
+
+
+_LIVE: list[SimCluster] = []
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for cluster in list(_LIVE):
+        cluster.stop()
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = (
+            _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
+    return out
+
+
+def _run(argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed: {proc.stderr.strip()}")
+
+
+def _ip(*args: str) -> None:
+    _run(["ip", *args])
+
+
+def _ip_batch(options: list[str], commands: list[str]) -> None:
+    proc = subprocess.run(
+        ["ip", *options, "-batch", "-"], input="\n".join(commands) + "\n", text=True, capture_output=True
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"setting up simulated node networks failed: {proc.stderr.strip()}")
+
+
+def _ip_addresses() -> list[str]:
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
+    return [line.split()[3] for line in out.splitlines() if len(line.split()) > 3]
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+def _only_child(pid: int, timeout: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            if children:
+                return int(children[0])
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"process {pid} has no child (the node's PID 1)")
+        time.sleep(0.01)
+
+
+def _is_zombie(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
