@@ -34,9 +34,13 @@ def main() -> None:
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     start = 0
     ckpt_dir = Path(args.ckpt_dir) if args.ckpt_dir else None
-    if args.resume and ckpt_dir and (ckpt_dir / "latest").is_file():
-        tag = (ckpt_dir / "latest").read_text().strip()
-        state = torch.load(ckpt_dir / tag / "state.pt", weights_only=True)
+    # rlaunch sets RLAUNCH_RESUME_FROM to the latest complete checkpoint when it restarts a failed job.
+    resume_dir = os.environ.get("RLAUNCH_RESUME_FROM")
+    if not resume_dir and args.resume and ckpt_dir and (ckpt_dir / "latest").is_file():
+        resume_dir = str(ckpt_dir / (ckpt_dir / "latest").read_text().strip())
+    if resume_dir:
+        tag = Path(resume_dir).name
+        state = torch.load(Path(resume_dir) / "state.pt", weights_only=True)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["step"]

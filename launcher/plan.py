@@ -206,6 +206,7 @@ def build_plan(
             "RLAUNCH_DATALOADER_WORKERS": str(ctx.dataloader_workers),
             # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
             "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{run_dir}/nccl_trace_rank_",
+            **_checkpoint_env(inv.job.checkpoint_dir, resume_from),
             **secrets,
         }
         files = [
@@ -276,6 +277,14 @@ def _python_path(python: str, inv: Inventory) -> str:
     if inv.transport == "local" and "/" in python and not python.startswith(("/", "~")):
         return posixpath.normpath(posixpath.join(inv.base_dir, python))
     return python
+
+
+def _checkpoint_env(checkpoint_dir: str | None, resume_from: str | None) -> dict[str, str]:
+    """The resume contract for user scripts: save under RLAUNCH_CKPT_DIR, load RLAUNCH_RESUME_FROM when set."""
+    env = {"RLAUNCH_CKPT_DIR": checkpoint_dir} if checkpoint_dir else {}
+    if resume_from:
+        env["RLAUNCH_RESUME_FROM"] = resume_from
+    return env
 
 
 def _secret_values(inv: Inventory, head_env: Mapping[str, str]) -> dict[str, str]:

@@ -1,0 +1,292 @@
+"""CLI verbs that run jobs: up, down, status, logs (incl. `logs classify`)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+import click
+
+from launcher.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, guarded, inventory_options, load, main
+
+# Distinct colours per node make interleaved logs readable; plain text when not a terminal.
+_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+
+
+def _line_printer(as_json: bool):
+    colors: dict[str, str] = {}
+    tty = sys.stdout.isatty()
+
+    def emit(host: str, rank: int | None, text: str) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps({"node": host, "rank": rank, "text": text}) + "\n")
+        else:
+            tag = f"{host}[{rank}]" if rank is not None else f"{host}[-]"
+            if tty:
+                color = colors.setdefault(host, _PALETTE[len(colors) % len(_PALETTE)])
+                tag = click.style(tag, fg=color.replace("bright_", "") if "bright" in color else color)
+            sys.stdout.write(f"{tag} {text}\n")
+        sys.stdout.flush()
+
+    return emit
+
+
+def _status(text: str) -> None:
+    click.echo(click.style("rlaunch: ", bold=True) + text, err=True)
+
+
+def _event_printer(event: dict[str, Any]) -> None:
+    if event.get("severity") in ("fatal", "warning") and event.get("kind") != "info":
+        color = "red" if event["severity"] == "fatal" else "yellow"
+        where = f"{event.get('node')}" + (f" rank {event['rank']}" if event.get("rank") is not None else "")
+        click.echo(
+            click.style(
+                f"rlaunch: {event['severity']} {event.get('category') or event.get('kind')}", fg=color
+            )
+            + f" on {where}: {event.get('text', '')[:300]}",
+            err=True,
+        )
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM to the launcher takes the same teardown path as Ctrl-C."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+@main.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@inventory_options
+@click.option(
+    "--detach", "-d", is_flag=True, help="Start and return; nodes then run without the launcher's heartbeat."
+)
+@click.option("--force", is_flag=True, help="Start even if a run of this cluster is recorded as running.")
+@click.option("--json", "as_json", is_flag=True, help="Stream log lines and the final summary as JSON lines.")
+@click.option(
+    "--quiet", "-q", is_flag=True, help="Do not stream log lines (events and the summary still print)."
+)
+@guarded
+def up(
+    inventory: str,
+    hostfile: str | None,
+    from_slurm: bool,
+    detach: bool,
+    force: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
+
+    \b
+    Ctrl-C, SIGTERM, `rlaunch down` or a lost launcher (heartbeat) stop the job on every node.
+    Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
+    """
+    from launcher import lifecycle
+    from launcher.run import LaunchError
+
+    inv = load(inventory, hostfile, from_slurm)
+    _sigterm_as_interrupt()
+    printer = _line_printer(as_json)
+    started = time.time()
+    try:
+        run_id, outcome = lifecycle.up(
+            inv,
+            detach=detach,
+            force=force,
+            on_line=(lambda h, r, t: None) if quiet else printer,
+            on_event=None if as_json else _event_printer,
+            on_status=_status,
+        )
+    except LaunchError as exc:
+        fail(str(exc).replace("[", r"\["), exc.code)
+    if detach:
+        _status(
+            f"run {run_id} started detached: `rlaunch status {run_id}`, `rlaunch logs -f {run_id}`, `rlaunch down {run_id}`"
+        )
+        if as_json:
+            click.echo(json.dumps({"run_id": run_id, "detached": True}))
+        return
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "code": outcome.code,
+                    "summary": outcome.summary,
+                    "root_cause": outcome.root_cause,
+                    "nodes": outcome.nodes,
+                }
+            )
+        )
+    else:
+        from launcher.render import summary_table
+
+        rows = [
+            {"node": h, **{k: ("" if v is None else v) for k, v in n.items()}}
+            for h, n in outcome.nodes.items()
+        ]
+        summary_table(
+            rows, ["node", "state", "exit_code", "signal", "seconds", "lost"], title=f"run {run_id}"
+        )
+        verdict = "succeeded" if outcome.code == EXIT_OK else "FAILED"
+        _status(f"{verdict} in {time.time() - started:.1f} s: {outcome.summary}")
+        if outcome.end_of_run_abort:
+            _status(
+                "note: a rank aborted after training had completed (end-of-run abort); outputs are complete"
+            )
+    sys.exit(outcome.code)
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@click.option(
+    "--grace", type=float, default=None, help="Seconds between SIGTERM and SIGKILL (default: health.grace)."
+)
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
+    """Stop a run (default: the latest) on every node; nothing is left behind."""
+    from launcher import lifecycle
+
+    rid, results = lifecycle.down(run_id, grace=grace)
+    unclean = {h: e for h, (_, e) in results.items() if e}
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"run_id": rid, "nodes": {h: {"final": i, "error": e} for h, (i, e) in results.items()}}
+            )
+        )
+    else:
+        for host, (info, error) in sorted(results.items()):
+            click.echo(f"{host}: {error or (info or {}).get('state', 'stopped')}")
+        _status(f"run {rid} stopped" + (f"; unreachable: {', '.join(sorted(unclean))}" if unclean else ""))
+    sys.exit(3 if unclean else 0)
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--all", "all_runs", is_flag=True, help="List every recorded run.")
+@guarded
+def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
+    """State of a run (default: the latest): per node, live from the node guards while it runs."""
+    from launcher import lifecycle, records
+    from launcher.render import summary_table
+
+    if all_runs:
+        rows = []
+        for rid in records.list_run_ids():
+            st = records.RunRecord.open(rid).read_state()
+            rows.append(
+                {
+                    "run": rid,
+                    "state": st.get("state"),
+                    "cluster": st.get("cluster", ""),
+                    "nodes": len(st.get("hosts", [])),
+                    "summary": st.get("summary", ""),
+                }
+            )
+        if as_json:
+            click.echo(json.dumps(rows))
+        else:
+            summary_table(rows, ["run", "state", "cluster", "nodes", "summary"])
+        return
+    info = lifecycle.status(run_id)
+    if as_json:
+        click.echo(json.dumps(info, default=str))
+        return
+    click.echo(
+        f"run {info['run_id']}: {info.get('state')}"
+        + (f" — {info['summary']}" if info.get("summary") else "")
+    )
+    if info["nodes"]:
+        rows = [
+            {
+                "node": h,
+                "state": n.get("state"),
+                "alive": n.get("alive", ""),
+                "processes": len(n.get("descendants", []) or []),
+                "error": n.get("error", ""),
+            }
+            for h, n in info["nodes"].items()
+        ]
+        summary_table(rows, ["node", "state", "alive", "processes", "error"])
+    elif info.get("outcome"):
+        rows = [{"node": h, **n} for h, n in info["outcome"]["nodes"].items()]
+        summary_table(rows, ["node", "state", "exit_code", "signal", "seconds"])
+    sys.exit(EXIT_OK if info.get("state") in ("running", "succeeded", "starting") else EXIT_FAILED)
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@click.argument("run_id", required=False)
+@click.argument("file", required=False)
+@click.option("--follow", "-f", is_flag=True, help="Keep streaming until the job ends.")
+@click.option("--node", help="Only this node.")
+@click.option("--grep", help="Only lines matching this regular expression.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON lines (with `classify`: one object per flagged line)."
+)
+@guarded
+def logs(
+    run_id: str | None, file: str | None, follow: bool, node: str | None, grep: str | None, as_json: bool
+) -> None:
+    """Show a run's logs (default: the latest), or classify any log file.
+
+    \b
+    rlaunch logs [RUN] [-f] [--node N] [--grep RE]
+    rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
+    """
+    if run_id == "classify":
+        _classify(file, as_json)
+        return
+    if file:
+        fail(f"unexpected argument {file!r} (did you mean `rlaunch logs classify {file}`?)", EXIT_BAD_INPUT)
+    import re
+
+    from launcher import lifecycle
+
+    if grep:
+        try:
+            re.compile(grep)
+        except re.error as exc:
+            fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
+    for host, line in lifecycle.read_logs(run_id, node, grep):
+        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {line}")
+    if follow:
+        lifecycle.follow_logs(
+            run_id,
+            lambda h, t: click.echo(json.dumps({"node": h, "text": t}) if as_json else f"{h}| {t}"),
+            node=node,
+            grep=grep,
+        )
+
+
+def _classify(file: str | None, as_json: bool) -> None:
+    from launcher.health.classify import classify_file
+
+    if not file:
+        fail("usage: rlaunch logs classify FILE [--json]", EXIT_BAD_INPUT)
+    try:
+        flags = classify_file(file)
+    except FileNotFoundError:
+        fail(f"{file}: file not found", EXIT_BAD_INPUT)
+    except IsADirectoryError:
+        fail(f"{file}: is a directory", EXIT_BAD_INPUT)
+    for flag in flags:
+        data = {"line": flag.line, "category": flag.category, "severity": flag.severity, "text": flag.text}
+        if as_json:
+            click.echo(json.dumps(data))
+        else:
+            color = "red" if flag.severity == "fatal" else "yellow"
+            click.echo(
+                f"{file}:{flag.line}: "
+                + click.style(f"{flag.severity} {flag.category}", fg=color)
+                + f": {flag.text}"
+            )
+    sys.exit(EXIT_FAILED if any(f.severity == "fatal" for f in flags) else EXIT_OK)

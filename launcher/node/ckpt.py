@@ -1,0 +1,72 @@
+"""Find the latest COMPLETE checkpoint under a directory; run on a node as `python -c <this file> DIR WORLD_SIZE`.
+
+Standard library only. Recognises, newest step first:
+- HF Trainer / LLaMA-Factory `checkpoint-N/` directories: complete when `trainer_state.json` exists (the Trainer
+  writes it last) and, for DeepSpeed runs, every rank's shard exists in the `global_stepN` tag dir inside;
+- DeepSpeed tag directories (`global_stepN/`, or whatever `latest` names): complete only when every rank's
+  `zero_pp_rank_R_mp_rank_00_optim_states.pt` exists — DeepSpeed writes `latest` before all shards do;
+- the rlaunch example convention: a `latest` file naming a tag directory that holds `state.pt`.
+Prints {"latest": PATH or null, "skipped": [[PATH, why], ...]}.
+"""
+
+import json
+import os
+import re
+import sys
+
+
+def deepspeed_shards_missing(tag_dir, world_size):
+    names = os.listdir(tag_dir)
+    if not any(n.endswith("_optim_states.pt") for n in names):
+        return None  # not a ZeRO tag dir
+    missing = [r for r in range(world_size) if "zero_pp_rank_%d_mp_rank_00_optim_states.pt" % r not in names]
+    return missing
+
+
+def step_of(name):
+    m = re.search(r"(\d+)$", name)
+    return int(m.group(1)) if m else -1
+
+
+def check_dir(path, world_size):
+    """None when complete, else the reason it is not."""
+    if os.path.basename(path).startswith("checkpoint-") and not os.path.isfile(
+        os.path.join(path, "trainer_state.json")
+    ):
+        return "no trainer_state.json (save interrupted)"
+    for sub in [path] + [os.path.join(path, d) for d in sorted(os.listdir(path))]:
+        if os.path.isdir(sub):
+            missing = deepspeed_shards_missing(sub, world_size)
+            if missing:
+                return f"DeepSpeed shards missing for ranks {missing} in {os.path.basename(sub)}"
+    return None
+
+
+def find(root, world_size):
+    skipped = []
+    if not os.path.isdir(root):
+        return None, skipped
+    latest_file = os.path.join(root, "latest")
+    candidates = [
+        os.path.join(root, d)
+        for d in os.listdir(root)
+        if os.path.isdir(os.path.join(root, d)) and not d.startswith(".") and step_of(d) >= 0
+    ]
+    candidates.sort(key=lambda p: step_of(os.path.basename(p)), reverse=True)
+    if os.path.isfile(latest_file):
+        tag = open(latest_file).read().strip()
+        tagged = os.path.join(root, tag)
+        if tagged in candidates:  # the tag named by `latest` first, then older ones
+            candidates.remove(tagged)
+            candidates.insert(0, tagged)
+    for path in candidates:
+        why = check_dir(path, world_size)
+        if why is None:
+            return path, skipped
+        skipped.append([path, why])
+    return None, skipped
+
+
+if __name__ == "__main__":
+    latest, skipped = find(sys.argv[1], int(sys.argv[2]))
+    print(json.dumps({"latest": latest, "skipped": skipped}))

@@ -1,0 +1,349 @@
+"""Execute a Plan: preflight + push → start → follow and watch → teardown → (restart with resume).
+
+Per node and per phase there is exactly one round trip over the node's persistent connection:
+push (one exec: checks + atomic writes + sha256 verify), start (one exec: the guard daemonizes), follow (one
+long-lived channel carrying log lines, process states and our heartbeats), stop (one exec). The node-side guard
+owns the job's whole process tree, so teardown never depends on matching command lines.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from cluster.transport import GroupResult, RemoteProcess, Result, Transport
+from launcher.health.classify import parse_rank_prefix
+from launcher.health.watch import ProcSample, Watcher
+from launcher.plan import NodePlan, Plan
+from launcher.records import RunRecord
+
+EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 3, 130
+MIN_FREE_MB = 64
+
+
+def node_script(name: str) -> str:
+    return resources.files("launcher.node").joinpath(name).read_text()
+
+
+class LaunchError(Exception):
+    """Nothing was started (or everything started was stopped again): exit code and one line per node."""
+
+    def __init__(self, message: str, code: int = EXIT_INFRA, failed: dict[str, str] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.failed = failed or {}
+
+
+@dataclass
+class NodeState:
+    host: str
+    guard_pid: int | None = None
+    follower: RemoteProcess | None = None
+    offset: int = 0
+    final: dict[str, Any] | None = None  # the guard's final state.json
+    lost: str | None = None
+
+
+@dataclass
+class Outcome:
+    code: int
+    summary: str
+    root_cause: dict[str, Any] | None = None
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    end_of_run_abort: bool = False
+
+
+LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
+
+
+class Runner:
+    def __init__(
+        self,
+        plan: Plan,
+        transport: Transport,
+        record: RunRecord,
+        *,
+        on_line: LineSink | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.plan = plan
+        self.transport = transport
+        self.record = record
+        self.on_line = on_line or (lambda host, rank, text: None)
+        self.on_event = on_event or (lambda event: None)
+        self.nodes = {n.host: NodeState(n.host) for n in plan.nodes}
+        self.watcher = Watcher(
+            {n.host: list(n.ranks) for n in plan.nodes}, stall_timeout=float(plan.health["stall_timeout"])
+        )
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+
+    # --- phase 1: preflight + push ----------------------------------------------------------------------
+    def push(self) -> GroupResult:
+        """Check every node and write its files; raise LaunchError naming each failed node. Starts nothing."""
+        code = node_script("push.py")
+
+        def payload(host: str) -> bytes:
+            node = self.plan.node(host)
+            files = [
+                {
+                    "path": f.path,
+                    "mode": f.mode,
+                    "sha256": f.sha256,
+                    "data": base64.b64encode(f.content).decode(),
+                }
+                for f in node.files
+            ]
+            check_port = self.plan.master_port if node.node_rank == 0 else None
+            return json.dumps({"files": files, "check_port": check_port, "min_free_mb": MIN_FREE_MB}).encode()
+
+        group = self.transport.run_all(
+            self.plan.hosts,
+            lambda host: [self.plan.node(host).python, "-c", code, self.plan.node(host).run_dir],
+            stdin_for=payload,
+            timeout=120,
+        )
+        failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
+        failed = {h: why for h, why in failed.items() if why}
+        if failed:
+            raise LaunchError(_per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed)
+        return group
+
+    # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
+    def start(self) -> None:
+        group = self.transport.run_all(
+            self.plan.hosts,
+            lambda host: [
+                self.plan.node(host).python,
+                f"{self.plan.node(host).run_dir}/guard.py",
+                "start",
+                self.plan.node(host).run_dir,
+            ],
+            timeout=60,
+        )
+        failed: dict[str, str] = {}
+        for host, result in group.results.items():
+            try:
+                info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else None
+            except (ValueError, IndexError):
+                info = None
+            if not info or "guard_pid" not in info:
+                failed[host] = result.why()
+            else:
+                self.nodes[host].guard_pid = int(info["guard_pid"])
+        if failed:
+            self.stop(reason="a node failed to start")
+            raise LaunchError(
+                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
+            )
+        self._event({"kind": "info", "severity": "info", "text": f"started on {len(group.results)} nodes"})
+
+    # --- phase 3: follow, heartbeat, watch ------------------------------------------------------------
+    def attach(self) -> None:
+        for node in self.plan.nodes:
+            self._attach(node)
+
+    def _attach(self, node: NodePlan) -> None:
+        state = self.nodes[node.host]
+        argv = [
+            node.python,
+            "-u",
+            f"{node.run_dir}/guard.py",
+            "follow",
+            node.run_dir,
+            "--offset",
+            str(state.offset),
+        ]
+        state.follower = self.transport.start(
+            node.host, argv, lambda stream, line, host=node.host: self._on_follow(host, stream, line)
+        )
+
+    def _on_follow(self, host: str, stream: str, line: str) -> None:
+        if stream != "stdout":
+            self.record.append_log(host, f"[rlaunch follower] {line}")
+            return
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            self.record.append_log(host, f"[rlaunch follower] {line}")
+            return
+        kind = rec.get("k")
+        now = float(rec.get("t") or time.time())
+        with self._lock:
+            if kind == "line":
+                text = rec.get("text", "")
+                self.nodes[host].offset = int(rec.get("off", self.nodes[host].offset))
+                local, rest = parse_rank_prefix(text)
+                rank = self.plan.rank_of(host, local) if local is not None else None
+                self.record.append_log(host, text)
+                self.on_line(host, rank, rest if local is not None else text)
+                event = self.watcher.observe_line(now, host, rank, rest)
+                if event is not None:
+                    self._event(event.to_dict())
+            elif kind == "procs":
+                samples = [ProcSample(int(p["pid"]), str(p.get("state", "?"))) for p in rec.get("procs", [])]
+                for event in self.watcher.observe_procs(now, host, samples):
+                    self._event(event.to_dict())
+            elif kind == "exit":
+                final = rec.get("state") or {}
+                self.nodes[host].final = final
+                event = self.watcher.observe_exit(now, host, final.get("exit_code"), final.get("signal"))
+                if event is not None:
+                    self._event(event.to_dict())
+        self._changed.set()
+
+    def _event(self, event: dict[str, Any]) -> None:
+        event.setdefault("time", time.time())
+        self.record.append_event(event)
+        self.on_event(event)
+
+    def watch(self, *, poll: float = 0.2) -> Outcome:
+        """Block until every node finished or the first fatal event; tear down on failure."""
+        hb_every = max(0.3, float(self.plan.health["heartbeat_timeout"]) / 4)
+        last_hb = 0.0
+        while True:
+            now = time.time()
+            if now - last_hb >= hb_every:
+                self._heartbeat()
+                last_hb = now
+            with self._lock:
+                for event in self.watcher.tick(now):
+                    self._event(event.to_dict())
+                self._check_links(now)
+                done = all(s.final is not None or s.lost for s in self.nodes.values())
+                failure = self.watcher.first_failure
+            if failure is not None:
+                self._event({"kind": "info", "severity": "info", "text": f"tearing down: {failure.text}"})
+                self.stop(reason=f"first failure on {failure.node}")
+                self._await_exit_records(timeout=3.0)
+                return self._outcome()
+            if done:
+                return self._outcome()
+            self._changed.wait(poll)
+            self._changed.clear()
+
+    def _await_exit_records(self, timeout: float) -> None:
+        """Let the followers deliver the nodes' last lines and exit records: they refine the root cause."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self._lock:
+                if all(s.final is not None or s.lost for s in self.nodes.values()):
+                    return
+            self._changed.wait(0.1)
+            self._changed.clear()
+
+    def _heartbeat(self) -> None:
+        for state in self.nodes.values():
+            if state.follower is not None and state.final is None and not state.lost:
+                try:
+                    state.follower.write(b"hb\n")
+                except Exception as exc:  # the link is gone; _check_links reports it
+                    state.lost = state.lost or f"heartbeat failed: {exc}"
+
+    def _check_links(self, now: float) -> None:
+        for host, state in self.nodes.items():
+            if state.final is not None or state.follower is None:
+                continue
+            code = state.follower.poll()
+            if code is not None and state.final is None and not state.lost:
+                # The follower only exits after the exit record; give that record a moment to arrive.
+                state.follower.wait(timeout=1.0)
+                if state.final is None:
+                    state.lost = (
+                        "lost the connection to the node" if code == -1 else f"log follower exited {code}"
+                    )
+            if state.lost and not getattr(state, "_reported", False):
+                state._reported = True  # type: ignore[attr-defined]
+                event = self.watcher.observe_lost(now, host, state.lost)
+                if event is not None:
+                    self._event(event.to_dict())
+
+    # --- phase 4: teardown ------------------------------------------------------------------------------
+    def stop(self, reason: str = "stopped") -> GroupResult:
+        with self._lock:
+            self.watcher.request_stop(time.time(), "requested")
+        grace = float(self.plan.health.get("grace", 5))
+        group = self.transport.run_all(
+            self.plan.hosts,
+            lambda host: [
+                self.plan.node(host).python,
+                f"{self.plan.node(host).run_dir}/guard.py",
+                "stop",
+                self.plan.node(host).run_dir,
+                "--grace",
+                str(grace),
+            ],
+            timeout=grace + 30,
+        )
+        for host, result in group.results.items():
+            if result.ok:
+                try:
+                    final = json.loads(result.stdout.strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    final = None
+                if final and self.nodes[host].final is None:
+                    self.nodes[host].final = final
+        self._event(
+            {
+                "kind": "info",
+                "severity": "info",
+                "text": f"teardown ({reason}): "
+                f"{len(group.succeeded)} nodes clean, {len(group.failed)} unreachable or unclean",
+            }
+        )
+        return group
+
+    def detach_followers(self) -> None:
+        for state in self.nodes.values():
+            if state.follower is not None:
+                state.follower.close()
+                state.follower.wait(timeout=5)
+
+    def _outcome(self) -> Outcome:
+        verdict = self.watcher.verdict()
+        nodes = {
+            host: {
+                "state": (s.final or {}).get("state", "lost" if s.lost else "unknown"),
+                "exit_code": (s.final or {}).get("exit_code"),
+                "signal": (s.final or {}).get("signal"),
+                "seconds": _duration(s.final),
+                "lost": s.lost,
+            }
+            for host, s in self.nodes.items()
+        }
+        root = verdict.root_cause.to_dict() if verdict.root_cause is not None else None
+        if verdict.ok and all(n["state"] == "succeeded" for n in nodes.values()):
+            code = EXIT_OK
+        elif root and root.get("kind") == "lost":
+            code = EXIT_INFRA
+        else:
+            code = EXIT_FAILED
+        return Outcome(code, verdict.summary, root, nodes, getattr(verdict, "end_of_run_abort", False))
+
+
+def _duration(final: dict[str, Any] | None) -> float | None:
+    if not final or not final.get("started_at") or not final.get("ended_at"):
+        return None
+    return round(float(final["ended_at"]) - float(final["started_at"]), 1)
+
+
+def _push_failure(node: NodePlan, result: Result) -> str | None:
+    if result.error:
+        return result.error
+    if result.exit_code == 127:
+        return f"python '{node.python}' not found (set `python:` in the inventory)"
+    try:
+        info = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return result.why()
+    return None if info.get("ok") else str(info.get("error"))
+
+
+def _per_node(title: str, failed: dict[str, str]) -> str:
+    return title + ":\n" + "\n".join(f"  {host}: {why}" for host, why in sorted(failed.items()))
