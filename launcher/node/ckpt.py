@@ -19,7 +19,7 @@ def deepspeed_shards_missing(tag_dir, world_size):
     names = os.listdir(tag_dir)
     if not any(n.endswith("_optim_states.pt") for n in names):
         return None  # not a ZeRO tag dir
-    missing = [r for r in range(world_size) if "zero_pp_rank_%d_mp_rank_00_optim_states.pt" % r not in names]
+    missing = [r for r in range(world_size) if f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt" not in names]
     return missing
 
 
@@ -54,7 +54,8 @@ def find(root, world_size):
     ]
     candidates.sort(key=lambda p: step_of(os.path.basename(p)), reverse=True)
     if os.path.isfile(latest_file):
-        tag = open(latest_file).read().strip()
+        with open(latest_file) as f:
+            tag = f.read().strip()
         tagged = os.path.join(root, tag)
         if tagged in candidates:  # the tag named by `latest` first, then older ones
             candidates.remove(tagged)

@@ -64,10 +64,10 @@ def main():
     st = os.statvfs(run_dir)
     free_mb = st.f_bavail * st.f_frsize // (1 << 20)
     if free_mb < payload.get("min_free_mb", 0):
-        fail("only %d MB free under %s" % (free_mb, run_dir), free_mb=free_mb)
+        fail(f"only {free_mb} MB free under {run_dir}", free_mb=free_mb)
     port = payload.get("check_port")
     if port and not port_free(port):
-        fail("master port %d is already in use (another job? set master.port or use `auto`)" % port)
+        fail(f"master port {port} is already in use (another job? set master.port or use `auto`)")
     try:
         for spec in payload.get("files", []):
             write_file(run_dir, spec)
