@@ -1,0 +1,177 @@
+"""SSHTransport against real OpenSSH servers on simulated nodes: host keys, error messages, socket options,
+dead links. The contract shared with LocalTransport is in test_transport_local.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from simnodes import SimCluster
+
+from cluster.inventory import from_mapping
+from cluster.ssh import SSHTransport
+from cluster.transport import Endpoint
+
+pytestmark = pytest.mark.ssh
+
+
+def ssh_transport(sim: SimCluster, **overrides: Any) -> SSHTransport:
+    """The transport as the CLI would build it: inventory mapping -> Inventory -> endpoints."""
+    inv = from_mapping(sim.inventory_dict(**overrides))
+    return SSHTransport(Endpoint.all_from(inv), max_parallel=inv.ssh.max_parallel)
+
+
+def one_node(sim: SimCluster, name: str, **node: Any) -> SSHTransport:
+    """A transport to a single node whose inventory entry gets `node` overrides (port, address...)."""
+    spec = next(n for n in sim.inventory_dict()["nodes"] if n["host"] == name)
+    inv = from_mapping(sim.inventory_dict(nodes=[{**spec, **node}]))
+    return SSHTransport(Endpoint.all_from(inv))
+
+
+def error_of(transport: SSHTransport, host: str) -> str:
+    result = transport.run(host, ["true"], timeout=20)
+    assert result.error, f"expected a transport error, got exit {result.exit_code}"
+    assert "\n" not in result.error
+    return result.error
+
+
+def test_exec_round_trip_on_three_nodes_reuses_one_connection(sim3: SimCluster) -> None:
+    with ssh_transport(sim3) as t:
+        group = t.run_all([n.name for n in sim3.nodes], ["hostname"])
+        assert group.ok, {h: r.why() for h, r in group.failed.items()}
+        assert {h: r.stdout.strip() for h, r in group.results.items()} == {n.name: n.name for n in sim3.nodes}
+        first = t.socket("node1")
+        assert t.run("node1", ["true"]).ok
+        assert t.socket("node1") is first  # one persistent connection per node
+
+
+def test_socket_has_nodelay_and_keepalive(sim3: SimCluster) -> None:
+    with ssh_transport(sim3, ssh={"keepalive": 2}) as t:
+        sock = t.socket("node2")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) != 0
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 2
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 6000
+
+
+def test_run_all_with_one_node_down(sim_cluster: Callable[..., SimCluster]) -> None:
+    sim = sim_cluster(3)
+    sim.kill_node("node2")
+    with ssh_transport(sim) as t:
+        group = t.run_all(["node1", "node2", "node3"], ["echo", "up"])
+    assert set(group.succeeded) == {"node1", "node3"}
+    assert set(group.failed) == {"node2"}
+    error = group.failed["node2"].error or ""
+    assert "node2" in error and "connection refused" in error and sim.node("node2").address in error
+
+
+def test_unknown_host_key_is_refused_with_the_fix(sim3: SimCluster, tmp_path: Path) -> None:
+    node = sim3.node("node2")
+    with ssh_transport(sim3, ssh={"known_hosts": str(tmp_path / "absent")}) as t:
+        error = error_of(t, "node2")
+    assert error.startswith(f"unknown host key for node2 ({node.address}:{node.port}): add it with ")
+    assert f"`ssh-keyscan -p {node.port} {node.address} >> {tmp_path / 'absent'}`" in error
+    assert "ssh.host_key_policy: accept-new" in error
+    assert not (tmp_path / "absent").exists()
+
+
+def test_accept_new_stores_the_key_then_strict_accepts_it(sim3: SimCluster, tmp_path: Path) -> None:
+    known = tmp_path / "ssh" / "known_hosts"
+    with ssh_transport(sim3, ssh={"known_hosts": str(known), "host_key_policy": "accept-new"}) as t:
+        assert t.run_all(["node1", "node3"], ["true"]).ok
+    lines = sorted(known.read_text().splitlines())
+    expected = sorted(
+        f"{sim3.node(n).known_hosts_name} {sim3.node(n).host_key_line}" for n in ("node1", "node3")
+    )
+    assert lines == expected
+    with ssh_transport(sim3, ssh={"known_hosts": str(known)}) as strict:
+        assert strict.run("node3", ["true"]).ok
+        assert "unknown host key" in error_of(strict, "node2")
+
+
+@pytest.mark.parametrize("policy", ["strict", "accept-new"])
+def test_changed_host_key_is_refused_under_every_policy(
+    sim3: SimCluster, tmp_path: Path, policy: str
+) -> None:
+    # node1's entry holds node2's key: exactly what a MITM (or a reinstalled node) looks like.
+    known = tmp_path / "known_hosts"
+    known.write_text(f"{sim3.node('node1').known_hosts_name} {sim3.node('node2').host_key_line}\n")
+    with ssh_transport(sim3, ssh={"known_hosts": str(known), "host_key_policy": policy}) as t:
+        error = error_of(t, "node1")
+    assert error.startswith("HOST KEY CHANGED for node1 (")
+    assert "possible MITM" in error and "ssh-keygen -R" in error
+    assert known.read_text().count("\n") == 1  # accept-new must not have overwritten anything
+
+
+def test_wrong_port_says_connection_refused(sim3: SimCluster) -> None:
+    with one_node(sim3, "node1", port=sim3.node("node1").port + 1) as t:
+        error = error_of(t, "node1")
+    assert error.startswith("connection refused by node1 (") and "is sshd running" in error
+
+
+def test_auth_failure_names_user_node_and_key(sim3: SimCluster, tmp_path: Path) -> None:
+    key = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    with one_node(sim3, "node3", identity_file=str(key)) as t:
+        error = error_of(t, "node3")
+    assert error.startswith("authentication failed for root@node3 (") and str(key) in error
+
+
+def test_dns_failure_names_the_address(sim3: SimCluster) -> None:
+    with one_node(sim3, "node1", address="no-such-node.invalid") as t:
+        error = error_of(t, "node1")
+    assert error.startswith("cannot resolve 'no-such-node.invalid' for node1")
+
+
+def test_partition_times_out_connects_and_kills_open_links(sim_cluster: Callable[..., SimCluster]) -> None:
+    sim = sim_cluster(2)
+    with ssh_transport(sim, ssh={"keepalive": 1, "connect_timeout": 1}) as t:
+        exits: list[int] = []
+        proc = t.start(
+            "node1",
+            [sys.executable, "-c", "import time; time.sleep(600)"],
+            lambda stream, line: None,
+            on_exit=exits.append,
+        )
+        assert t.run("node2", ["true"]).ok
+        assert any("time.sleep(600)" in cmd for _, cmd in sim.node_pids("node1"))
+        sim.partition("node1")
+        sim.partition("node2")
+        # SSH keepalives go unanswered -> TCP_USER_TIMEOUT (3 keepalive periods) kills the socket.
+        assert proc.wait(60) == -1
+        assert exits == [-1]
+        # node2's link died the same way; the next run reconnects and times out, naming the node.
+        error = error_of(t, "node2")
+        assert "node2" in error and ("timed out" in error or "lost" in error)
+        sim.heal("node2")
+        assert t.run("node2", ["true"]).ok  # healed: a fresh connection works
+        proc.close()
+
+
+def test_started_command_runs_inside_the_node(sim3: SimCluster) -> None:
+    with ssh_transport(sim3) as t:
+        marker = "rlaunch-node-pids-marker"
+        proc = t.start(
+            "node3", [sys.executable, "-c", "import time; time.sleep(600)", marker], lambda stream, line: None
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while (
+                not any(marker in cmd for _, cmd in sim3.node_pids("node3")) and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+            assert any(marker in cmd for _, cmd in sim3.node_pids("node3"))
+            assert not any(marker in cmd for _, cmd in sim3.node_pids("node1"))
+        finally:
+            pid = next((p for p, cmd in sim3.node_pids("node3") if marker in cmd), None)
+            proc.close()
+            if pid is not None:  # a quiet command outlives a dropped link (FACTS.md); stop ours by PID
+                os.kill(pid, signal.SIGKILL)
