@@ -1,0 +1,798 @@
+"""Node-side guard: owns a job's whole process tree so that nothing is left behind.
+
+Pushed to every node and run with the node's own Python (standard library only, Linux, Python >= 3.8):
+
+    python guard.py start  RUNDIR              daemonize, run job.json's argv, print {"guard_pid", "job_pid"}
+    python guard.py follow RUNDIR [--offset N]  stream out.log lines, process lists and the final state as JSON lines
+    python guard.py stop   RUNDIR [--grace S]   tear the job down, print the final state; exit 0 if nothing remains
+    python guard.py status RUNDIR               print {"state", "alive", "descendants"}
+
+Files in RUNDIR: job.json (input), guard.pid, guard.lock (flock held by the live guard), state.json (atomic),
+out.log (job stdout+stderr), guard.log, heartbeat (mtime touched by the follower), pids (append-only
+"PID STARTTIME" lines of every descendant seen, so `stop` can find them after the guard itself was SIGKILLed).
+
+Why a subreaper: torchrun starts its workers with start_new_session=True (pytorch/pytorch
+torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py), so killing torchrun's process
+group misses them. With PR_SET_CHILD_SUBREAPER (prctl(2), value 36 in include/uapi/linux/prctl.h) every orphaned
+descendant is reparented to the guard, so walking the ppid tree from the guard finds them all.
+
+Processes are never matched by name: only by pid, and pids read back from disk only together with their start
+time (field 22 of /proc/PID/stat, proc(5)) so that a reused pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INFRA = 3
+
+PR_SET_CHILD_SUBREAPER = 36
+MAX_LINE_BYTES = 8192
+CMD_CHARS = 200
+PROCS_EVERY_S = 1.0
+START_REPLY_TIMEOUT_S = 60.0
+STATE_WAIT_S = 10.0
+KILL_ROUNDS = (
+    50  # SIGKILL rounds after the grace period; bounds teardown against unkillable (D-state) processes
+)
+
+RUNNING, SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER = (
+    "running",
+    "succeeded",
+    "failed",
+    "stopped",
+    "lost-launcher",
+)
+# Reported (never written) when the guard died without writing a final state, e.g. it was SIGKILLed.
+GUARD_LOST = "guard-lost"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# /proc
+
+
+def read_stat(pid: int) -> dict | None:
+    """Parse /proc/PID/stat; None if the process is gone. comm may hold spaces and ')' so split at the last ')'."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    close = raw.rfind(")")
+    fields = raw[close + 2 :].split()
+    # fields[0] is stat field 3 (state), so stat field N is fields[N - 3].
+    return {
+        "pid": pid,
+        "comm": raw[raw.find("(") + 1 : close],
+        "state": fields[0],
+        "ppid": int(fields[1]),
+        "pgrp": int(fields[2]),
+        "session": int(fields[3]),
+        "starttime": int(fields[19]),
+    }
+
+
+def all_stats() -> list:
+    stats = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = read_stat(int(name))
+            if st is not None:
+                stats.append(st)
+    return stats
+
+
+def cmdline(pid: int, comm: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        raw = b""
+    text = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+    return (text or f"[{comm}]")[:CMD_CHARS]
+
+
+def is_alive(pid: int, starttime: int | None = None) -> bool:
+    """True if pid runs (zombies count as dead) and, when given, was started at `starttime`."""
+    st = read_stat(pid)
+    if st is None or st["state"] in ("Z", "X"):
+        return False
+    return starttime is None or st["starttime"] == starttime
+
+
+def tree_of(roots: list, stats: list) -> list:
+    """The stats of all descendants of `roots` (not the roots themselves), new sessions included."""
+    children: dict = {}
+    for st in stats:
+        children.setdefault(st["ppid"], []).append(st)
+    found, todo, seen = [], list(roots), set(roots)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child["pid"] not in seen:
+                seen.add(child["pid"])
+                found.append(child)
+                todo.append(child["pid"])
+    return found
+
+
+def job_processes(root_pids: list, records: set) -> list:
+    """What is left of a job: descendants of live `root_pids`, plus whatever still matches `records`.
+
+    `records` holds (pid, starttime, sid) triples (sid may be None). A record matches a live process only with the
+    same start time, so a reused pid never does. Without a guard, a process can escape the tree: a dying parent
+    forks a child that is reparented to init. It stays in its session, though, so members of a recorded session
+    count too, if they started no earlier than the job and the session's leader is dead or still the recorded
+    process (a leader pid reused by a stranger makes that session untrusted).
+    """
+    stats = all_stats()
+    by_pid = {st["pid"]: st for st in stats}
+    pairs = {(pid, start) for pid, start, _ in records}
+    matched = [pid for pid, st in by_pid.items() if (pid, st["starttime"]) in pairs]
+    sessions = set()
+    for pid, start, sid in records:
+        leader = by_pid.get(pid)
+        if sid == pid and (leader is None or leader["starttime"] == start):
+            sessions.add(sid)
+    if sessions:
+        earliest = min(start for _, start, _ in records)
+        matched += [st["pid"] for st in stats if st["session"] in sessions and st["starttime"] >= earliest]
+    result = {st["pid"]: st for st in tree_of(list(root_pids) + matched, stats)}
+    for pid in matched:
+        result[pid] = by_pid[pid]
+    for pid in root_pids:
+        result.pop(pid, None)
+    return sorted(result.values(), key=lambda st: st["pid"])
+
+
+def describe(procs: list) -> list:
+    return [
+        {"pid": st["pid"], "ppid": st["ppid"], "state": st["state"], "cmd": cmdline(st["pid"], st["comm"])}
+        for st in procs
+    ]
+
+
+def signal_pid(pid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):  # already gone, or not ours to signal: nothing more to do
+        os.kill(pid, sig)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Files in RUNDIR
+
+
+def path_in(rundir: str, name: str) -> str:
+    return os.path.join(rundir, name)
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: str) -> dict | None:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read_records(rundir: str) -> set:
+    """The (pid, starttime, sid) triples appended to RUNDIR/pids ("PID STARTTIME SID" lines; SID optional)."""
+    records = set()
+    try:
+        with open(path_in(rundir, "pids")) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) in (2, 3) and all(part.isdigit() for part in parts):
+                    sid = int(parts[2]) if len(parts) == 3 else None
+                    records.add((int(parts[0]), int(parts[1]), sid))
+    except OSError:
+        pass
+    return records
+
+
+def record_of(st: dict) -> tuple:
+    return st["pid"], st["starttime"], st["session"]
+
+
+def append_records(rundir: str, records: list) -> None:
+    with open(path_in(rundir, "pids"), "a") as f:
+        f.write("".join(f"{pid} {start} {sid}\n" for pid, start, sid in records))
+
+
+def touch(path: str) -> None:
+    with open(path, "a"):
+        pass
+    os.utime(path, None)
+
+
+def load_job(rundir: str) -> dict:
+    """job.json with defaults; raises ValueError with a readable message when it is unusable."""
+    job = read_json(path_in(rundir, "job.json"))
+    if not isinstance(job, dict):
+        raise ValueError("{} is missing or not a JSON object".format(path_in(rundir, "job.json")))
+    argv = job.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise ValueError("job.json: argv must be a non-empty list of strings")
+    env = job.get("env") or {}
+    if not isinstance(env, dict):
+        raise ValueError("job.json: env must be an object")
+    try:
+        return {
+            "argv": argv,
+            "env": {str(k): str(v) for k, v in env.items()},
+            "cwd": job.get("cwd") or rundir,
+            "heartbeat_timeout": float(job.get("heartbeat_timeout") or 0),
+            "grace": float(job.get("grace", 10)),
+            "poll_interval": float(job.get("poll_interval") or 0.2),
+        }
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"job.json: {e}") from e
+
+
+def guard_identity(rundir: str) -> tuple:
+    """(guard_pid, guard_starttime, state dict) from state.json; (None, None, None) if there is none yet."""
+    state = read_json(path_in(rundir, "state.json"))
+    if not isinstance(state, dict) or not state.get("guard_pid"):
+        return None, None, None
+    return int(state["guard_pid"]), state.get("guard_starttime"), state
+
+
+def guard_alive(rundir: str) -> bool:
+    pid, start, _ = guard_identity(rundir)
+    return pid is not None and is_alive(pid, start)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The daemon
+
+
+def log(msg: str) -> None:
+    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} guard[{os.getpid()}]: {msg}\n")
+    sys.stderr.flush()
+
+
+class Guard:
+    """The daemonized owner of one job: spawns it, records its tree, reaps, and tears everything down."""
+
+    def __init__(self, rundir: str, job: dict) -> None:
+        self.rundir = rundir
+        self.job = job
+        self.pid = os.getpid()
+        self.stop_requested = False
+        self.records: set = set()
+        self.job_pid: int | None = None
+        self.job_status: int | None = None  # raw waitpid status of the job's main process
+        self.state: dict = {
+            "state": RUNNING,
+            "guard_pid": self.pid,
+            "guard_starttime": read_stat(self.pid)["starttime"],
+            "job_pid": None,
+            "job_pgid": None,
+            "job_sid": None,
+            "exit_code": None,
+            "signal": None,
+            "started_at": time.time(),
+            "ended_at": None,
+            "reason": None,
+        }
+        # Kept open for the guard's life: appended to on every poll.
+        self.pids_file = open(path_in(rundir, "pids"), "a")  # noqa: SIM115
+
+    def on_stop_signal(self, signum: int, _frame: object) -> None:
+        self.stop_requested = True
+
+    def spawn(self) -> None:
+        if self.job["heartbeat_timeout"] > 0:
+            touch(path_in(self.rundir, "heartbeat"))  # the follower connects only after `start` has returned
+        env = dict(os.environ)
+        env.update(self.job["env"])
+        env["PYTHONUNBUFFERED"] = "1"
+        with open(path_in(self.rundir, "out.log"), "ab", buffering=0) as out:
+            # start_new_session: the job gets its own session and process group, away from the guard's signals.
+            proc = subprocess.Popen(
+                self.job["argv"],
+                cwd=self.job["cwd"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        # The guard reaps with waitpid(-1); keep Popen from ever waiting on the pid itself.
+        proc.returncode = 0
+        self.job_pid = proc.pid
+        self.state.update(job_pid=proc.pid, job_pgid=proc.pid, job_sid=proc.pid)
+        self.record_tree()
+        self.write_state()
+
+    def write_state(self) -> None:
+        write_json_atomic(path_in(self.rundir, "state.json"), self.state)
+
+    def record_tree(self) -> list:
+        """Append newly seen descendants to RUNDIR/pids; return the current descendants."""
+        # With the subreaper every descendant is in the tree; the records matter only if prctl failed.
+        procs = job_processes([self.pid], self.records)
+        fresh = [record_of(st) for st in procs if record_of(st) not in self.records]
+        if fresh:
+            self.pids_file.write("".join(f"{pid} {start} {sid}\n" for pid, start, sid in fresh))
+            self.pids_file.flush()
+            self.records.update(fresh)
+        return procs
+
+    def reap(self) -> None:
+        """Collect every exited child (we are a subreaper, so orphans land here too); note the job's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            except InterruptedError:
+                continue
+            if pid == 0:
+                return
+            if pid == self.job_pid and self.job_status is None:
+                self.job_status = status
+                if os.WIFSIGNALED(status):
+                    self.state["signal"] = os.WTERMSIG(status)
+                else:
+                    self.state["exit_code"] = os.WEXITSTATUS(status)
+                log(f"job {pid} ended: exit_code={self.state['exit_code']} signal={self.state['signal']}")
+
+    def heartbeat_expired(self) -> bool:
+        timeout = self.job["heartbeat_timeout"]
+        if timeout <= 0:
+            return False
+        try:
+            age = time.time() - os.stat(path_in(self.rundir, "heartbeat")).st_mtime
+        except OSError:
+            return True
+        return age > timeout
+
+    def grace(self) -> float:
+        override = read_json(path_in(self.rundir, "stop_request.json"))
+        if self.stop_requested and isinstance(override, dict) and override.get("grace") is not None:
+            return float(override["grace"])
+        return self.job["grace"]
+
+    def run(self) -> None:
+        poll = self.job["poll_interval"]
+        while True:
+            self.reap()
+            self.record_tree()
+            if self.stop_requested:
+                self.finish(STOPPED, "guard received SIGTERM/SIGINT")
+                return
+            if self.job_status is not None:
+                state = SUCCEEDED if self.state["exit_code"] == 0 else FAILED
+                self.finish(state, "job exited")
+                return
+            if self.heartbeat_expired():
+                self.finish(LOST_LAUNCHER, "no heartbeat for {:.1f} s".format(self.job["heartbeat_timeout"]))
+                return
+            time.sleep(poll)
+
+    def finish(self, state: str, reason: str) -> None:
+        log(f"tearing down: {state} ({reason})")
+        signalled, survivors = self.teardown(self.grace())
+        if signalled:
+            reason += f"; signalled {signalled} remaining process(es)"
+        if survivors:
+            reason += f"; {len(survivors)} process(es) would not die: {survivors}"
+        self.reap()
+        self.state.update(state=state, reason=reason, ended_at=time.time())
+        self.write_state()
+        log(f"final state {json.dumps(self.state)}")
+
+    def teardown(self, grace: float) -> tuple:
+        """SIGTERM+SIGCONT every descendant, SIGKILL survivors after `grace`.
+
+        Returns (how many processes were signalled, pids that never died). Zombies count as remaining until
+        reaped: their parents are in the tree and die too, which reparents the zombies to us.
+        """
+        poll = min(self.job["poll_interval"], 0.1)
+        termed: set = set()
+        deadline = time.time() + grace
+        while True:
+            self.reap()
+            procs = self.record_tree()
+            if not procs:
+                return len(termed), []
+            for st in procs:
+                key = (st["pid"], st["starttime"])
+                if st["state"] != "Z" and key not in termed:
+                    termed.add(key)
+                    signal_pid(st["pid"], signal.SIGTERM)
+                    signal_pid(
+                        st["pid"], signal.SIGCONT
+                    )  # a stopped process acts on SIGTERM only once continued
+            if time.time() >= deadline:
+                break
+            time.sleep(poll)
+        for _ in range(KILL_ROUNDS):
+            self.reap()
+            procs = self.record_tree()
+            if not procs:
+                return len(termed), []
+            for st in procs:
+                if st["state"] != "Z":
+                    signal_pid(st["pid"], signal.SIGKILL)
+            time.sleep(poll)
+        self.reap()
+        return len(termed), [st["pid"] for st in self.record_tree()]
+
+
+def set_child_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+            return True
+        log(f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}")
+    except (OSError, AttributeError) as e:
+        log(f"prctl unavailable: {e}")
+    return False
+
+
+def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
+    """Runs in the grandchild: redirect stdio, become subreaper, spawn the job, report to `start`, loop."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    guard_log = os.open(path_in(rundir, "guard.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(guard_log, 1)
+    os.dup2(guard_log, 2)
+    os.close(guard_log)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the SSH session that started us may end at any time
+    os.chdir("/")  # pin no mount point; job.json's cwd is applied to the job itself
+
+    def reply(data: dict) -> None:
+        try:
+            os.write(reply_fd, (json.dumps(data) + "\n").encode())
+            os.close(reply_fd)
+        except OSError:
+            pass  # `start` gave up waiting; the guard runs on regardless
+
+    try:
+        if not set_child_subreaper():
+            log("continuing without subreaper: teardown relies on the recorded pids")
+        guard = Guard(rundir, job)
+        signal.signal(signal.SIGTERM, guard.on_stop_signal)
+        signal.signal(signal.SIGINT, guard.on_stop_signal)
+        with open(path_in(rundir, "guard.pid"), "w") as f:
+            f.write(f"{os.getpid()}\n")
+        guard.spawn()
+    except Exception as e:
+        log(f"could not start job: {e!r}")
+        now = time.time()
+        failed = {
+            "state": FAILED,
+            "guard_pid": os.getpid(),
+            "job_pid": None,
+            "exit_code": None,
+            "signal": None,
+        }
+        failed.update(started_at=now, ended_at=now, reason=f"could not start job: {e}")
+        write_json_atomic(path_in(rundir, "state.json"), failed)
+        reply({"error": str(e)})
+        return EXIT_FAILED
+    log(f"job {guard.job_pid} started: {job['argv']}")
+    reply({"guard_pid": guard.pid, "job_pid": guard.job_pid})
+    guard.run()
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Commands
+
+
+def cmd_start(rundir: str) -> int:
+    try:
+        job = load_job(rundir)
+    except ValueError as e:
+        print(json.dumps({"error": str(e)}))
+        return EXIT_BAD_INPUT
+    # The live guard holds an flock on guard.lock for its whole life; it is released by the kernel on any death.
+    lock_fd = os.open(path_in(rundir, "guard.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pid, _, _ = guard_identity(rundir)
+        print(json.dumps({"error": f"a live guard (pid {pid}) already owns {rundir}"}))
+        return EXIT_INFRA
+    for stale in ("stop_request.json", "heartbeat"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path_in(rundir, stale))
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    first = os.fork()
+    if first == 0:
+        os.close(read_end)
+        os.setsid()
+        if os.fork() != 0:
+            os._exit(
+                0
+            )  # the intermediate exits so the daemon is no session leader and gets no controlling tty
+        code = EXIT_FAILED
+        try:
+            code = daemon_main(rundir, job, write_end)
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    os.close(lock_fd)  # the daemon holds its own copy of the locked descriptor
+    os.waitpid(first, 0)
+    reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
+    if reply is None or "error" in reply:
+        print(json.dumps(reply or {"error": f"guard did not report within {START_REPLY_TIMEOUT_S:.0f} s"}))
+        return EXIT_FAILED
+    print(json.dumps(reply))
+    return EXIT_OK
+
+
+def read_reply(fd: int, timeout: float) -> dict | None:
+    deadline = time.time() + timeout
+    data = b""
+    while time.time() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+        if data.endswith(b"\n"):
+            break
+    os.close(fd)
+    try:
+        return json.loads(data.decode())
+    except ValueError:
+        return None
+
+
+def kill_recorded(rundir: str, grace: float) -> list:
+    """Without a live guard: SIGTERM+SIGCONT, then SIGKILL, what is left of the recorded pids and their trees."""
+    records = read_records(rundir)
+    deadline = time.time() + grace
+    termed: set = set()
+    while True:
+        procs = [st for st in job_processes([], records) if st["state"] != "Z"]
+        if not procs:
+            return []
+        for st in procs:
+            if st["pid"] not in termed:
+                termed.add(st["pid"])
+                signal_pid(st["pid"], signal.SIGTERM)
+                signal_pid(st["pid"], signal.SIGCONT)
+        if time.time() >= deadline:
+            break
+        time.sleep(0.1)
+    for _ in range(KILL_ROUNDS):
+        # Their new parent (init or another subreaper) reaps them; zombies are already dead.
+        procs = [st for st in job_processes([], records) if st["state"] != "Z"]
+        if not procs:
+            return []
+        for st in procs:
+            signal_pid(st["pid"], signal.SIGKILL)
+        time.sleep(0.1)
+    return [st["pid"] for st in job_processes([], records) if st["state"] != "Z"]
+
+
+def cmd_stop(rundir: str, grace: float | None) -> int:
+    pid, start, state = guard_identity(rundir)
+    if grace is None:
+        job = read_json(path_in(rundir, "job.json")) or {}
+        grace = float(job.get("grace", 10))
+    guard_was_alive = pid is not None and is_alive(pid, start)
+    if guard_was_alive:
+        write_json_atomic(path_in(rundir, "stop_request.json"), {"grace": grace, "t": time.time()})
+        signal_pid(pid, signal.SIGTERM)
+        deadline = time.time() + grace + 10
+        while is_alive(pid, start) and time.time() < deadline:
+            time.sleep(0.1)
+        if is_alive(pid, start):
+            # The guard is stuck: record its tree first, then take over the teardown ourselves.
+            append_records(rundir, [record_of(st) for st in job_processes([pid], read_records(rundir))])
+            signal_pid(pid, signal.SIGKILL)
+    remaining = kill_recorded(rundir, grace)
+    _, _, state = guard_identity(rundir)
+    if state is None:
+        state = {"state": None, "reason": f"no state.json in {rundir}"}
+    elif state.get("state") == RUNNING:
+        # The guard died without a final word (SIGKILL, OOM): write the outcome on its behalf.
+        state.update(
+            state=STOPPED, ended_at=time.time(), reason="guard was gone; stop cleaned up its processes"
+        )
+        write_json_atomic(path_in(rundir, "state.json"), state)
+    state = dict(state, remaining=remaining)
+    print(json.dumps(state))
+    return EXIT_OK if not remaining else EXIT_FAILED
+
+
+def cmd_status(rundir: str) -> int:
+    pid, start, state = guard_identity(rundir)
+    alive = pid is not None and is_alive(pid, start)
+    roots = [pid] if alive else []
+    procs = job_processes(roots, read_records(rundir))
+    shown = dict(state or {"state": None})
+    if not alive and shown.get("state") == RUNNING:
+        shown["state"] = GUARD_LOST
+    shown.update(alive=alive, descendants=describe(procs))
+    print(json.dumps(shown))
+    return EXIT_OK
+
+
+class LogTail:
+    """Turns the growing out.log into ("line", offset-after-line, text) records."""
+
+    def __init__(self, path: str, offset: int) -> None:
+        self.path = path
+        self.offset = offset  # bytes consumed so far (emitted or skipped)
+        self.pending = b""
+        self.skipping = False  # inside an over-long line whose head was already emitted
+        self.file = None
+
+    def read(self, final: bool = False) -> list:
+        if self.file is None:
+            try:
+                self.file = open(self.path, "rb")  # noqa: SIM115 (kept open while following)
+            except FileNotFoundError:
+                return []
+            self.file.seek(self.offset)
+        out = []
+        while True:
+            chunk = self.file.read(65536)
+            if not chunk:
+                break
+            out.extend(self.split(chunk))
+        if final and self.pending:
+            out.append(self.emit(self.pending, len(self.pending)))
+            self.pending = b""
+        return out
+
+    def emit(self, raw: bytes, consumed: int) -> tuple:
+        self.offset += consumed
+        text = raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace")
+        return self.offset, text
+
+    def split(self, chunk: bytes) -> list:
+        out = []
+        data = self.pending + chunk
+        self.pending = b""
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            line = data[start:nl]
+            if self.skipping:
+                self.offset += nl + 1 - start
+                self.skipping = False
+            else:
+                out.append(self.emit(line, nl + 1 - start))
+            start = nl + 1
+        rest = data[start:]
+        if self.skipping:
+            self.offset += len(rest)
+        elif len(rest) > MAX_LINE_BYTES:
+            out.append(self.emit(rest, len(rest)))
+            self.skipping = True
+        else:
+            self.pending = rest
+        return out
+
+
+def cmd_follow(rundir: str, offset: int) -> int:
+    heartbeat = path_in(rundir, "heartbeat")
+    touch(heartbeat)
+    deadline = time.time() + STATE_WAIT_S
+    pid, start, _ = guard_identity(rundir)
+    while pid is None and time.time() < deadline:
+        time.sleep(0.1)
+        pid, start, _ = guard_identity(rundir)
+    try:
+        if pid is None:
+            emit({"k": "exit", "t": time.time(), "state": {"state": None, "reason": "no state.json"}})
+            return EXIT_FAILED
+        follow_loop(rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset))
+    except BrokenPipeError:
+        # The launcher went away: exit quietly, and keep Python from complaining while flushing at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
+
+
+def emit(record: dict) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None:
+    heartbeat = path_in(rundir, "heartbeat")
+    try:
+        stdin_fd: int | None = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        stdin_fd = None
+    stdin_buf = b""
+    next_procs = 0.0
+    while True:
+        finished = not is_alive(pid, start)
+        for off, text in tail.read(final=finished):
+            emit({"k": "line", "t": time.time(), "off": off, "text": text})
+        if finished:
+            _, _, state = guard_identity(rundir)
+            state = dict(state or {})
+            if state.get("state") == RUNNING:
+                state.update(state=GUARD_LOST, reason="guard died without writing a final state")
+            emit({"k": "exit", "t": time.time(), "state": state})
+            return
+        now = time.time()
+        if now >= next_procs:
+            procs = job_processes([pid], read_records(rundir))
+            emit({"k": "procs", "t": now, "procs": describe(procs)})
+            next_procs = now + PROCS_EVERY_S
+        if stdin_fd is None:
+            time.sleep(0.2)
+            continue
+        ready, _, _ = select.select([stdin_fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(stdin_fd, 4096)
+        except OSError as e:
+            if e.errno in (errno.EAGAIN, errno.EINTR):
+                continue
+            chunk = b""
+        if not chunk:
+            stdin_fd = None  # EOF: stop heartbeating, keep streaming
+            continue
+        stdin_buf += chunk
+        while b"\n" in stdin_buf:
+            line, stdin_buf = stdin_buf.split(b"\n", 1)
+            word = line.strip().decode("ascii", "replace")
+            if word == "hb":
+                touch(heartbeat)
+            elif word == "stop" and is_alive(pid, start):
+                signal_pid(pid, signal.SIGTERM)
+
+
+def main(argv: list | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["start", "follow", "stop", "status"])
+    parser.add_argument("rundir")
+    parser.add_argument("--offset", type=int, default=0, help="follow: byte offset in out.log to start from")
+    parser.add_argument("--grace", type=float, default=None, help="stop: seconds between SIGTERM and SIGKILL")
+    args = parser.parse_args(argv)
+    rundir = os.path.abspath(args.rundir)
+    if not os.path.isdir(rundir):
+        print(json.dumps({"error": f"no such run directory: {rundir}"}))
+        return EXIT_BAD_INPUT
+    if args.command == "start":
+        return cmd_start(rundir)
+    if args.command == "follow":
+        return cmd_follow(rundir, args.offset)
+    if args.command == "stop":
+        return cmd_stop(rundir, args.grace)
+    return cmd_status(rundir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+"""The node-side guard (launcher/node/guard.py) against real process trees on this machine.
+
+Every job gets a unique marker in its environment (inherited by every descendant, new sessions included), so the
+tests find what is left of a job by walking /proc themselves instead of trusting the guard's word. Cleanup kills
+only the guard (pid + start time from state.json) and processes that carry this test's own marker, by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from launcher.node import guard as guard_module
+
+GUARD = Path(guard_module.__file__)
+MARKER = "RLAUNCH_GUARD_TEST"
+TORCHRUN = Path(sys.executable).parent / "torchrun"
+
+# Long-running job: children in new sessions (one of them two levels deep), writes its first child's pid.
+SETSID_JOB = (
+    "setsid sleep 300 & echo $! > child.pid; "
+    "setsid bash -c 'sleep 301 & sleep 302' & "
+    "while true; do echo tick; sleep 0.2; done"
+)
+
+# Two gloo ranks that all-reduce forever, so the death of one is noticed by the other.
+RANK_SCRIPT = """
+import os, time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+with open("rank%d.pid" % dist.get_rank(), "w") as f:
+    f.write(str(os.getpid()))
+print("rank", dist.get_rank(), "up", flush=True)
+t = torch.zeros(1)
+while True:
+    dist.all_reduce(t)
+    time.sleep(0.2)
+"""
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> object:
+    """Poll until `predicate` is truthy; a timeout is a failure to make progress, not a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def marked_pids(token: str) -> list[int]:
+    """Live (non-zombie) processes whose environment carries this job's marker: our own walk of /proc."""
+    needle = f"{MARKER}={token}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in environ and guard_module.is_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+class Job:
+    """One guarded job in a temporary RUNDIR."""
+
+    def __init__(self, rundir: Path, argv: list[str], **options: object) -> None:
+        self.rundir = rundir
+        self.token = uuid.uuid4().hex
+        env = {MARKER: self.token, "OMP_NUM_THREADS": "1"}
+        env.update(options.pop("env", {}))  # type: ignore[arg-type]
+        spec = {"argv": argv, "env": env, "cwd": str(rundir), "heartbeat_timeout": 0, "grace": 1.0}
+        spec.update(options)
+        (rundir / "job.json").write_text(json.dumps(spec))
+        self.followers: list[subprocess.Popen] = []
+
+    def guard(self, command: str, *args: str, timeout: float = 60) -> tuple[int, dict]:
+        done = subprocess.run(
+            [sys.executable, str(GUARD), command, str(self.rundir), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        lines = done.stdout.strip().splitlines()
+        return done.returncode, json.loads(lines[-1]) if lines else {"stderr": done.stderr}
+
+    def start(self) -> dict:
+        rc, reply = self.guard("start")
+        assert rc == 0, reply
+        return reply
+
+    def state(self) -> dict:
+        return json.loads((self.rundir / "state.json").read_text())
+
+    def guard_alive(self) -> bool:
+        state = self.state()
+        return guard_module.is_alive(state["guard_pid"], state["guard_starttime"])
+
+    def wait_finished(self, timeout: float = 60) -> dict:
+        wait_for(lambda: not self.guard_alive(), timeout, "the guard to finish")
+        return self.state()
+
+    def records(self) -> set[tuple[int, int]]:
+        """(pid, starttime) pairs the guard recorded in RUNDIR/pids."""
+        return {(pid, start) for pid, start, _ in guard_module.read_records(str(self.rundir))}
+
+    def assert_nothing_left(self) -> None:
+        assert not self.guard_alive()
+        alive_records = [(pid, start) for pid, start in self.records() if guard_module.is_alive(pid, start)]
+        assert alive_records == []
+        assert marked_pids(self.token) == []
+
+    def follow(self, *args: str) -> Follower:
+        follower = Follower(
+            [sys.executable, str(GUARD), "follow", str(self.rundir), *args], stdin_open=not args
+        )
+        self.followers.append(follower.proc)
+        return follower
+
+    def cleanup(self) -> None:
+        for proc in self.followers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        try:
+            state = self.state()
+            if guard_module.is_alive(state["guard_pid"], state["guard_starttime"]):
+                os.kill(state["guard_pid"], signal.SIGKILL)
+        except (OSError, ValueError, KeyError):
+            pass
+        for pid in marked_pids(self.token):
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+
+
+class Follower:
+    """A `guard.py follow` process whose JSON lines are collected by a thread, so reads never block a test."""
+
+    def __init__(self, argv: list[str], stdin_open: bool) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE if stdin_open else subprocess.DEVNULL, stdout=subprocess.PIPE
+        )
+        self.records: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.records.put(json.loads(raw))
+        self.records.put(None)
+
+    def send(self, word: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(word.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def until(self, match: Callable[[dict], bool], timeout: float = 60) -> list[dict]:
+        """All records up to and including the first that matches."""
+        seen = []
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self.records.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert record is not None, f"follow ended before the awaited record; saw {seen[-3:]}"
+            seen.append(record)
+            if match(record):
+                return seen
+
+
+@pytest.fixture
+def make_job(tmp_path: Path) -> Iterator[Callable[..., Job]]:
+    jobs: list[Job] = []
+
+    def make(argv: list[str], **options: object) -> Job:
+        rundir = tmp_path / f"run{len(jobs)}"
+        rundir.mkdir()
+        jobs.append(Job(rundir, argv, **options))
+        return jobs[-1]
+
+    yield make
+    for job in jobs:
+        job.cleanup()
+
+
+def recorded_count_at_least(job: Job, n: int) -> Callable[[], bool]:
+    return lambda: len(job.records()) >= n
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shell jobs: fast, cover every path of the guard
+
+
+def test_stop_kills_children_in_new_sessions_and_double_start_is_refused(
+    make_job: Callable[..., Job],
+) -> None:
+    job = make_job(["bash", "-c", SETSID_JOB])
+    reply = job.start()
+    assert reply["guard_pid"] != reply["job_pid"]
+    rc, refused = job.guard("start")
+    assert rc == 3 and "already owns" in refused["error"]
+
+    # bash, sleep 300, bash -c, sleep 301, sleep 302 all seen (plus short-lived tick sleeps)
+    wait_for(lambda: len(marked_pids(job.token)) >= 5, 30, "the job tree")
+    rc, status = job.guard("status")
+    assert rc == 0 and status["alive"] and status["state"] == "running"
+    assert set(marked_pids(job.token)) <= {p["pid"] for p in status["descendants"]}
+
+    rc, final = job.guard("stop", "--grace", "0.5")
+    assert rc == 0 and final["state"] == "stopped" and final["remaining"] == []
+    job.assert_nothing_left()
+    rc, status = job.guard("status")
+    assert not status["alive"] and status["descendants"] == []
+
+
+def test_job_exit_records_code_and_kills_orphans(make_job: Callable[..., Job]) -> None:
+    job = make_job(["bash", "-c", "setsid sleep 300 & sleep 0.5; exit 3"])
+    job.start()
+    final = job.wait_finished()
+    assert (final["state"], final["exit_code"], final["signal"]) == ("failed", 3, None)
+    job.assert_nothing_left()
+
+
+def test_job_success(make_job: Callable[..., Job]) -> None:
+    job = make_job(["bash", "-c", "echo done"])
+    job.start()
+    final = job.wait_finished()
+    assert (final["state"], final["exit_code"]) == ("succeeded", 0)
+    assert (job.rundir / "out.log").read_text() == "done\n"
+
+
+def test_heartbeat_expiry_tears_down(make_job: Callable[..., Job]) -> None:
+    job = make_job(["bash", "-c", SETSID_JOB], heartbeat_timeout=2)
+    job.start()
+    final = job.wait_finished()
+    assert final["state"] == "lost-launcher"
+    job.assert_nothing_left()
+
+
+def test_stop_after_guard_was_sigkilled_uses_recorded_pids(make_job: Callable[..., Job]) -> None:
+    job = make_job(["bash", "-c", SETSID_JOB])
+    reply = job.start()
+    wait_for(recorded_count_at_least(job, 5), 30, "the job tree to be recorded")
+    os.kill(reply["guard_pid"], signal.SIGKILL)
+    wait_for(lambda: not job.guard_alive(), 10, "the guard to die")
+    assert len(marked_pids(job.token)) >= 4  # the orphans really survived their guard
+
+    rc, status = job.guard("status")
+    assert status["state"] == "guard-lost" and not status["alive"] and status["descendants"]
+    rc, final = job.guard("stop", "--grace", "0.5")
+    assert rc == 0 and final["state"] == "stopped" and final["remaining"] == []
+    job.assert_nothing_left()
+
+
+def test_bad_job_json_and_unstartable_job(make_job: Callable[..., Job]) -> None:
+    job = make_job([])
+    rc, reply = job.guard("start")
+    assert rc == 2 and "argv" in reply["error"]
+
+    job = make_job(["/nonexistent/program"])
+    rc, reply = job.guard("start")
+    assert rc == 1 and "nonexistent" in reply["error"]
+    assert job.state()["state"] == "failed"
+
+
+def test_follow_streams_lines_procs_and_exit(make_job: Callable[..., Job]) -> None:
+    job = make_job(["bash", "-c", SETSID_JOB])
+    job.start()
+    follower = job.follow()
+    child = int(wait_for(lambda: (job.rundir / "child.pid").read_text().strip(), 30, "child.pid"))
+    os.kill(child, signal.SIGSTOP)
+    stopped_seen = follower.until(
+        lambda r: r["k"] == "procs" and any(p["pid"] == child and p["state"] == "T" for p in r["procs"])
+    )
+    # "tick\n" is 5 bytes: wait for a few lines before stopping.
+    three_lines = follower.until(lambda r: r["k"] == "line" and r["off"] >= 15)
+    follower.send("hb")
+    follower.send("stop")
+    records = stopped_seen + three_lines + follower.until(lambda r: r["k"] == "exit")
+    assert follower.proc.wait(timeout=30) == 0
+    assert records[-1]["state"]["state"] == "stopped"
+    job.assert_nothing_left()  # the SIGSTOPped child died too
+
+    log = (job.rundir / "out.log").read_bytes()
+    lines = [r for r in records if r["k"] == "line"]
+    assert len(lines) >= 2
+    previous = 0
+    for record in lines:
+        assert record["off"] > previous
+        assert log[previous : record["off"]] == record["text"].encode() + b"\n"
+        previous = record["off"]
+    assert previous == len(log)  # drained before the exit record
+
+    # Resuming from an offset replays exactly the rest, then the exit record.
+    middle = lines[len(lines) // 2]["off"]
+    resumed = job.follow("--offset", str(middle)).until(lambda r: r["k"] == "exit")
+    assert [r["text"] for r in resumed if r["k"] == "line"] == [r["text"] for r in lines if r["off"] > middle]
+
+
+def test_follower_keeps_job_alive_until_its_stdin_closes(make_job: Callable[..., Job]) -> None:
+    job = make_job(["bash", "-c", SETSID_JOB], heartbeat_timeout=2)
+    job.start()
+    follower = job.follow()
+    for _ in range(12):  # 3 s of heartbeats: longer than heartbeat_timeout
+        follower.send("hb")
+        time.sleep(0.25)
+    assert job.guard_alive() and job.state()["state"] == "running"
+    follower.close_stdin()
+    exit_record = follower.until(lambda r: r["k"] == "exit")[-1]
+    assert exit_record["state"]["state"] == "lost-launcher"
+    assert follower.proc.wait(timeout=30) == 0
+    job.assert_nothing_left()
+
+
+def test_log_tail_truncates_long_lines_and_keeps_offsets(tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    long_line = b"x" * 20000
+    log.write_bytes(b"a\n" + long_line + b"\nb\xff\npart")
+    tail = guard_module.LogTail(str(log), 0)
+    got = tail.read()
+    assert [text for _, text in got] == ["a", "x" * guard_module.MAX_LINE_BYTES, "b\ufffd"]
+    assert got[-1][0] == len(log.read_bytes()) - len(b"part")
+    assert tail.read(final=True) == [(len(log.read_bytes()), "part")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real torchrun (gloo on CPU): workers run in their own sessions, which is what the guard exists for
+
+needs_torchrun = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed in this venv")
+
+
+def torchrun_job(make_job: Callable[..., Job], **options: object) -> Job:
+    job = make_job([str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "rank.py"], **options)
+    (job.rundir / "rank.py").write_text(RANK_SCRIPT)
+    return job
+
+
+def rank_pids(job: Job, timeout: float = 180) -> list[int]:
+    """Wait until both ranks have joined the process group; their pids."""
+
+    def both() -> list[int] | None:
+        files = [job.rundir / f"rank{r}.pid" for r in (0, 1)]
+        if all(f.exists() and f.read_text() for f in files):
+            return [int(f.read_text()) for f in files]
+        return None
+
+    pids = wait_for(both, timeout, "both ranks to join")
+    wait_for(
+        lambda: {(p, guard_module.read_stat(p)["starttime"]) for p in pids} <= job.records(), 10, "records"
+    )
+    return pids  # type: ignore[return-value]
+
+
+@pytest.mark.slow
+@needs_torchrun
+def test_torchrun_stop_with_a_sigstopped_rank(make_job: Callable[..., Job]) -> None:
+    job = torchrun_job(make_job)
+    job.start()
+    ranks = rank_pids(job)
+    os.kill(ranks[1], signal.SIGSTOP)
+    wait_for(lambda: guard_module.read_stat(ranks[1])["state"] == "T", 10, "rank 1 to stop")
+    rc, final = job.guard("stop", "--grace", "1")
+    assert rc == 0 and final["state"] == "stopped"
+    job.assert_nothing_left()
+
+
+@pytest.mark.slow
+@needs_torchrun
+def test_torchrun_rank_killed_fails_the_job(make_job: Callable[..., Job]) -> None:
+    job = torchrun_job(make_job)
+    job.start()
+    ranks = rank_pids(job)
+    os.kill(ranks[0], signal.SIGKILL)
+    final = job.wait_finished(timeout=120)
+    assert final["state"] == "failed" and final["exit_code"] not in (None, 0)
+    job.assert_nothing_left()
+
+
+@pytest.mark.slow
+@needs_torchrun
+def test_torchrun_heartbeat_expiry(make_job: Callable[..., Job]) -> None:
+    job = torchrun_job(make_job, heartbeat_timeout=2)
+    job.start()
+    heartbeat = job.rundir / "heartbeat"
+    # Stand in for the follower while torch imports (slow on a shared machine), then fall silent.
+    beating = threading.Event()
+    beating.set()
+
+    def beat() -> None:
+        while beating.is_set():
+            os.utime(heartbeat, None)
+            time.sleep(0.3)
+
+    threading.Thread(target=beat, daemon=True).start()
+    try:
+        rank_pids(job)
+    finally:
+        beating.clear()
+    final = job.wait_finished()
+    assert final["state"] == "lost-launcher"
+    job.assert_nothing_left()
+
+
+@pytest.mark.slow
+@needs_torchrun
+def test_torchrun_guard_sigkilled_then_stop(make_job: Callable[..., Job]) -> None:
+    job = torchrun_job(make_job)
+    reply = job.start()
+    ranks = rank_pids(job)
+    os.kill(reply["guard_pid"], signal.SIGKILL)
+    wait_for(lambda: not job.guard_alive(), 10, "the guard to die")
+    assert all(guard_module.is_alive(pid) for pid in ranks)  # orphaned ranks keep running without a guard
+    rc, final = job.guard("stop", "--grace", "1")
+    assert rc == 0 and final["remaining"] == []
+    job.assert_nothing_left()
+
+
+def test_guard_is_standard_library_only() -> None:
+    """The guard runs with the node's bare python: it must import nothing of ours nor third-party."""
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", str(GUARD), "--help"], capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr
+    assert shutil.which("bash")  # the shell jobs above need it
