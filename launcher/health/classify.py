@@ -1,0 +1,78 @@
+"""Classify whole logs: the pure line loop plus the one file-reading helper behind
+``rlaunch logs classify FILE [--json]``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from launcher.health.rules import classify
+
+# torchrun --tee / --redirects prefixes every worker line with "[<role><local_rank>]:" (role is
+# "default" unless set; torch/distributed/elastic/multiprocessing/tail_log.py). PyTorch's own
+# excepthook and rank-aware logging add "[rank<global_rank>]:" (torch/distributed/distributed_c10d.py,
+# torch/_logging/_internal.py). They can stack: "[default0]:[rank4]: Traceback ...".
+_LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]*?(\d+)\]:")
+_GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d+)\]:")
+
+
+@dataclass(frozen=True)
+class LinePrefix:
+    local_rank: int | None
+    global_rank: int | None
+    rest: str
+
+
+@dataclass(frozen=True)
+class Flag:
+    line: int
+    category: str
+    severity: str
+    text: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+def parse_prefixes(text: str) -> LinePrefix:
+    """Strip torchrun's and PyTorch's rank prefixes, in either order, and report both ranks."""
+    local_rank: int | None = None
+    global_rank: int | None = None
+    while True:
+        if global_rank is None and (found := _GLOBAL_PREFIX.match(text)):
+            global_rank = int(found.group(1))
+        elif local_rank is None and (found := _LOCAL_PREFIX.match(text)):
+            local_rank = int(found.group(1))
+        else:
+            return LinePrefix(local_rank, global_rank, text)
+        text = text[found.end() :]
+
+
+def parse_rank_prefix(text: str) -> tuple[int | None, str]:
+    """(local rank from a ``[default0]:`` prefix or None, the line without any rank prefix).
+
+    A ``[rank3]:`` prefix carries the *global* rank; it is stripped too, but use
+    :func:`parse_prefixes` to read it.
+    """
+    prefix = parse_prefixes(text)
+    return prefix.local_rank, prefix.rest
+
+
+def classify_lines(lines: Iterable[str]) -> list[Flag]:
+    """Every line a rule flags, with its 1-based line number and its text without rank prefixes."""
+    flags: list[Flag] = []
+    for number, raw in enumerate(lines, start=1):
+        text = parse_prefixes(raw.rstrip("\r\n")).rest
+        match = classify(text)
+        if match is not None:
+            flags.append(Flag(number, match.category, match.severity, text.strip()))
+    return flags
+
+
+def classify_file(path: str | Path) -> list[Flag]:
+    """classify_lines over a log file; undecodable bytes are replaced, never fatal."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return classify_lines(handle)

@@ -1,0 +1,329 @@
+"""The watcher: a small explicit state machine the runner feeds with what it sees. No I/O, no clock:
+every call carries the time, so tests replay a run from plain data.
+
+States (torch.distributed.elastic's worker states are the model: agent/server/api.py)::
+
+    STARTING ─first output─► RUNNING ─all nodes exit 0─► SUCCEEDED
+        │                      │
+        └──first fatal event───┴─► STOPPING (runner tears down) ─all nodes exited─► FAILED
+        └──request_stop()──────┴─► STOPPING ─all nodes exited─► STOPPED (FAILED if a fatal event came first)
+
+Root cause (``first_failure``). torchrun's rule is "the earliest error file is the root cause", but
+the events we see carry reporting delays (SSH, heartbeats, clocks of different hosts) and survivors
+shout quickly: gloo peers of a killed rank print "Connection closed by peer" within 0.7–2.8 s,
+sometimes before the runner learns of the kill itself. So events get a precedence:
+
+    2  specific: a classified line of a cause (OOM, GPU fault, RCCL system error, …), a death by a
+       signal that nobody sends during a normal teardown (SIGKILL, SIGSEGV, SIGABRT, …), a process
+       seen stopped (state T), a node lost;
+    1  a stall (nobody printed for stall_timeout; the culprit is only guessed);
+    0  cascade: what survivors print or do because a peer failed (closed/reset connections, remote
+       errors, collective timeouts, ChildFailedError, a plain non-zero exit, SIGTERM from a launcher).
+
+The root cause is the earliest event of the highest precedence among the fatal events that happened
+within ``cascade_window`` seconds of the earliest fatal event. Outside that window, time wins.
+"""
+
+from __future__ import annotations
+
+import signal as signals
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from launcher.health.events import Event
+from launcher.health.rules import RULES_BY_NAME, classify, is_completion_marker
+
+
+class State(str, Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+TERMINAL = frozenset({State.SUCCEEDED, State.FAILED, State.STOPPED})
+
+# Signals a launcher or we send on purpose while tearing a job down: a rank dying of one of these
+# is a consequence, not a cause.
+TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
+
+PRECEDENCE_SPECIFIC, PRECEDENCE_STALL, PRECEDENCE_CASCADE = 2, 1, 0
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    """One process as the node probe saw it (state letter as in /proc/PID/stat: R, S, D, T, Z…)."""
+
+    pid: int
+    state: str
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    state: State
+    root_cause: Event | None
+    summary: str
+    exit_codes: dict[str, int | None]
+    end_of_run_aborts: tuple[Event, ...] = ()
+    warnings: int = 0
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def decode_exit(code: int | None, signal: str | int | None) -> tuple[int | None, str | None]:
+    """Normalise the ways an exit is reported: Popen's -N, a shell's 128+N, or an explicit signal."""
+    if isinstance(signal, int):
+        return code, signal_name(signal)
+    if signal is not None:
+        return code, signal
+    if code is not None and code < 0:
+        return code, signal_name(-code)
+    if code is not None and 128 < code <= 128 + 64:
+        return code, signal_name(code - 128)
+    return code, None
+
+
+def precedence(event: Event) -> int:
+    if event.kind == "stall":
+        return PRECEDENCE_STALL
+    if event.kind in ("stopped", "lost"):
+        return PRECEDENCE_SPECIFIC
+    if event.kind == "exit":
+        killed_by_cause = event.signal is not None and event.signal not in TEARDOWN_SIGNALS
+        return PRECEDENCE_SPECIFIC if killed_by_cause else PRECEDENCE_CASCADE
+    rule = RULES_BY_NAME.get(event.rule or "")
+    return PRECEDENCE_CASCADE if rule is not None and rule.cascade else PRECEDENCE_SPECIFIC
+
+
+@dataclass
+class Watcher:
+    """Feed it everything the runner sees; ask ``state``, ``first_failure`` and ``verdict()``.
+
+    ``ranks`` maps node name to its global ranks. ``cascade_window`` is how long after the
+    earliest fatal event a more specific one may still be named the root cause.
+    ``stop_confirm_s`` is how long a process must stay in state T before it counts as stopped.
+    """
+
+    ranks: dict[str, list[int]]
+    stall_timeout: float
+    cascade_window: float = 15.0
+    stop_confirm_s: float = 1.0
+    state: State = State.STARTING
+    events: list[Event] = field(default_factory=list)
+    exit_codes: dict[str, int | None] = field(default_factory=dict)
+    completed_at: float | None = None
+    stop_reason: str | None = None
+    _started_at: float | None = None
+    _last_output: dict[tuple[str, int | None], float] = field(default_factory=dict)
+    _stall_reported: bool = False
+    _stopped_since: dict[tuple[str, int], float] = field(default_factory=dict)
+    _stopped_reported: set[tuple[str, int]] = field(default_factory=set)
+    _end_of_run_nodes: set[str] = field(default_factory=set)
+    _line_numbers: dict[tuple[str, int | None], int] = field(default_factory=dict)
+
+    # ---- inputs -------------------------------------------------------------------------------
+
+    def start(self, time: float) -> None:
+        """The moment the job was launched: stall detection counts from here until output appears."""
+        if self._started_at is None:
+            self._started_at = time
+
+    def observe_line(self, time: float, node: str, rank: int | None, text: str) -> Event | None:
+        """One line of output. Records activity; returns the event if a rule flags the line."""
+        self.start(time)
+        key = (node, rank)
+        self._last_output[key] = time
+        self._line_numbers[key] = self._line_numbers.get(key, 0) + 1
+        self._stall_reported = False
+        if self.state is State.STARTING:
+            self.state = State.RUNNING
+        if is_completion_marker(text) and self.completed_at is None:
+            self.completed_at = time
+        match = classify(text)
+        if match is None:
+            return None
+        event = Event(time, node, rank, "line", match.category, match.severity, text.strip(),
+                      line=self._line_numbers[key], rule=match.rule)  # fmt: skip
+        if match.rule == "end-of-run-abort" and self.completed_at is not None:
+            # Training already reported completion: a thread torn down at exit, not a failed run.
+            self._end_of_run_nodes.add(node)
+        return self._record(self._forgive_end_of_run(event))
+
+    def observe_exit(
+        self,
+        time: float,
+        node: str,
+        code: int | None,
+        signal: str | int | None = None,
+        rank: int | None = None,
+    ) -> Event | None:
+        """A rank (rank given) or the node's launcher (rank None) exited."""
+        self.start(time)
+        code, signal_text = decode_exit(code, signal)
+        if rank is None:
+            self.exit_codes[node] = code
+        if (code in (0, None)) and signal_text is None:
+            self._settle(time)
+            return None
+        how = f"exited with signal {signal_text}" if signal_text else f"exited with code {code}"
+        event = Event(time, node, rank, "exit", "crash", "fatal", how, code=code, signal=signal_text)
+        expected = self.stop_reason == "requested" or signal_text in TEARDOWN_SIGNALS
+        if self.state is State.STOPPING and expected:
+            # We (or torchrun, after a failure) asked for this exit.
+            event = replace(event, severity="info", text=f"{how} while stopping")
+        recorded = self._record(self._forgive_end_of_run(event))
+        self._settle(time)
+        return recorded
+
+    def observe_procs(self, time: float, node: str, procs: Iterable[ProcSample | tuple]) -> list[Event]:
+        """A snapshot of the node's job processes. A process must be seen stopped (state T) twice,
+        at least ``stop_confirm_s`` apart, before it counts: a debugger or a brief SIGSTOP is not a hang."""
+        self.start(time)
+        found: list[Event] = []
+        for sample in procs:
+            proc = sample if isinstance(sample, ProcSample) else ProcSample(*sample)
+            key = (node, proc.pid)
+            if proc.state not in ("T", "t"):
+                self._stopped_since.pop(key, None)
+                continue
+            since = self._stopped_since.setdefault(key, time)
+            if key in self._stopped_reported or time - since < self.stop_confirm_s:
+                continue
+            self._stopped_reported.add(key)
+            text = f"process {proc.pid} stopped (state {proc.state}) since t={since:g}"
+            event = self._record(Event(since, node, proc.rank, "stopped", None, "fatal", text))
+            if event is not None:
+                found.append(event)
+        return found
+
+    def observe_lost(self, time: float, node: str, why: str) -> Event | None:
+        """The link or heartbeat to a node is gone."""
+        self.start(time)
+        return self._record(Event(time, node, None, "lost", "network", "fatal", f"node lost: {why}"))
+
+    def observe_gpu(self, time: float, node: str, text: str) -> Event | None:
+        """A GPU-state line from the node (kernel log, amd-smi); classified like any line."""
+        self.start(time)
+        match = classify(text)
+        if match is None:
+            return None
+        return self._record(
+            Event(time, node, None, "gpu", match.category, match.severity, text.strip(), rule=match.rule)
+        )
+
+    def request_stop(self, time: float, reason: str = "requested") -> None:
+        """The user (or the runner) asked to stop: exits from now on are expected."""
+        if self.state not in TERMINAL and self.state is not State.STOPPING:
+            self.state = State.STOPPING
+            self.stop_reason = reason
+
+    def tick(self, now: float) -> list[Event]:
+        """Time passes. A stall is the whole job silent for ``stall_timeout``: with HF Trainer only
+        the main process prints, so one quiet rank proves nothing. The quietest node is named."""
+        self.start(now)
+        if self.state in TERMINAL or self.state is State.STOPPING or self._stall_reported:
+            return []
+        assert self._started_at is not None
+        last_any = max(self._last_output.values(), default=self._started_at)
+        if now - last_any < self.stall_timeout:
+            return []
+        self._stall_reported = True
+        quietest, since = self._quietest_node()
+        silent_for = now - last_any
+        text = (
+            f"no output from any rank for {silent_for:.0f}s (quietest: {quietest}, last output t={since:g})"
+        )
+        event = self._record(Event(now, quietest, None, "stall", None, "fatal", text))
+        return [event] if event is not None else []
+
+    # ---- outputs ------------------------------------------------------------------------------
+
+    @property
+    def should_stop(self) -> bool:
+        """The runner should tear the job down now."""
+        return self.state is State.STOPPING
+
+    @property
+    def first_failure(self) -> Event | None:
+        """The root cause: see the module docstring for the precedence rule."""
+        fatal = [event for event in self.events if event.is_fatal]
+        if not fatal:
+            return None
+        earliest = min(event.time for event in fatal)
+        window = [event for event in fatal if event.time <= earliest + self.cascade_window]
+        return min(window, key=lambda event: (-precedence(event), event.time))
+
+    def verdict(self) -> Verdict:
+        root = self.first_failure
+        aborts = tuple(event for event in self.events if event.text.startswith("end-of-run abort"))
+        warnings = sum(1 for event in self.events if event.severity == "warning")
+        if root is not None:
+            summary = describe(root)
+        elif self.state is State.SUCCEEDED:
+            summary = "succeeded" + (f" ({len(aborts)} end-of-run abort(s) ignored)" if aborts else "")
+        elif self.state is State.STOPPED:
+            summary = "stopped on request"
+        else:
+            summary = f"{self.state.value}, no failure so far"
+        ok = self.state is State.SUCCEEDED and root is None
+        return Verdict(ok, self.state, root, summary, dict(self.exit_codes), aborts, warnings)
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _forgive_end_of_run(self, event: Event) -> Event:
+        """After training reported completion, the abort on a node and the crash reports that follow
+        it (the rank's SIGABRT, torchrun's ChildFailedError and exit 1) are warnings, not failures."""
+        forgiven = (
+            event.is_fatal
+            and event.category == "crash"
+            and event.node in self._end_of_run_nodes
+            and self.completed_at is not None
+            and event.time >= self.completed_at
+        )
+        if not forgiven:
+            return event
+        return replace(event, severity="warning", text=f"end-of-run abort: {event.text}")
+
+    def _record(self, event: Event) -> Event:
+        self.events.append(event)
+        if event.is_fatal and self.state not in TERMINAL and self.state is not State.STOPPING:
+            self.state = State.STOPPING
+            self.stop_reason = "failure"
+        return event
+
+    def _settle(self, time: float) -> None:
+        """Move to a terminal state once every node's launcher has exited."""
+        if self.state in TERMINAL or any(node not in self.exit_codes for node in self.ranks):
+            return
+        if self.first_failure is not None:
+            self.state = State.FAILED
+        elif self.state is State.STOPPING and self.stop_reason == "requested":
+            self.state = State.STOPPED
+        else:
+            self.state = State.SUCCEEDED
+
+    def _quietest_node(self) -> tuple[str, float]:
+        assert self._started_at is not None
+        last_by_node = {node: self._started_at for node in self.ranks}
+        for (node, _rank), when in self._last_output.items():
+            last_by_node[node] = max(when, last_by_node.get(node, when))
+        node = min(last_by_node, key=lambda name: (last_by_node[name], name))
+        return node, last_by_node[node]
+
+
+def describe(event: Event) -> str:
+    """ "node2 rank 3: crash — exited with signal SIGKILL" """
+    who = event.node if event.rank is None else f"{event.node} rank {event.rank}"
+    what = event.category or event.kind
+    text = event.text if len(event.text) <= 200 else event.text[:197] + "..."
+    return f"{who}: {what} — {text}"

@@ -1,0 +1,152 @@
+"""The classifier against real log lines from public issue threads (tests/fixtures/logs/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from launcher.health.classify import Flag, classify_file, classify_lines, parse_prefixes, parse_rank_prefix
+from launcher.health.events import Event
+from launcher.health.rules import CATEGORIES, RULES, classify, is_completion_marker
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+
+# A catch-all whose real lines are all claimed by more specific rules first.
+RULES_WITHOUT_OWN_FIXTURE = {"nccl-error"}
+
+
+def _fixture_lines() -> list[tuple[str, int, str, str]]:
+    """(file name, line number, expectation, log line) for every data line of every fixture."""
+    cases = []
+    for path in sorted(FIXTURES.glob("*.log")):
+        for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not raw.strip() or raw.startswith("#"):
+                continue
+            expect, _, line = raw.partition("\t")
+            cases.append((path.name, number, expect, line))
+    return cases
+
+
+CASES = _fixture_lines()
+
+
+def test_every_fixture_file_cites_its_source() -> None:
+    for path in FIXTURES.glob("*.log"):
+        head = path.read_text(encoding="utf-8").splitlines()[0]
+        assert head.startswith("# "), path.name
+        assert "source:" in head or "Healthy output" in head, path.name
+
+
+@pytest.mark.parametrize(("name", "number", "expect", "line"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
+def test_real_line_is_classified_as_expected(name: str, number: int, expect: str, line: str) -> None:
+    match = classify(parse_rank_prefix(line)[1])
+    if expect == "-":
+        assert match is None, f"{name}:{number} should be healthy, got {match}"
+    elif expect == "~":
+        assert match is None or match.severity != "fatal"
+    else:
+        category, severity = expect.split("/")
+        assert match is not None, f"{name}:{number} not flagged"
+        assert (match.category, match.severity) == (category, severity), f"{name}:{number} rule {match.rule}"
+
+
+def test_healthy_fixtures_are_never_fatal() -> None:
+    for path in FIXTURES.glob("healthy-*.log"):
+        lines = [
+            raw.partition("\t")[2] for raw in path.read_text(encoding="utf-8").splitlines() if "\t" in raw
+        ]
+        assert lines
+        assert [flag for flag in classify_lines(lines) if flag.severity == "fatal"] == []
+
+
+def test_every_rule_is_backed_by_a_real_line() -> None:
+    matched = {
+        classify(parse_rank_prefix(line)[1]).rule for _, _, expect, line in CASES if expect not in "-~"
+    }
+    missing = {rule.name for rule in RULES} - matched - RULES_WITHOUT_OWN_FIXTURE
+    assert missing == set()
+
+
+def test_rule_table_uses_only_the_known_categories() -> None:
+    assert {rule.category for rule in RULES} == set(CATEGORIES)
+    assert len({rule.name for rule in RULES}) == len(RULES)
+
+
+@pytest.mark.parametrize(
+    ("text", "local_rank", "global_rank", "rest"),
+    [
+        ("[default0]:{'loss': 1.2}", 0, None, "{'loss': 1.2}"),
+        ("[rank3]: Traceback (most recent call last):", None, 3, " Traceback (most recent call last):"),
+        ("[default1]:[rank5]:[E1206 18:44:12.7 x.cpp:607] boom", 1, 5, "[E1206 18:44:12.7 x.cpp:607] boom"),
+        ("[trainer12]:hello", 12, None, "hello"),
+        (
+            "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] x",
+            None,
+            None,
+            "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] x",
+        ),
+        ("[INFO|trainer.py:2078] >> x", None, None, "[INFO|trainer.py:2078] >> x"),
+        ("plain", None, None, "plain"),
+    ],
+)
+def test_rank_prefixes_are_parsed_and_stripped(
+    text: str, local_rank: int | None, global_rank: int | None, rest: str
+) -> None:
+    prefix = parse_prefixes(text)
+    assert (prefix.local_rank, prefix.global_rank, prefix.rest) == (local_rank, global_rank, rest)
+    assert parse_rank_prefix(text) == (local_rank, rest)
+
+
+def test_prefix_does_not_change_the_classification() -> None:
+    line = "Connection closed by peer [127.0.0.1]:38032"
+    assert classify(parse_rank_prefix(f"[default3]:{line}")[1]) == classify(line)
+
+
+def test_classify_lines_numbers_lines_from_one_and_strips_prefixes() -> None:
+    log = [
+        "[default0]:{'loss': 2.1, 'grad_norm': 0.9, 'learning_rate': 1e-05, 'epoch': 0.1}\n",
+        "[default1]:torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.\n",
+        "[default0]:{'loss': 2.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.2}\n",
+    ]
+    assert classify_lines(log) == [
+        Flag(2, "oom", "fatal", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB."),
+        Flag(
+            3,
+            "divergence",
+            "warning",
+            "{'loss': 2.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.2}",
+        ),
+    ]
+
+
+def test_classify_file_reads_a_log_and_flags_serialise_with_the_cli_keys(tmp_path: Path) -> None:
+    log = tmp_path / "node2.log"
+    log.write_bytes(
+        b"[default0]:step 1\n[default0]:Memory access fault by GPU node-2 on address 0x1000.\xff\n"
+    )
+    flags = classify_file(log)
+    assert [(flag.line, flag.category, flag.severity) for flag in flags] == [(2, "gpu-fault", "fatal")]
+    assert set(json.loads(flags[0].to_json())) == {"line", "category", "severity", "text"}
+
+
+def test_completion_markers() -> None:
+    assert is_completion_marker("{'train_runtime': 61.2, 'train_samples_per_second': 3.1, 'epoch': 1.0}")
+    assert is_completion_marker("  train_runtime            = 0:01:01.23")
+    assert is_completion_marker(
+        "Training completed. Do not forget to share your model on huggingface.co/models =)"
+    )
+    assert not is_completion_marker("{'loss': 1.89, 'learning_rate': 0.0002, 'epoch': 0.18}")
+
+
+def test_event_json_round_trip_and_validation() -> None:
+    event = Event(
+        10.0, "node2", 3, "exit", "crash", "fatal", "exited with signal SIGKILL", code=-9, signal="SIGKILL"
+    )
+    assert Event.from_json(event.to_json()) == event
+    assert json.loads(event.to_json())["line"] is None
+    assert Event.from_json('{"time":1,"node":"n","rank":null,"kind":"info","category":null,'
+                           '"severity":"info","text":"x","future_field":1}').kind == "info"  # fmt: skip
+    with pytest.raises(ValueError):
+        Event(0.0, "n", None, "bogus", None, "fatal", "x")

@@ -1,0 +1,210 @@
+"""The watcher state machine, replayed from plain data (times are plain numbers, no clock)."""
+
+from __future__ import annotations
+
+from launcher.health.events import Event
+from launcher.health.watch import ProcSample, State, Watcher, decode_exit, describe
+
+RANKS = {"node1": [0, 1, 2], "node2": [3, 4, 5]}
+LOSS = "{'loss': 1.9, 'grad_norm': 0.8, 'learning_rate': 1e-05, 'epoch': 0.1}"
+
+
+def _watcher(**kwargs: float) -> Watcher:
+    watcher = Watcher(ranks=RANKS, **{"stall_timeout": 60.0, **kwargs})
+    watcher.start(0.0)
+    return watcher
+
+
+def test_healthy_run_succeeds() -> None:
+    watcher = _watcher()
+    assert watcher.state is State.STARTING
+    assert watcher.observe_line(1.0, "node1", 0, LOSS) is None
+    assert watcher.state is State.RUNNING
+    assert watcher.tick(30.0) == []
+    watcher.observe_exit(50.0, "node1", 0)
+    assert watcher.state is State.RUNNING
+    watcher.observe_exit(50.2, "node2", 0)
+    verdict = watcher.verdict()
+    assert (verdict.ok, verdict.state, verdict.root_cause) == (True, State.SUCCEEDED, None)
+    assert verdict.exit_codes == {"node1": 0, "node2": 0}
+
+
+def test_cascade_root_cause_is_the_killed_rank_not_the_survivors() -> None:
+    # rank 3 SIGKILLed on node2 at t=10.0; node1's ranks see "Connection closed by peer" at 10.8;
+    # node1's torchrun exits 1 at 11.5. The runner hears of the kill only at 12.0 (SSH lag), the
+    # survivors' lines arrive first: precedence, not arrival order, names the root cause.
+    watcher = _watcher()
+    watcher.observe_line(1.0, "node1", 0, LOSS)
+    closed = "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:30872"
+    for rank in (0, 1, 2):
+        event = watcher.observe_line(10.8, "node1", rank, closed)
+        assert event is not None and event.category == "network"
+    assert watcher.should_stop
+    watcher.observe_exit(11.5, "node1", 1)
+    watcher.observe_exit(10.0, "node2", None, signal="SIGKILL", rank=3)
+    watcher.observe_exit(12.5, "node2", 1)
+    root = watcher.first_failure
+    assert root is not None and (root.node, root.rank, root.kind, root.signal) == (
+        "node2",
+        3,
+        "exit",
+        "SIGKILL",
+    )
+    verdict = watcher.verdict()
+    assert verdict.state is State.FAILED and not verdict.ok
+    assert verdict.summary == "node2 rank 3: crash — exited with signal SIGKILL"
+    assert verdict.exit_codes == {"node1": 1, "node2": 1}
+
+
+def test_specific_cause_wins_even_when_reported_slightly_later() -> None:
+    watcher = _watcher()
+    watcher.observe_line(
+        20.0, "node1", 0, "[rank0]: ncclRemoteError: A call failed possibly due to a network error"
+    )
+    watcher.observe_line(
+        21.0, "node2", 4, "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.88 GiB."
+    )
+    root = watcher.first_failure
+    assert root is not None and (root.node, root.category) == ("node2", "oom")
+
+
+def test_outside_the_window_the_earliest_failure_wins() -> None:
+    watcher = _watcher(cascade_window=5.0)
+    watcher.observe_line(20.0, "node1", 0, "Connection reset by peer")
+    watcher.observe_line(40.0, "node2", 4, "torch.OutOfMemoryError: HIP out of memory.")
+    root = watcher.first_failure
+    assert root is not None and (root.node, root.category) == ("node1", "network")
+
+
+def test_first_of_equal_precedence_wins() -> None:
+    watcher = _watcher()
+    watcher.observe_line(
+        5.0, "node2", 3, "Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x1000."
+    )
+    watcher.observe_line(6.0, "node1", 0, "torch.OutOfMemoryError: HIP out of memory.")
+    assert watcher.first_failure is not None and watcher.first_failure.node == "node2"
+
+
+def test_teardown_sigterm_and_plain_exit_codes_are_cascade() -> None:
+    watcher = _watcher()
+    watcher.observe_exit(10.0, "node1", -15, rank=1)  # torchrun's SIGTERM to a survivor
+    watcher.observe_exit(10.5, "node2", 1, rank=3)
+    watcher.observe_line(11.0, "node2", 3, "Segmentation fault (core dumped)")
+    root = watcher.first_failure
+    assert root is not None and root.rule == "segfault"
+
+
+def test_exit_decoding() -> None:
+    assert decode_exit(-9, None) == (-9, "SIGKILL")
+    assert decode_exit(137, None) == (137, "SIGKILL")
+    assert decode_exit(None, 11) == (None, "SIGSEGV")
+    assert decode_exit(1, None) == (1, None)
+    assert decode_exit(0, None) == (0, None)
+
+
+def test_stall_is_whole_job_silence_and_names_the_quietest_node() -> None:
+    watcher = _watcher(stall_timeout=60.0)
+    watcher.observe_line(5.0, "node2", 3, "step")
+    watcher.observe_line(30.0, "node1", 0, LOSS)  # only the main process keeps printing
+    assert watcher.tick(80.0) == []  # node2 quiet for 75 s, but the job is not
+    events = watcher.tick(91.0)
+    assert [(e.kind, e.node, e.severity) for e in events] == [("stall", "node2", "fatal")]
+    assert watcher.tick(95.0) == []  # reported once per silence
+    assert watcher.should_stop
+
+
+def test_stall_counts_from_start_when_nothing_was_printed() -> None:
+    watcher = _watcher(stall_timeout=60.0)
+    assert watcher.tick(59.0) == []
+    assert [e.kind for e in watcher.tick(60.0)] == ["stall"]
+
+
+def test_stopped_process_needs_confirmation() -> None:
+    watcher = _watcher(stop_confirm_s=1.0)
+    watcher.observe_line(1.0, "node1", 0, LOSS)
+    assert watcher.observe_procs(10.0, "node2", [ProcSample(4242, "T", rank=4), (4243, "S", 5)]) == []
+    assert watcher.observe_procs(10.5, "node2", [ProcSample(4242, "T", rank=4)]) == []
+    events = watcher.observe_procs(11.2, "node2", [ProcSample(4242, "T", rank=4)])
+    assert [(e.kind, e.node, e.rank, e.time) for e in events] == [("stopped", "node2", 4, 10.0)]
+    assert watcher.observe_procs(12.5, "node2", [ProcSample(4242, "T", rank=4)]) == []  # once
+
+
+def test_a_process_that_resumes_is_not_stopped() -> None:
+    watcher = _watcher(stop_confirm_s=1.0)
+    watcher.observe_procs(10.0, "node2", [(4242, "T", 4)])
+    watcher.observe_procs(10.6, "node2", [(4242, "R", 4)])
+    assert watcher.observe_procs(11.5, "node2", [(4242, "T", 4)]) == []
+    assert watcher.first_failure is None
+
+
+def test_stopped_rank_beats_the_collective_timeouts_it_causes() -> None:
+    watcher = _watcher(stall_timeout=1000.0)
+    watcher.observe_procs(100.0, "node2", [(4242, "T", 4)])
+    watcher.observe_procs(101.5, "node2", [(4242, "T", 4)])
+    timeout = (
+        "[rank0]:[E1206 x.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)"
+    )
+    watcher.observe_line(700.0, "node1", 0, timeout)
+    assert watcher.verdict().summary.startswith("node2 rank 4: stopped — process 4242 stopped")
+
+
+def test_lost_node_beats_the_survivors_connection_errors() -> None:
+    watcher = _watcher()
+    watcher.observe_line(10.0, "node1", 0, "Connection closed by peer [10.0.0.2]:1234")
+    watcher.observe_lost(14.0, "node2", "no heartbeat for 4s")
+    root = watcher.first_failure
+    assert root is not None and (root.kind, root.node, root.category) == ("lost", "node2", "network")
+
+
+def test_gpu_state_lines() -> None:
+    watcher = _watcher()
+    assert watcher.observe_gpu(3.0, "node2", "amdgpu 0000:08:00.0: amdgpu: GPU reset begin!") is not None
+    assert watcher.observe_gpu(3.5, "node2", "amdgpu: SMU is resumed successfully!") is None
+    assert watcher.first_failure is not None and watcher.first_failure.kind == "gpu"
+
+
+def test_end_of_run_abort_after_completion_is_a_warning() -> None:
+    watcher = _watcher()
+    watcher.observe_line(
+        90.0, "node1", 0, "{'train_runtime': 88.1, 'train_samples_per_second': 3.1, 'epoch': 1.0}"
+    )
+    event = watcher.observe_line(91.0, "node2", 4, "terminate called without an active exception")
+    assert event is not None and event.severity == "warning" and event.text.startswith("end-of-run abort")
+    watcher.observe_exit(91.1, "node2", -6, rank=4)
+    watcher.observe_line(
+        91.3, "node2", None, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "
+    )
+    watcher.observe_exit(91.5, "node2", 1)
+    watcher.observe_exit(91.6, "node1", 0)
+    verdict = watcher.verdict()
+    assert (verdict.ok, verdict.state, verdict.root_cause) == (True, State.SUCCEEDED, None)
+    assert len(verdict.end_of_run_aborts) == 4
+    assert verdict.exit_codes == {"node1": 0, "node2": 1}
+
+
+def test_the_same_abort_before_completion_is_a_failure() -> None:
+    watcher = _watcher()
+    watcher.observe_line(50.0, "node1", 0, LOSS)
+    event = watcher.observe_line(51.0, "node2", 4, "terminate called without an active exception")
+    assert event is not None and event.severity == "fatal"
+    assert watcher.first_failure == event
+
+
+def test_requested_stop_ends_stopped_not_failed() -> None:
+    watcher = _watcher()
+    watcher.observe_line(1.0, "node1", 0, LOSS)
+    watcher.request_stop(5.0)
+    assert watcher.should_stop
+    assert watcher.observe_exit(6.0, "node1", -15).severity == "info"
+    watcher.observe_exit(6.1, "node2", 143)
+    verdict = watcher.verdict()
+    assert (verdict.state, verdict.ok, verdict.summary) == (State.STOPPED, False, "stopped on request")
+
+
+def test_events_survive_events_jsonl() -> None:
+    watcher = _watcher()
+    watcher.observe_line(10.8, "node1", 0, "[rank0]: Connection closed by peer [10.0.0.2]:30872")
+    watcher.observe_exit(10.0, "node2", -9, rank=3)
+    replayed = [Event.from_json(event.to_json()) for event in watcher.events]
+    assert replayed == watcher.events
+    assert describe(replayed[0]).startswith("node1 rank 0: network — ")
