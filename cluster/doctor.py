@@ -1021,7 +1021,7 @@ def run_doctor(
 ) -> DoctorReport:
     """Gather facts from every node, run the checks (the fast subset when `fast`), return the report."""
     hosts = [n.host for n in inv.nodes]
-    python_for = {n.host: n.python or inv.python for n in inv.nodes}
+    python_for = {n.host: inv.python_for(n) for n in inv.nodes}
     token = uuid.uuid4().hex  # marks this run's files and master-port handshake
     args = doctor_args(
         inv, token, fast=fast, dataset=dataset, tool_timeout=tool_timeout, torch_timeout=torch_timeout

@@ -236,20 +236,30 @@ class Inventory(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
         if not self.nodes:
-            raise ValueError("no nodes: list at least one under `nodes:` (or use --hostfile / --from-slurm)")
+            raise ValueError(
+                _at("nodes", "no nodes: list at least one under `nodes:` (or use --hostfile / --from-slurm)")
+            )
         seen: set[str] = set()
-        for node in self.nodes:
+        for i, node in enumerate(self.nodes):
             if node.host in seen:
-                raise ValueError(f"duplicate host '{node.host}' in nodes")
+                raise ValueError(_at(f"nodes.{i}.host", f"duplicate host '{node.host}' in nodes"))
             seen.add(node.host)
         if self.master.node is not None and self.master.node not in seen:
-            raise ValueError(f"master.node '{self.master.node}' is not in nodes ({', '.join(sorted(seen))})")
+            raise ValueError(
+                _at(
+                    "master.node",
+                    f"master.node '{self.master.node}' is not in nodes ({', '.join(sorted(seen))})",
+                )
+            )
         nproc = self.job.nproc_per_node
         if nproc is not None:
             for node in self.nodes:
                 if node.gpus and nproc > len(node.gpus):
                     raise ValueError(
-                        f"job.nproc_per_node {nproc} exceeds the {len(node.gpus)} GPUs of node '{node.host}'"
+                        _at(
+                            "job.nproc_per_node",
+                            f"job.nproc_per_node {nproc} exceeds the {len(node.gpus)} GPUs of node '{node.host}'",
+                        )
                     )
         return self
 
@@ -258,10 +268,23 @@ class Inventory(_Strict):
         name = self.master.node or self.nodes[0].host
         return next(n for n in self.nodes if n.host == name)
 
+    def python_for(self, node: NodeSpec) -> str:
+        """The node's interpreter. On the local transport a relative path (`../.venv/bin/python`) is the head's
+        own path, taken from the inventory's directory like every other relative path in the file."""
+        python = node.python or self.python
+        if self.transport == "local" and "/" in python and not python.startswith(("/", "~")):
+            return os.path.normpath(os.path.join(self.base_dir, python))
+        return python
+
     def resolve(self, path: str) -> Path:
         """A head-node path from the inventory, relative to the inventory's directory."""
         p = Path(os.path.expanduser(path))
         return p if p.is_absolute() else Path(self.base_dir) / p
+
+
+def _at(field: str, message: str) -> str:
+    """Tag a cross-field error with the field it is about, so the loader can give its line."""
+    return f"@{field} {message}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -369,12 +392,15 @@ def _explain(
     """Turn pydantic's first error into one located, human sentence."""
     err = exc.errors()[0]
     loc = tuple(err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if msg.startswith("@") and " " in msg:  # a cross-field check that knows which field it is about
+        where, msg = msg[1:].split(" ", 1)
+        loc = loc + tuple(int(p) if p.isdigit() else p for p in where.split("."))
     # pydantic appends union member names ("int", "literal['auto']") to locs; drop what the data doesn't have.
     loc = _data_loc(loc, data)
     line = lines.line_of(loc) if lines else None
     field = ".".join(str(p) for p in loc) or None
     kind = err["type"]
-    msg = str(err["msg"]).removeprefix("Value error, ")
     if kind == "extra_forbidden":
         parent = _model_at(loc[:-1])
         known = sorted(parent.model_fields) if parent else []

@@ -175,4 +175,7 @@ def _register_optional() -> None:
 _register_optional()
 
 if __name__ == "__main__":
-    main()
+    # Run as `python -m launcher.cli`: verbs registered themselves on the importable module, not on __main__.
+    from launcher.cli import main as registered_main
+
+    registered_main()

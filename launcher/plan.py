@@ -7,7 +7,6 @@ what really works on ROCm is listed in `notes`, every risk in `warnings`.
 from __future__ import annotations
 
 import json
-import posixpath
 import shlex
 import zlib
 from collections.abc import Mapping
@@ -175,7 +174,7 @@ def build_plan(
             raise PlanError(rules.errors[0], file=inv.source, field=f"env (node '{node.host}')")
         collective_timeout = rules.collective_timeout
         run_dir = f"{inv.workdir.rstrip('/')}/{run_id}/{node.host}"
-        python = _python_path(node.python or inv.python, inv)
+        python = inv.python_for(node)
         ctx = NodeContext(
             node=node,
             node_rank=node_rank,
@@ -269,14 +268,6 @@ def build_plan(
         health=inv.health.model_dump(),
         restart=inv.restart.model_dump(),
     )
-
-
-def _python_path(python: str, inv: Inventory) -> str:
-    """On the local transport a relative interpreter path (`../.venv/bin/python`) is the head's own path,
-    taken from the inventory's directory, as every other relative path in the file is."""
-    if inv.transport == "local" and "/" in python and not python.startswith(("/", "~")):
-        return posixpath.normpath(posixpath.join(inv.base_dir, python))
-    return python
 
 
 def _checkpoint_env(checkpoint_dir: str | None, resume_from: str | None) -> dict[str, str]:

@@ -289,6 +289,10 @@ class Runner:
                     final = None
                 if final and self.nodes[host].final is None:
                     self.nodes[host].final = final
+                    with self._lock:
+                        self.watcher.observe_exit(
+                            time.time(), host, final.get("exit_code"), final.get("signal")
+                        )
         self._event(
             {
                 "kind": "info",

@@ -1,0 +1,127 @@
+"""CLI verbs that inspect: doctor (node facts + cross-node checks) and data check (LLaMA-Factory datasets)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from importlib import resources
+
+import click
+
+from cluster.inventory import from_mapping
+from launcher.cli import EXIT_FAILED, EXIT_INFRA, EXIT_OK, UserError, guarded, inventory_options, load, main
+
+
+def facts_script() -> bytes:
+    return resources.files("launcher.node").joinpath("facts.py").read_bytes()
+
+
+@main.command()
+@click.argument("inventory", required=False, type=click.Path(dir_okay=False))
+@inventory_options
+@click.option("--local", is_flag=True, help="Check this machine only, without SSH (Slurm prolog form).")
+@click.option("--fast", is_flag=True, help="Only the checks `up` runs as preflight.")
+@click.option("--dataset", help="A dataset path on the nodes whose sha256 must match everywhere.")
+@click.option(
+    "--timeout", type=float, default=120.0, show_default=True, help="Per-node time limit in seconds."
+)
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def doctor(
+    inventory: str | None,
+    hostfile: str | None,
+    from_slurm: bool,
+    local: bool,
+    fast: bool,
+    dataset: str | None,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Node facts (ROCm, GPUs, torch build, RCCL, groups, kernel options, disk, clock) and cross-node checks.
+
+    \b
+    Exit: 0 no check failed · 1 a check failed · 2 bad input · 3 nodes unreachable
+    """
+    from cluster.doctor import run_doctor
+    from cluster.transport import make_transport
+
+    if inventory:
+        inv = load(inventory, hostfile, from_slurm)
+    elif local:
+        inv = from_mapping(
+            {"nodes": [{"host": socket.gethostname()}], "job": {"kind": "command", "command": ["true"]}}
+        )
+    else:
+        raise UserError("doctor needs an inventory (rlaunch doctor cluster.yaml) or --local")
+    if local:
+        me = socket.gethostname()
+        mine = [n for n in inv.nodes if n.host in (me, me.split(".")[0])] or [inv.nodes[0]]
+        inv = inv.model_copy(
+            update={
+                "nodes": (mine[0],),
+                "transport": "local",
+                "master": inv.master.model_copy(update={"node": None}),
+            }
+        )
+    with make_transport(inv) as transport:
+        report = run_doctor(inv, transport, facts_script(), fast=fast, dataset=dataset, timeout=timeout)
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        _render(report)
+    if report.ok:
+        sys.exit(EXIT_OK)
+    only_unreachable = all(c.name == "reachable" for c in report.failed)
+    sys.exit(EXIT_INFRA if only_unreachable else EXIT_FAILED)
+
+
+def _render(report) -> None:
+    from rich.table import Table
+
+    from launcher.render import out
+
+    table = Table(header_style="bold", title="node facts (rows in red differ across nodes)")
+    table.add_column("fact")
+    for host in report.nodes:
+        table.add_column(host, overflow="fold", max_width=40)
+    for name, cells, differs in report.rows():
+        style = "red" if differs else None
+        table.add_row(name, *(cells[h] for h in report.nodes), style=style)
+    out.print(table)
+    for check in report.checks:
+        if check.failed:
+            color = "red" if check.severity == "error" else "yellow"
+            where = f" [{', '.join(check.nodes)}]" if check.nodes else ""
+            out.print(f"[{color}]FAIL[/] {check.name}{where}: {check.message}", markup=True, highlight=False)
+            if check.fix:
+                out.print(f"     fix: {check.fix}", markup=False)
+    passed = sum(c.status == "pass" for c in report.checks)
+    skipped = sum(c.status == "skip" for c in report.checks)
+    out.print(f"doctor: {passed} checks passed, {len(report.failed)} failed, {skipped} skipped")
+
+
+@main.group()
+def data() -> None:
+    """Dataset tools."""
+
+
+@data.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["alpaca", "sharegpt"]), help="Default: detected.")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def data_check(file: str, fmt: str | None, as_json: bool) -> None:
+    """Validate a LLaMA-Factory dataset (alpaca or sharegpt; JSON or JSONL): one line per bad record.
+
+    \b
+    Exit: 0 all records good · 1 bad records · 2 unreadable, unparseable or empty file
+    """
+    from launcher.data import check_dataset
+
+    report = check_dataset(file, fmt)  # type: ignore[arg-type]
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    sys.exit(report.exit_code)

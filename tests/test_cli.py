@@ -1,0 +1,141 @@
+"""The `rlaunch` command line as a user meets it: help, version, plan, init, bad input → exit 2 and one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RLAUNCH = [sys.executable, "-m", "launcher.cli"]
+
+
+def rlaunch(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*RLAUNCH, *args], capture_output=True, text=True, cwd=cwd or ROOT, env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    assert "rlaunch: error:" in proc.stderr
+    return proc.stderr
+
+
+def test_help_lists_verbs_and_examples() -> None:
+    proc = rlaunch("--help")
+    assert proc.returncode == 0
+    for verb in ("up", "down", "status", "logs", "validate", "doctor", "plan", "init"):
+        assert verb in proc.stdout
+    assert "Examples:" in proc.stdout and "Exit codes" in proc.stdout
+
+
+def test_version() -> None:
+    proc = rlaunch("--version")
+    assert proc.returncode == 0 and "rlaunch" in proc.stdout and "0.1.0" in proc.stdout
+
+
+def test_plan_on_shipped_example_prints_mappings() -> None:
+    proc = rlaunch("plan", "examples/cluster.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "NCCL_NET_PLUGIN=ib" in proc.stdout and "NCCL_TIMEOUT is read by neither" in proc.stdout
+
+
+def test_plan_json_is_one_object() -> None:
+    proc = rlaunch("plan", "examples/local.yaml", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["world_size"] == 4 and len(data["nodes"]) == 2 and isinstance(data["warnings"], list)
+
+
+def test_init_writes_a_starter_that_plans(tmp_path: Path) -> None:
+    proc = rlaunch("init", str(tmp_path / "cluster.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "train.py").write_text("print(1)\n")
+    proc = rlaunch("plan", str(tmp_path / "cluster.yaml"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["world_size"] == 16
+    again = rlaunch("init", str(tmp_path / "cluster.yaml"))
+    assert "already exists" in assert_clean_error(again)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("nodes: [{host: a}]\njob: {kind: torchrun, script: t.py}\nmaster: {port: 70000}\n", "master.port"),
+        ("nodes: [{host: a, gpus: 'x-1'}]\njob: {kind: torchrun, script: t.py}\n", "nodes.0.gpus"),
+        ("nodes: [{host: a}]\njob: {kind: torchrun, script: t.py}\nnodez: 1\n", "did you mean 'nodes'"),
+        ("nodes: [{host: a}]\njob: {kind: torchrun, script: missing.py}\n", "file not found"),
+        ("nodes: [{host: a}\n", "YAML syntax error"),
+    ],
+)
+def test_bad_input_is_one_located_line(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    err = assert_clean_error(rlaunch("plan", str(path)))
+    assert needle in err and str(path) in err
+
+
+def test_missing_inventory_file() -> None:
+    err = assert_clean_error(rlaunch("plan", "/nonexistent/cluster.yaml"))
+    assert "file not found" in err
+
+
+def test_hostfile_without_slots(tmp_path: Path) -> None:
+    (tmp_path / "hosts").write_text("a slots=1\nb\n")
+    err = assert_clean_error(rlaunch("plan", "examples/local.yaml", "--hostfile", str(tmp_path / "hosts")))
+    assert f"{tmp_path / 'hosts'}:2" in err
+
+
+def test_from_slurm_expands_nodelist() -> None:
+    proc = rlaunch(
+        "plan", "examples/cluster.yaml", "--from-slurm", "--json",
+        env={"SLURM_JOB_NODELIST": "gpu-[01-02]", "SLURM_GPUS_ON_NODE": "8"},
+    )
+    assert proc.returncode == 2 and "master.node 'node01' is not in nodes" in proc.stderr  # the example names node01
+    proc = rlaunch(
+        "plan", "examples/local.yaml", "--from-slurm", "--json",
+        env={"SLURM_JOB_NODELIST": "gpu-[01-03]", "SLURM_GPUS_ON_NODE": "2"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [n["host"] for n in json.loads(proc.stdout)["nodes"]] == ["gpu-01", "gpu-02", "gpu-03"]
+
+
+def test_status_without_runs_is_a_clear_error(tmp_path: Path) -> None:
+    err = assert_clean_error(rlaunch("status", env={"RLAUNCH_HOME": str(tmp_path)}))
+    assert "no runs recorded" in err
+
+
+def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> None:
+    """`pip install .` (not editable) must ship templates/ and launcher/node/ as package data."""
+    target = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    assert (target / "templates" / "ds_z3.json").is_file() or (target / "templates" / "env_mi300x.env").is_file()
+    assert (target / "launcher" / "node" / "guard.py").is_file()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher.cli", "init", "c.yaml"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    (work / "train.py").write_text("print(1)\n")
+    code = "import launcher, templates; print(launcher.__file__); print(templates.path('env_mi300x.env'))"
+    where = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True)
+    assert str(target) in where.stdout.splitlines()[0]
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher.cli", "plan", "c.yaml", "--json"], cwd=work, env=env, capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "HIP_FORCE_DEV_KERNARG" in proc.stdout  # read from the installed env_mi300x.env
