@@ -207,7 +207,7 @@ def recorded_count_at_least(job: Job, n: int) -> Callable[[], bool]:
     return lambda: len(job.records()) >= n
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Shell jobs: fast, cover every path of the guard
 
 
@@ -343,7 +343,7 @@ def test_log_tail_truncates_long_lines_and_keeps_offsets(tmp_path: Path) -> None
     assert tail.read(final=True) == [(len(log.read_bytes()), "part")]
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Real torchrun (gloo on CPU): workers run in their own sessions, which is what the guard exists for
 
 needs_torchrun = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed in this venv")

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -44,6 +45,7 @@ PR_SET_CHILD_SUBREAPER = 36
 MAX_LINE_BYTES = 8192
 CMD_CHARS = 200
 PROCS_EVERY_S = 1.0
+RECORD_EVERY_S = 1.0
 START_REPLY_TIMEOUT_S = 60.0
 STATE_WAIT_S = 10.0
 KILL_ROUNDS = (
@@ -61,7 +63,7 @@ RUNNING, SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER = (
 GUARD_LOST = "guard-lost"
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # /proc
 
 
@@ -170,7 +172,7 @@ def signal_pid(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Files in RUNDIR
 
 
@@ -263,7 +265,7 @@ def guard_alive(rundir: str) -> bool:
     return pid is not None and is_alive(pid, start)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # The daemon
 
 
@@ -377,9 +379,13 @@ class Guard:
 
     def run(self) -> None:
         poll = self.job["poll_interval"]
+        next_record = 0.0
         while True:
             self.reap()
-            self.record_tree()
+            if time.time() >= next_record:
+                # A full /proc walk costs a few ms on a busy node: not every poll. Teardown walks every round.
+                self.record_tree()
+                next_record = time.time() + RECORD_EVERY_S
             if self.stop_requested:
                 self.finish(STOPPED, "guard received SIGTERM/SIGINT")
                 return
@@ -497,11 +503,17 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
         return EXIT_FAILED
     log(f"job {guard.job_pid} started: {job['argv']}")
     reply({"guard_pid": guard.pid, "job_pid": guard.job_pid})
-    guard.run()
+    try:
+        guard.run()
+    except Exception as e:
+        # A bug here must not leave the job unguarded: tear it down rather than vanish.
+        log("guard error:\n" + traceback.format_exc())
+        guard.finish(FAILED, f"guard error: {e!r}")
+        return EXIT_FAILED
     return EXIT_OK
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Commands
 
 
@@ -536,6 +548,8 @@ def cmd_start(rundir: str) -> int:
         code = EXIT_FAILED
         try:
             code = daemon_main(rundir, job, write_end)
+        except BaseException:
+            log("guard crashed:\n" + traceback.format_exc())
         finally:
             os._exit(code)
     os.close(write_end)
