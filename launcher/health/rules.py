@@ -57,10 +57,18 @@ def _rule(name: str, regex: str, category: str, severity: str, hint: str, *, cas
 # ("misc/socket.cc:47 -> 3") and say "Connection closed by localRank 0" at normal shutdown; the
 # real failure is always on a WARN line or in PyTorch's exception. DeepSpeed's fp16 "OVERFLOW!
 # Skipping step" is the loss scaler doing its job.
-HEALTHY = re.compile(r"\bNCCL INFO\b|\[deepspeed\] OVERFLOW! Rank \d+ Skipping step")
+# C++ stack frames ("frame #2: c10::DistNetworkError::DistNetworkError(...)") and "Exception raised from"
+# only repeat the exception's class names; the message line above them is what gets classified.
+HEALTHY = re.compile(
+    r"\bNCCL INFO\b|\[deepspeed\] OVERFLOW! Rank \d+ Skipping step|^\s*frame #\d+:|^\s*Exception raised from "
+)
 
 # fmt: off
 RULES: tuple[Rule, ...] = (
+    # ---- rendezvous, transient: TCPStore keeps retrying until its timeout; only the final error is fatal
+    _rule("store-connect-retry", r"TCP client failed to connect/validate to host .* - retrying \(try=\d+",
+          "rendezvous", "warning", "the master's TCPStore is not reachable yet; PyTorch keeps retrying"),
+
     # ---- config: RCCL's init warnings (rccl #1026, #908); harmless on many hosts, a hint on others
     _rule("rccl-missing-fine-grain-pcie", r'Missing "HSA_FORCE_FINE_GRAIN_PCIE=1"', "config", "warning",
           "RCCL wants HSA_FORCE_FINE_GRAIN_PCIE=1 for PCIe peer-to-peer (not needed over XGMI)"),
