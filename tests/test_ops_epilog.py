@@ -1,0 +1,118 @@
+"""ops/slurm/rlaunch-epilog without Slurm: real processes hold a stand-in device file (no GPUs here); the epilog
+must kill only the job user's holders that belong to this job, and report survivors. scontrol/sinfo are
+stand-ins taking the argv the real ones take (tests/test_ops_slurm.py runs the epilog under a real slurmd)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+EPILOG = Path(__file__).resolve().parents[1] / "ops" / "slurm" / "rlaunch-epilog"
+
+
+@pytest.fixture
+def holders() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def hold(
+    started: list[subprocess.Popen[bytes]], device: Path, *, prefix: tuple[str, ...] = (), **env: str
+) -> int:
+    """Start `sleep` with the device open on fd 3 (opened before any uid change, like a GPU rank would)."""
+    proc = subprocess.Popen(
+        ["bash", "-c", f'exec 3<"{device}"; exec "$@" sleep 300', "holder", *prefix],
+        env={"PATH": os.environ["PATH"], **env},
+        start_new_session=True,
+    )
+    started.append(proc)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        # Wait for the exec into sleep: before it, bash holds the fd and the comm is still "bash".
+        if Path(f"/proc/{proc.pid}/comm").read_text().strip() == "sleep":
+            return proc.pid
+        time.sleep(0.05)
+    raise AssertionError("holder did not start")
+
+
+def run_epilog(tmp_path: Path, device: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    calls = tmp_path / "scontrol.calls"
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "scontrol").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" "--" >>"{calls}"\n')
+    (bindir / "sinfo").write_text("#!/bin/bash\necho 'idle|none'\n")
+    for tool in ("scontrol", "sinfo"):
+        (bindir / tool).chmod(0o755)
+    base = {
+        "PATH": os.environ["PATH"],
+        "RLAUNCH_DEFAULTS": str(tmp_path / "absent"),
+        "RLAUNCH_LOG": str(tmp_path / "epilog.log"),
+        "RLAUNCH_SYSLOG": "0",
+        "RLAUNCH_SCONTROL": str(bindir / "scontrol"),
+        "RLAUNCH_SINFO": str(bindir / "sinfo"),
+        "RLAUNCH_GPU_DEVICES": f"{tmp_path}/none-such {device.parent}/renderD*",
+        "RLAUNCH_EPILOG_GRACE": "2",
+        "SLURMD_NODENAME": "n1",
+        "SLURM_JOB_ID": "42",
+        "SLURM_JOB_UID": str(os.getuid()),
+    }
+    return subprocess.run([str(EPILOG)], env={**base, **env}, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def device(tmp_path: Path) -> Path:
+    path = tmp_path / "dev" / "renderD128"
+    path.parent.mkdir()
+    path.write_text("")
+    path.parent.chmod(0o755)
+    path.chmod(0o644)
+    return path
+
+
+def gone(pid: int) -> bool:
+    try:
+        return "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+
+
+def test_kills_left_behind_holder_of_this_job(tmp_path: Path, device: Path, holders: list) -> None:
+    mine = hold(holders, device, SLURM_JOB_ID="42")
+    orphan = hold(holders, device)  # no SLURM_JOB_ID: started over SSH, counts as this job's
+    other_job = hold(holders, device, SLURM_JOB_ID="43")
+    done = run_epilog(tmp_path, device)
+    assert done.returncode == 0, done.stderr
+    assert gone(mine) and gone(orphan)
+    assert not gone(other_job)
+    assert f"keeping pid={other_job}" in done.stderr and "belongs to running job 43" in done.stderr
+    assert not (tmp_path / "scontrol.calls").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_other_users_processes_are_never_touched(tmp_path: Path, device: Path, holders: list) -> None:
+    nobody = hold(holders, device, prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
+    done = run_epilog(tmp_path, device)
+    assert done.returncode == 0 and not gone(nobody)
+    done = run_epilog(tmp_path, device, SLURM_JOB_UID="65534")
+    assert done.returncode == 0 and gone(nobody), done.stderr
+
+
+def test_survivors_fail_and_drain_with_rlaunch_reason(tmp_path: Path, device: Path, holders: list) -> None:
+    pid = hold(holders, device, SLURM_JOB_ID="42")
+    done = run_epilog(tmp_path, device, RLAUNCH_EPILOG_KILL="0")  # report only: the holder survives
+    assert done.returncode == 1
+    assert not gone(pid)
+    args = (tmp_path / "scontrol.calls").read_text().split("\n--\n")[0].splitlines()
+    assert args[:3] == ["update", "nodename=n1", "state=drain"]
+    assert args[3].startswith("reason=rlaunch: epilog: 1 GPU processes of job 42 survive ")
