@@ -17,6 +17,8 @@ if [[ "${1:-}" != "--no-apt" ]]; then
   command -v pdsh >/dev/null || need+=(pdsh)
   command -v ip >/dev/null || need+=(iproute2)
   command -v unshare >/dev/null || need+=(util-linux)
+  # a one-node Slurm for the ops tests (prolog/epilog/health check through real jobs)
+  command -v slurmctld >/dev/null || need+=(slurmd slurmctld slurm-client munge)
   if ((${#need[@]})); then
     if [[ $(id -u) -eq 0 ]]; then
       log "installing ${need[*]}"
