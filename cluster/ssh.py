@@ -15,6 +15,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import posixpath
 import select
 import shlex
 import socket
@@ -25,11 +26,22 @@ from collections.abc import Callable, Sequence
 
 import paramiko
 
-from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import (
+    Endpoint,
+    LineCallback,
+    RemoteProcess,
+    Result,
+    Transport,
+    TransportError,
+    zip_hosts,
+)
 
-# Written inline into the remote command: positional arguments only, never spliced user data. Writes a temp
-# file next to the destination, renames it into place, prints its sha256 (coreutils on every Linux node).
-PUT_SCRIPT = 'set -e; umask 077; mkdir -p "$(dirname "$1")"; t="$1.tmp.$$"; cat > "$t"; mv -f "$t" "$1"; sha256sum "$1"'
+# Run by the node's sh with positional arguments only (never spliced user data): make the directory if needed,
+# write a temp file next to the destination, rename it into place, print its sha256. Only cat, mv and sha256sum
+# are separate programs: the push is on the launch path of every node.
+PUT_SCRIPT = (
+    '[ -d "$2" ] || mkdir -p "$2"; umask 077; t="$1.tmp.$$"; cat > "$t" && mv -f "$t" "$1" && sha256sum "$1"'
+)
 INLINE_STDIN_LIMIT = 256 * 1024  # below paramiko's and sshd's 2 MiB channel window: sendall cannot block
 READ_CHUNK = 65536
 
@@ -49,7 +61,6 @@ class SSHTransport(Transport):
 
     def connect_all(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
         """Connect to many nodes in parallel; returns host -> error line for those that failed."""
-        from cluster.transport import zip_hosts
 
         def one(host: str) -> str | None:
             try:
@@ -199,7 +210,8 @@ class SSHTransport(Transport):
 
     def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
         """Write data to dest on host atomically (temp file + rename, mode 600); stdout is `sha256  dest`."""
-        return self.run(host, ["sh", "-c", PUT_SCRIPT, "put", dest], stdin=data, timeout=timeout)
+        directory = posixpath.dirname(dest) or "."
+        return self.run(host, ["sh", "-c", PUT_SCRIPT, "put", dest, directory], stdin=data, timeout=timeout)
 
     def start(
         self,
@@ -209,6 +221,7 @@ class SSHTransport(Transport):
         *,
         on_exit: Callable[[int], None] | None = None,
     ) -> RemoteProcess:
+        self._lock_for(host)  # an unknown node raises TransportError, as _exec would for an unreachable one
         chan = self._exec(host, shlex.join(argv), self.endpoints[host].connect_timeout)
         return SSHProcess(host, chan, on_line, on_exit)
 

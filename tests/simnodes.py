@@ -502,3 +502,38 @@ def _only_child(pid: int, timeout: float = 5.0) -> int:
 def _is_zombie(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """By hand: `python tests/simnodes.py 3 --inventory sim.yaml` starts nodes until SIGTERM / Ctrl-C."""
+    import argparse
+
+    import yaml
+
+    parser = argparse.ArgumentParser(description="run N simulated SSH nodes until interrupted")
+    parser.add_argument("n", type=int)
+    parser.add_argument("--inventory", help="write a cluster.yaml for these nodes here")
+    parser.add_argument(
+        "--no-namespaces", action="store_true", help="plain sshd per node (no PID/mount/UTS ns)"
+    )
+    args = parser.parse_args(argv)
+    import threading
+
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    with SimCluster(args.n, namespaces=not args.no_namespaces) as cluster:
+        if args.inventory:
+            Path(args.inventory).write_text(yaml.safe_dump(cluster.inventory_dict(), sort_keys=False))
+        print(
+            f"{args.n} nodes up ({cluster.network}); try: ssh -F {cluster.ssh_config} {cluster.nodes[0].name}"
+        )
+        for node in cluster.nodes:
+            print(f"  {node.name} {node.address}:{node.port} init pid {node.init_pid}")
+        sys.stdout.flush()
+        while not done.wait(1.0):
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -19,7 +19,7 @@ import pytest
 
 from cluster.inventory import from_mapping
 from cluster.local import LocalTransport
-from cluster.transport import Endpoint, Transport, make_transport
+from cluster.transport import Endpoint, Transport, TransportError, make_transport
 
 PY = sys.executable
 ECHO_ARGV = "import json, sys; print(json.dumps(sys.argv[1:]))"
@@ -123,6 +123,8 @@ def test_timeout_is_an_error_naming_the_node(nodes: Nodes) -> None:
 def test_unknown_node_is_an_error(nodes: Nodes) -> None:
     result = nodes.transport.run("no-such-node", ["true"])
     assert result.error and "no-such-node" in result.error
+    with pytest.raises(TransportError, match="no-such-node"):
+        nodes.transport.start("no-such-node", ["true"], lambda stream, line: None)
 
 
 def test_put_writes_atomically_and_returns_sha256(nodes: Nodes) -> None:
