@@ -218,6 +218,13 @@ class Runner:
                 self._check_links(now)
                 done = all(s.final is not None or s.lost for s in self.nodes.values())
                 failure = self.watcher.first_failure
+            if (
+                failure is not None
+                and failure.kind == "line"
+                and now - failure.time < self.watcher.confirm_s - 0.5
+            ):
+                # A line alone: give its node a moment to exit cleanly (see Watcher.confirm_s) before acting.
+                failure = None
             if failure is not None:
                 self._event({"kind": "info", "severity": "info", "text": f"tearing down: {failure.text}"})
                 self.stop(reason=f"first failure on {failure.node}")

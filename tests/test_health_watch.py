@@ -208,3 +208,27 @@ def test_events_survive_events_jsonl() -> None:
     replayed = [Event.from_json(event.to_json()) for event in watcher.events]
     assert replayed == watcher.events
     assert describe(replayed[0]).startswith("node1 rank 0: network — ")
+
+
+def test_fatal_line_followed_by_clean_exit_is_forgiven() -> None:
+    """torchrun's exit-barrier noise on a non-master node: a DistNetworkError line, then exit 0."""
+    w = Watcher({"node1": [0], "node2": [1]}, stall_timeout=60)
+    w.start(0.0)
+    line = "E1130 api.py:1008] torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed."
+    assert w.observe_line(10.0, "node2", None, line) is not None
+    assert w.first_failure is not None
+    w.observe_exit(10.5, "node1", 0)
+    w.observe_exit(11.0, "node2", 0)
+    assert w.first_failure is None
+    verdict = w.verdict()
+    assert verdict.ok and verdict.state.value == "succeeded"
+
+
+def test_fatal_line_followed_by_a_late_clean_exit_still_counts() -> None:
+    w = Watcher({"node1": [0]}, stall_timeout=60)
+    w.start(0.0)
+    w.observe_line(
+        10.0, "node1", 0, "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1, unhandled system error"
+    )
+    w.observe_exit(10.0 + w.confirm_s + 5, "node1", 0)
+    assert w.first_failure is not None and not w.verdict().ok

@@ -65,6 +65,10 @@ HEALTHY = re.compile(
 
 # fmt: off
 RULES: tuple[Rule, ...] = (
+    # ---- torchrun's agents after a clean run: the master's agent leaves the exit barrier first and closes the
+    #      store under the others, which log this and still exit 0 (captured here, torch 2.13)
+    _rule("torchrun-exit-barrier", r"Error waiting on exit barrier", "rendezvous", "warning",
+          "the master's agent finished first; harmless when the node exits 0"),
     # ---- rendezvous, transient: TCPStore keeps retrying until its timeout; only the final error is fatal
     _rule("store-connect-retry", r"TCP client failed to connect/validate to host .* - retrying \(try=\d+",
           "rendezvous", "warning", "the master's TCPStore is not reachable yet; PyTorch keeps retrying"),

@@ -118,6 +118,7 @@ class Watcher:
     stall_timeout: float
     cascade_window: float = 15.0
     stop_confirm_s: float = 1.0
+    confirm_s: float = 3.0  # how long a fatal *line* waits for its node's exit code before it counts
     state: State = State.STARTING
     events: list[Event] = field(default_factory=list)
     exit_codes: dict[str, int | None] = field(default_factory=dict)
@@ -173,6 +174,8 @@ class Watcher:
         if rank is None:
             self.exit_codes[node] = code
         if (code in (0, None)) and signal_text is None:
+            if rank is None and code == 0:
+                self._forgive_lines_of_clean_exit(node, time)
             self._settle(time)
             return None
         how = f"exited with signal {signal_text}" if signal_text else f"exited with code {code}"
@@ -293,6 +296,27 @@ class Watcher:
         if not forgiven:
             return event
         return replace(event, severity="warning", text=f"end-of-run abort: {event.text}")
+
+    def _forgive_lines_of_clean_exit(self, node: str, time: float) -> None:
+        """A node whose launcher exits 0 shortly after a fatal-looking line was not failing: torchrun's agents
+        log "Error waiting on exit barrier ... DistNetworkError" when the master's agent leaves first, and
+        exit 0 all the same. Such lines become warnings (the runner holds teardown for `confirm_s` after a
+        line-only failure to give the exit a chance to arrive)."""
+        changed = False
+        for i, event in enumerate(self.events):
+            if (
+                event.node == node
+                and event.kind == "line"
+                and event.is_fatal
+                and time - event.time <= self.confirm_s
+            ):
+                self.events[i] = replace(
+                    event, severity="warning", text=f"followed by a clean exit: {event.text}"
+                )
+                changed = True
+        if changed and self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
+            self.state = State.RUNNING
+            self.stop_reason = None
 
     def _record(self, event: Event) -> Event:
         self.events.append(event)
