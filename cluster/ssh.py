@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import hashlib
 import os
 import posixpath
@@ -176,12 +177,10 @@ class SSHTransport(Transport):
             chan = self._exec(host, command, timeout)
         except TransportError as exc:
             return Result(host, None, error=exc.reason, seconds=time.monotonic() - started)
-        writer = None
         try:
             if stdin and len(stdin) > INLINE_STDIN_LIMIT:
                 # Large input: feed it from a thread so that a remote writing lots of output cannot deadlock us.
-                writer = threading.Thread(target=_feed, args=(chan, stdin), daemon=True)
-                writer.start()
+                threading.Thread(target=_feed, args=(chan, stdin), daemon=True).start()
             else:
                 if stdin:
                     chan.sendall(stdin)
@@ -196,11 +195,15 @@ class SSHTransport(Transport):
                     error=f"timed out after {timeout:g}s running {argv[0]} on {host} (channel closed)",
                     seconds=time.monotonic() - started,
                 )
-            if not chan.exit_status_ready() and not self._alive(host):
-                return Result(host, None, _text(out), _text(err), error=f"connection to {host} lost")
-            return Result(
-                host, chan.recv_exit_status(), _text(out), _text(err), seconds=time.monotonic() - started
-            )
+            # paramiko reports -1 both for a dead link and for a remote killed by a signal (it ignores
+            # exit-signal): only a dead transport makes it a transport error.
+            code = chan.recv_exit_status()
+            if code == -1 and not self._alive(host):
+                error = f"connection to {host} lost while running {argv[0]} (node down or network partition)"
+                return Result(
+                    host, None, _text(out), _text(err), error=error, seconds=time.monotonic() - started
+                )
+            return Result(host, code, _text(out), _text(err), seconds=time.monotonic() - started)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             return Result(
                 host, None, error=f"connection to {host} lost: {exc}", seconds=time.monotonic() - started
@@ -409,7 +412,10 @@ def _tcp_socket(ep: Endpoint) -> socket.socket:
         ) from None
     except OSError as exc:
         sock.close()
-        raise TransportError(ep.host, f"cannot connect to {where}: {exc.strerror or exc}") from None
+        hint = ""
+        if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+            hint = ": node down, wrong address, or no route from the head node"
+        raise TransportError(ep.host, f"cannot connect to {where}: {exc.strerror or exc}{hint}") from None
 
 
 def _drain(chan: paramiko.Channel, deadline: float | None) -> tuple[bytes, bytes, bool]:

@@ -6,9 +6,11 @@ PID + mount + UTS namespaces: its own hostname, a private tmpfs /tmp, an /etc/ho
 ~/.bashrc (Debian's bash reads ~/.bashrc for SSH commands; on the dev machines it runs `pyenv init`, ~230 ms).
 Killing that PID 1 makes the kernel kill everything else in the node, which is how `kill_node` and `stop` clean up.
 
-`partition(node)` takes the node's side of the veth down: packets from the head are dropped silently (no RST),
-like a pulled cable. Where network namespaces are impossible, nodes listen on 127.0.0.N instead and a partition
-SIGSTOPs the node's sshd processes (the kernel then still ACKs, so only an application heartbeat notices).
+Nodes reach each other through the head (IP forwarding on, each node's default route via its veth peer), so
+multi-node jobs can rendezvous. `partition(node)` takes the node's side of the veth down: packets from the head
+and the other nodes are dropped silently (no RST), like a pulled cable. Where network namespaces are impossible,
+nodes listen on 127.0.0.N instead and a partition SIGSTOPs the node's sshd processes (the kernel then still
+ACKs, so only an application heartbeat notices).
 
 Also usable by hand (scripts/simnodes.sh) and by bench/fanout.py: `SimCluster(n).start()` ... `.stop()`.
 sshd options: sshd_config(5) (https://man.openbsd.org/sshd_config); namespaces: unshare(1), ip-netns(8).
@@ -82,6 +84,7 @@ class SimNode:
     state_dir: Path
     netns: str | None = None  # network namespace name (netns mode)
     host_veth: str | None = None
+    gateway: str | None = None  # the head's end of the node's veth
     host_key_line: str = ""  # "ssh-ed25519 AAAA..." as the node presents it
     proc: subprocess.Popen[bytes] | None = None  # `unshare` (parent of the node's PID 1)
     init_pid: int | None = None  # the node's PID 1 (sshd) as the head sees it
@@ -144,11 +147,17 @@ class SimCluster:
         """Kill every node (by its namespace's PID 1), delete namespaces, veths and temp files. Idempotent."""
         for node in self.nodes:
             self._kill(node)
-        for node in self.nodes:
-            if node.netns:
-                subprocess.run(["ip", "netns", "del", node.netns], capture_output=True)
-            if node.host_veth:  # normally gone with the namespace; make sure
-                subprocess.run(["ip", "link", "del", node.host_veth], capture_output=True)
+        # Veths first (deleting one end deletes the pair, synchronously; a namespace's own cleanup is deferred),
+        # then the namespaces: one forced batch, errors (already gone) ignored.
+        doomed = [f"link del {node.host_veth}" for node in self.nodes if node.host_veth]
+        doomed += [f"netns del {node.netns}" for node in self.nodes if node.netns]
+        if doomed:
+            subprocess.run(
+                ["ip", "-force", "-batch", "-"],
+                input="\n".join(doomed) + "\n",
+                text=True,
+                capture_output=True,
+            )
         if self.started and self.base.name.startswith("rlaunch-sim-"):
             shutil.rmtree(self.base, ignore_errors=True)
         self.started = False
@@ -240,7 +249,7 @@ class SimCluster:
     def heal(self, node: str) -> None:
         sim = self.node(node)
         if sim.netns:
-            _ip("-n", sim.netns, "link", "set", "eth0", "up")
+            self._link_up(sim)
         else:
             for pid in self._sshd_pids(sim):
                 with contextlib.suppress(ProcessLookupError):
@@ -351,24 +360,55 @@ class SimCluster:
     def _make_networks(self) -> None:
         head_side = []
         for node, net in zip(self.nodes, self._nets, strict=True):
+            head_mac, node_mac = self._mac(node, 0), self._mac(node, 1)
             head_side += [
                 f"netns add {node.netns}",
-                f"link add {node.host_veth} type veth peer name eth0 netns {node.netns}",
+                f"link add {node.host_veth} address {head_mac} type veth peer name eth0 address {node_mac} "
+                f"netns {node.netns}",
                 f"addr add {net.network_address + 1}/30 dev {node.host_veth}",
                 f"link set {node.host_veth} up",
+                # Permanent neighbours: with ARP out of the way a partition stays silent (timeouts), instead
+                # of turning into "No route to host" once the ARP entry expires.
+                f"neigh replace {node.address} lladdr {node_mac} dev {node.host_veth} nud permanent",
             ]
         # `ip -batch` instead of one process per command: it matters on 2 cores at 64 nodes.
         _ip_batch([], head_side)
 
-        def node_side(node: SimNode) -> None:
-            assert node.netns
-            _ip_batch(
-                ["-n", node.netns],
-                [f"addr add {node.address}/30 dev eth0", "link set eth0 up", "link set lo up"],
-            )
-
+        # Nodes reach each other through the head (multi-node torchrun: node2 -> node1's rendezvous port).
+        Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
+        for node, net in zip(self.nodes, self._nets, strict=True):
+            node.gateway = str(net.network_address + 1)
         with ThreadPoolExecutor(max_workers=4) as pool:
-            list(pool.map(node_side, self.nodes))
+            list(pool.map(lambda node: self._link_up(node, first=True), self.nodes))
+
+    def _link_up(self, node: SimNode, first: bool = False) -> None:
+        """Bring the node's side up with its routes (a downed link loses them), then wait until both ends pass
+        traffic: the kernel activates a link whose carrier came back up to a second later (linkwatch)."""
+        assert node.netns and node.host_veth
+        commands = [f"addr add {node.address}/30 dev eth0"] if first else []
+        commands += [
+            "link set lo up",
+            "link set eth0 up",
+            f"route replace default via {node.gateway}",
+            f"neigh replace {node.gateway} lladdr {self._mac(node, 0)} dev eth0 nud permanent",
+        ]
+        _ip_batch(["-n", node.netns], commands)
+        deadline = time.monotonic() + 10
+        while True:
+            head = Path(f"/sys/class/net/{node.host_veth}/operstate").read_text().strip()
+            inside = subprocess.run(
+                ["ip", "-n", node.netns, "-o", "link", "show", "eth0"], capture_output=True, text=True
+            ).stdout
+            if head == "up" and "state UP" in inside:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{node.name}: link did not come up (head side {head})")
+            time.sleep(0.02)
+
+    def _mac(self, node: SimNode, side: int) -> str:
+        """Locally administered, unique per cluster token, node and side (0 = head, 1 = node)."""
+        t = int(self.token, 16)
+        return f"02:{t >> 8:02x}:{t & 0xFF:02x}:{side:02x}:{node.index >> 8:02x}:{node.index & 0xFF:02x}"
 
     def _launch(self, node: SimNode) -> None:
         config = str(node.state_dir / "sshd_config")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,16 @@ def test_exec_round_trip_on_three_nodes_reuses_one_connection(sim3: SimCluster) 
         first = t.socket("node1")
         assert t.run("node1", ["true"]).ok
         assert t.socket("node1") is first  # one persistent connection per node
+
+
+def test_nodes_are_clean_hosts_that_reach_each_other_by_name(sim3: SimCluster) -> None:
+    port = sim3.node("node1").port
+    code = f"import socket; socket.create_connection(('node1', {port}), timeout=5).close()"
+    with ssh_transport(sim3) as t:
+        result = t.run("node2", [sys.executable, "-c", code])
+        bashrc = t.run("node3", ["cat", os.path.expanduser("~/.bashrc")])
+    assert result.ok, result.why()
+    assert bashrc.ok and bashrc.stdout == ""  # the empty ~/.bashrc: no pyenv init on every command
 
 
 def test_socket_has_nodelay_and_keepalive(sim3: SimCluster) -> None:
@@ -143,17 +154,31 @@ def test_partition_times_out_connects_and_kills_open_links(sim_cluster: Callable
         )
         assert t.run("node2", ["true"]).ok
         assert any("time.sleep(600)" in cmd for _, cmd in sim.node_pids("node1"))
-        sim.partition("node1")
-        sim.partition("node2")
-        # SSH keepalives go unanswered -> TCP_USER_TIMEOUT (3 keepalive periods) kills the socket.
-        assert proc.wait(60) == -1
-        assert exits == [-1]
-        # node2's link died the same way; the next run reconnects and times out, naming the node.
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(t.run, "node2", ["sleep", "600"], timeout=120)
+            assert wait_until(lambda: any("sleep 600" in cmd for _, cmd in sim.node_pids("node2")))
+            sim.partition("node1")
+            sim.partition("node2")
+            # SSH keepalives go unanswered -> TCP_USER_TIMEOUT (3 keepalive periods) kills the socket.
+            assert proc.wait(60) == -1
+            assert exits == [-1]
+            lost = running.result(60)
+        assert lost.exit_code is None and lost.error and lost.error.startswith("connection to node2 lost")
+        # node2's link died the same way; the next run reconnects and times out (silence, no RST), naming it.
         error = error_of(t, "node2")
-        assert "node2" in error and ("timed out" in error or "lost" in error)
+        assert error.startswith("timed out after 1s connecting to node2 (")
         sim.heal("node2")
         assert t.run("node2", ["true"]).ok  # healed: a fresh connection works
         proc.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_started_command_runs_inside_the_node(sim3: SimCluster) -> None:
