@@ -105,6 +105,10 @@ class SSHTransport(Transport):
 
     def _open(self, ep: Endpoint) -> paramiko.SSHClient:
         where = f"{ep.host} ({ep.address}:{ep.port})"
+        if ep.identity_file and not os.path.isfile(ep.identity_file):
+            raise TransportError(
+                ep.host, f"identity file {ep.identity_file} for {ep.host} not found: fix ssh.identity_file"
+            )
         sock = _tcp_socket(ep)
         client = paramiko.SSHClient()
         if ep.known_hosts and os.path.exists(ep.known_hosts):

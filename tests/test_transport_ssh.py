@@ -136,6 +136,12 @@ def test_auth_failure_names_user_node_and_key(sim3: SimCluster, tmp_path: Path) 
     assert error.startswith("authentication failed for root@node3 (") and str(key) in error
 
 
+def test_missing_identity_file_is_named(sim3: SimCluster, tmp_path: Path) -> None:
+    with one_node(sim3, "node2", identity_file=str(tmp_path / "no-key")) as t:
+        error = error_of(t, "node2")
+    assert error == f"identity file {tmp_path / 'no-key'} for node2 not found: fix ssh.identity_file"
+
+
 def test_dns_failure_names_the_address(sim3: SimCluster) -> None:
     with one_node(sim3, "node1", address="no-such-node.invalid") as t:
         error = error_of(t, "node1")
