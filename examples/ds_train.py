@@ -9,9 +9,10 @@ What it shows (and what the tests check):
     `zero_allow_untested_optimizer`);
   - rank 0 prints one line per step, `DS_TRAIN {"step": s, "loss": l}` (json keeps every float digit), so runs
     can be compared bitwise;
-  - checkpoints in `--ckpt-dir/step-00000005/` and a `COMPLETE` marker written by rank 0 only after every rank
-    returned from `save_checkpoint` (DeepSpeed writes its `latest` tag before every shard exists, so `latest`
-    is never trusted); on start the script resumes from the newest directory holding the marker.
+  - checkpoints in `--ckpt-dir/step-00000005/` (default $RLAUNCH_CKPT_DIR) with a `COMPLETE` marker written by
+    rank 0 only after every rank returned from `save_checkpoint` (DeepSpeed writes its `latest` tag before every
+    shard exists, so `latest` is never trusted); on start the script resumes from $RLAUNCH_RESUME_FROM (rlaunch's
+    choice on a restart) or else from the newest directory holding the marker.
 
 Determinism: the model comes from --seed and the global batch of step s from (seed, s) alone, split by rank, so a
 resumed run replays exactly the batches an uninterrupted one sees.
@@ -44,7 +45,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument(
-        "--ckpt-dir", type=Path, default=None, help="checkpoint root; resume from it if present"
+        "--ckpt-dir",
+        type=Path,
+        default=Path(os.environ["RLAUNCH_CKPT_DIR"]) if os.environ.get("RLAUNCH_CKPT_DIR") else None,
+        help="checkpoint root, resumed from when it holds a complete checkpoint (default: $RLAUNCH_CKPT_DIR)",
     )
     parser.add_argument("--save-every", type=int, default=0, help="steps between checkpoints (0: never)")
     parser.add_argument("--step-sleep", type=float, default=0.0, help="pause after each step (paces tests)")
@@ -81,6 +85,19 @@ def latest_complete(ckpt_dir: Path | None) -> tuple[int, str] | None:
     return max(found) if found else None
 
 
+def resume_point(ckpt_dir: Path | None) -> tuple[int, str] | None:
+    """rlaunch's choice on a restart ($RLAUNCH_RESUME_FROM, a tag directory under ckpt_dir), else our own scan."""
+    chosen = os.environ.get("RLAUNCH_RESUME_FROM")
+    if (
+        chosen
+        and ckpt_dir is not None
+        and Path(chosen).parent == ckpt_dir
+        and STEP_DIR.match(Path(chosen).name)
+    ):
+        return int(STEP_DIR.match(Path(chosen).name).group(1)), Path(chosen).name
+    return latest_complete(ckpt_dir)
+
+
 def save(engine, ckpt_dir: Path, step: int, world: int) -> None:
     tag = f"step-{step:08d}"
     if dist.get_rank() == 0 and (ckpt_dir / tag).is_dir():
@@ -112,7 +129,7 @@ def main() -> None:
     dtype = next(p for p in engine.module.parameters()).dtype
 
     start = 0
-    resume = latest_complete(args.ckpt_dir)
+    resume = resume_point(args.ckpt_dir)
     if resume is not None:
         step, tag = resume
         engine.load_checkpoint(str(args.ckpt_dir), tag=tag)

@@ -89,7 +89,9 @@ def ds_inventory(cluster: Any, ckpt: Path, steps: int, **extra: Any) -> Any:
     job = {
         "kind": "deepspeed",
         "script": str(SCRIPT),
-        "args": ["--steps", steps, "--ckpt-dir", str(ckpt), "--save-every", 3, "--step-sleep", 0.3],
+        # No --ckpt-dir: the script takes $RLAUNCH_CKPT_DIR (job.checkpoint_dir) and, on a restart,
+        # $RLAUNCH_RESUME_FROM — the resume contract rlaunch offers every script.
+        "args": ["--steps", steps, "--save-every", 3, "--step-sleep", 0.3],
         "deepspeed": "zero3",
         "nproc_per_node": 1,
         "timeout": 300,

@@ -123,12 +123,8 @@ class DeepSpeedJob:
         config_path = ctx.remote(DS_CONFIG_FILE)
         if not has_flag(job.args, CONFIG_FLAG):
             entry = [*entry, CONFIG_FLAG, config_path]
+        # The plan adds RLAUNCH_CKPT_DIR / RLAUNCH_RESUME_FROM (the resume contract examples/ds_train.py follows).
         env = {"RLAUNCH_DS_CONFIG": config_path}
-        if job.checkpoint_dir:
-            env["RLAUNCH_CHECKPOINT_DIR"] = job.checkpoint_dir
-        if ctx.resume_from:
-            # The script decides how to resume; ours (examples/ds_train.py) finds the newest COMPLETE checkpoint.
-            env["RLAUNCH_RESUME_FROM"] = ctx.resume_from
         return JobRender(
             argv=torchrun_argv(ctx, entry),
             env=env,
