@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +24,10 @@ def main() -> None:
     p.add_argument("--ckpt-dir", default=os.environ.get("RLAUNCH_CKPT_DIR", ""))
     p.add_argument("--ckpt-every", type=int, default=0)
     p.add_argument("--resume", action="store_true")
+    p.add_argument(
+        "--fail-at-step", type=int, default=0, help="fault injection: SIGKILL one rank at this step"
+    )
+    p.add_argument("--fail-rank", type=int, default=0)
     args = p.parse_args()
 
     timeout = timedelta(seconds=int(os.environ.get("RLAUNCH_PG_TIMEOUT", "600")))
@@ -49,9 +54,12 @@ def main() -> None:
 
     global_batch = 8 * world
     for step in range(start, args.steps):
+        # Fault injection happens only in a fresh run, so a resumed run can prove it continues cleanly.
+        if args.fail_at_step and step + 1 == args.fail_at_step and rank == args.fail_rank and start == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
         g = torch.Generator().manual_seed(1000 + step)
         x = torch.randn(global_batch, 16, generator=g)
-        y = x.sum(dim=1, keepdim=True).sin()
+        y = (x * torch.linspace(-1, 1, 16)).sum(dim=1, keepdim=True)  # learnable: the loss goes down
         mine = slice(rank * 8, (rank + 1) * 8)
         loss = torch.nn.functional.mse_loss(ddp(x[mine]), y[mine])
         opt.zero_grad()

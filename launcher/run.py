@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,9 @@ from launcher.records import RunRecord
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 3, 130
 MIN_FREE_MB = 64
+# torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
+SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
+SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
 
 
 def node_script(name: str) -> str:
@@ -83,6 +87,7 @@ class Runner:
         )
         self._lock = threading.Lock()
         self._changed = threading.Event()
+        self._summary_ranks: dict[str, int] = {}
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
@@ -180,7 +185,7 @@ class Runner:
                 text = rec.get("text", "")
                 self.nodes[host].offset = int(rec.get("off", self.nodes[host].offset))
                 local, rest = parse_rank_prefix(text)
-                rank = self.plan.rank_of(host, local) if local is not None else None
+                rank = self.plan.rank_of(host, local) if local is not None else self._summary_rank(host, text)
                 self.record.append_log(host, text)
                 self.on_line(host, rank, rest if local is not None else text)
                 event = self.watcher.observe_line(now, host, rank, rest)
@@ -197,6 +202,15 @@ class Runner:
                 if event is not None:
                     self._event(event.to_dict())
         self._changed.set()
+
+    def _summary_rank(self, host: str, text: str) -> int | None:
+        """Attribute torchrun's failure summary ("rank : 3 (local_rank: 1)", "exitcode : -9", "traceback :
+        Signal 9 ...") to the rank it describes: those lines carry no [defaultN]: prefix."""
+        if m := SUMMARY_RANK.match(text):
+            self._summary_ranks[host] = int(m.group(1))
+        elif SUMMARY_END.match(text):
+            self._summary_ranks.pop(host, None)
+        return self._summary_ranks.get(host)
 
     def _event(self, event: dict[str, Any]) -> None:
         event.setdefault("time", time.time())
