@@ -71,6 +71,7 @@ def _sigterm_as_interrupt() -> None:
 @click.option(
     "--quiet", "-q", is_flag=True, help="Do not stream log lines (events and the summary still print)."
 )
+@click.option("--doctor/--no-doctor", default=True, show_default=True, help="Run doctor's fast checks first.")
 @guarded
 def up(
     inventory: str,
@@ -80,6 +81,7 @@ def up(
     force: bool,
     as_json: bool,
     quiet: bool,
+    doctor: bool,
 ) -> None:
     """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
 
@@ -102,6 +104,7 @@ def up(
             on_line=(lambda h, r, t: None) if quiet else printer,
             on_event=None if as_json else _event_printer,
             on_status=_status,
+            doctor=doctor,
         )
     except LaunchError as exc:
         fail(str(exc).replace("[", r"\["), exc.code)

@@ -103,6 +103,7 @@ def up(
     force: bool = False,
     run_id: str | None = None,
     transport: Transport | None = None,
+    doctor: bool = False,
 ) -> tuple[str, Outcome]:
     """Launch the inventory's job; with restarts per `restart:`. Returns (run id, outcome)."""
     say = on_status or (lambda text: None)
@@ -129,6 +130,17 @@ def up(
     own_transport = transport is None
     transport = transport or make_transport(inv)
     try:
+        if doctor:
+            say(f"doctor: fast checks on {len(plan.nodes)} nodes")
+            failed = preflight_doctor(inv, plan, transport)
+            if failed:
+                record.update_state(state="failed", reason="doctor preflight", ended_at=time.time())
+                raise LaunchError(
+                    "doctor preflight failed, nothing was started:\n"
+                    + "\n".join(f"  {line}" for line in failed)
+                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
+                    EXIT_INFRA,
+                )
         return run_id, _attempts(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
@@ -204,6 +216,22 @@ def _attempts(
             exclude=excluded,
         )
         records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
+
+
+def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
+    """The fast doctor subset against the planned master port; one line per failed check (empty: all good)."""
+    from cluster.doctor import run_doctor
+
+    probe = inv.model_copy(update={"master": inv.master.model_copy(update={"port": plan.master_port})})
+    report = run_doctor(probe, transport, node_script("facts.py").encode(), fast=True)
+    return [
+        f"{c.name}"
+        + (f" [{', '.join(c.nodes)}]" if c.nodes else "")
+        + f": {c.message}"
+        + (f" — fix: {c.fix}" if c.fix else "")
+        for c in report.failed
+        if c.severity == "error"
+    ]
 
 
 def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> None:

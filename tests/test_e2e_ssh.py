@@ -271,3 +271,20 @@ def test_partition_of_one_node(sim_cluster: Any, tmp_path: Path, run_home: Path)
         assert_nothing_left(cluster, timeout=60)
     finally:
         cluster.heal("node2")
+
+
+def test_doctor_preflight_refuses_an_odd_node(sim3: Any) -> None:
+    """`up` runs doctor's fast checks first: a CUDA torch wheel on one GPU node starts nothing anywhere."""
+    fakebin = ROOT / "tests" / "fakebin"
+    data = job_inventory(sim3)
+    for node in data["nodes"]:
+        torch_dir = "torch_cuda" if node["host"] == "node3" else "torch_rocm"
+        node["gpus"] = 1
+        node["env"] = {"PATH": f"{fakebin / 'mi300x'}:/usr/bin:/bin", "PYTHONPATH": str(fakebin / torch_dir)}
+    data["job"] = {"kind": "command", "command": ["true"]}
+    with pytest.raises(LaunchError) as info:
+        lifecycle.up(from_mapping(data), doctor=True)
+    assert info.value.code == 3
+    assert "torch_rocm_build [node3]" in str(info.value), str(info.value)
+    for node in sim3.nodes:
+        assert not any("guard.py" in cmd for _, cmd in job_pids(sim3, node.name))
