@@ -190,6 +190,8 @@ def _attempts(
             )
         finally:
             runner.detach_followers()
+        if outcome.code != 0:
+            runner.collect_artifacts()
         _save_outcome(record, attempt, outcome)
         if outcome.code == 0 or attempt >= inv.restart.max_restarts:
             record.update_state(

@@ -324,6 +324,41 @@ class Runner:
         )
         return group
 
+    def collect_artifacts(self, max_bytes: int = 8 << 20) -> list[str]:
+        """Copy flight-recorder dumps and torchrun error files of a failed run into the run record."""
+        code = node_script("collect.py")
+        group = self.transport.run_all(
+            self.plan.hosts,
+            lambda host: [
+                self.plan.node(host).python,
+                "-c",
+                code,
+                self.plan.node(host).run_dir,
+                str(max_bytes),
+            ],
+            timeout=60,
+        )
+        saved: list[str] = []
+        for host, result in group.succeeded.items():
+            try:
+                files = json.loads(result.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                continue
+            for rel, data in files.items():
+                target = self.record.root / "artifacts" / host / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(base64.b64decode(data))
+                saved.append(f"{host}/{rel}")
+        if saved:
+            self._event(
+                {
+                    "kind": "info",
+                    "severity": "info",
+                    "text": f"collected {len(saved)} diagnostics: {saved[:5]}",
+                }
+            )
+        return saved
+
     def detach_followers(self) -> None:
         for state in self.nodes.values():
             if state.follower is not None:

@@ -128,12 +128,20 @@ def test_sigstopped_rank_is_a_hang_and_stopped_processes_die_too(sim3: Any) -> N
 def test_rccl_error_line_is_classified_as_the_root_cause(sim3: Any) -> None:
     line = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, unhandled system error, NCCL version 2.18.3"
     data = two_nodes(sim3, [], nproc=1)
-    code = f"import sys,time; print({line!r}, flush=True); time.sleep(0.5); sys.exit(1)"
+    # Like PyTorch's flight recorder on a watchdog timeout, the job leaves a dump where the plan told it to.
+    code = (
+        "import os,sys,time; open(os.environ['TORCH_NCCL_DEBUG_INFO_TEMP_FILE'] + '0', 'w').write('trace');"
+        f"print({line!r}, flush=True); time.sleep(0.5); sys.exit(1)"
+    )
     data["job"] = {"kind": "command", "command": [sys.executable, "-c", code]}
-    _, outcome = lifecycle.up(from_mapping(data))
+    run_id, outcome = lifecycle.up(from_mapping(data))
     assert outcome.code == 1
     assert outcome.root_cause is not None and outcome.root_cause["category"] == "comm-error"
     assert "unhandled system error" in outcome.root_cause["text"]
+    from launcher import records
+
+    dumps = records.RunRecord.open(run_id).root / "artifacts"
+    assert (dumps / "node1" / "nccl_trace_rank_0").read_text() == "trace"  # collected into the run record
     assert_nothing_left(sim3)
 
 
