@@ -16,7 +16,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import posixpath
 import select
 import shlex
 import socket
@@ -40,9 +39,6 @@ from cluster.transport import (
 # Run by the node's sh with positional arguments only (never spliced user data): make the directory if needed,
 # write a temp file next to the destination, rename it into place, print its sha256. Only cat, mv and sha256sum
 # are separate programs: the push is on the launch path of every node.
-PUT_SCRIPT = (
-    '[ -d "$2" ] || mkdir -p "$2"; umask 077; t="$1.tmp.$$"; cat > "$t" && mv -f "$t" "$1" && sha256sum "$1"'
-)
 INLINE_STDIN_LIMIT = 256 * 1024  # below paramiko's and sshd's 2 MiB channel window: sendall cannot block
 READ_CHUNK = 65536
 
@@ -214,11 +210,6 @@ class SSHTransport(Transport):
             )
         finally:
             chan.close()
-
-    def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
-        """Write data to dest on host atomically (temp file + rename, mode 600); stdout is `sha256  dest`."""
-        directory = posixpath.dirname(dest) or "."
-        return self.run(host, ["sh", "-c", PUT_SCRIPT, "put", dest, directory], stdin=data, timeout=timeout)
 
     def start(
         self,

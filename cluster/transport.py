@@ -8,6 +8,7 @@ nodes returns a `GroupResult` split into succeeded and failed, as Fabric's Group
 from __future__ import annotations
 
 import os
+import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from cluster.inventory import Inventory
+
+
+PUT_SCRIPT = (
+    '[ -d "$2" ] || mkdir -p "$2"; umask 077; t="$1.tmp.$$"; cat > "$t" && mv -f "$t" "$1" && sha256sum "$1"'
+)
 
 
 class TransportError(Exception):
@@ -155,6 +161,13 @@ class Transport(ABC):
         on_exit: Callable[[int], None] | None = None,
     ) -> RemoteProcess:
         """Start argv and deliver its output lines to on_line from a background thread."""
+
+    def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
+        """Write data to dest on host atomically (temp file + rename, mode 600); stdout is `sha256  dest`.
+
+        One exec with the bytes on stdin; transports with a cheaper path (local files) override it."""
+        directory = posixpath.dirname(dest) or "."
+        return self.run(host, ["sh", "-c", PUT_SCRIPT, "put", dest, directory], stdin=data, timeout=timeout)
 
     def connect(self, host: str) -> None:  # noqa: B027 - optional hook
         """Open (and keep) the connection to host; raises TransportError. No-op for connectionless transports."""

@@ -186,7 +186,7 @@ def _attempts(
             runner.detach_followers()
             record.update_state(state="stopped", reason="interrupted", ended_at=time.time())
             return Outcome(
-                EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner._outcome().nodes
+                EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
             )
         finally:
             runner.detach_followers()

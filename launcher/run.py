@@ -52,6 +52,7 @@ class NodeState:
     offset: int = 0
     final: dict[str, Any] | None = None  # the guard's final state.json
     lost: str | None = None
+    lost_reported: bool = False
 
 
 @dataclass
@@ -243,9 +244,9 @@ class Runner:
                 self._event({"kind": "info", "severity": "info", "text": f"tearing down: {failure.text}"})
                 self.stop(reason=f"first failure on {failure.node}")
                 self._await_exit_records(timeout=3.0)
-                return self._outcome()
+                return self.outcome()
             if done:
-                return self._outcome()
+                return self.outcome()
             self._changed.wait(poll)
             self._changed.clear()
 
@@ -279,8 +280,8 @@ class Runner:
                     state.lost = (
                         "lost the connection to the node" if code == -1 else f"log follower exited {code}"
                     )
-            if state.lost and not getattr(state, "_reported", False):
-                state._reported = True  # type: ignore[attr-defined]
+            if state.lost and not state.lost_reported:
+                state.lost_reported = True
                 event = self.watcher.observe_lost(now, host, state.lost)
                 if event is not None:
                     self._event(event.to_dict())
@@ -365,7 +366,7 @@ class Runner:
                 state.follower.close()
                 state.follower.wait(timeout=5)
 
-    def _outcome(self) -> Outcome:
+    def outcome(self) -> Outcome:
         verdict = self.watcher.verdict()
         nodes = {
             host: {
