@@ -344,7 +344,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
     job = inv.job
     wanted = [("job.script", job.script), ("job.config", job.config)]
     wanted += [(f"job.files[{i}]", p) for i, p in enumerate(job.files)]
-    if job.deepspeed and job.deepspeed not in ("zero3", "zero3_offload"):
+    if job.deepspeed and job.deepspeed not in ("zero3", "zero3_offload", "none"):
         wanted.append(("job.deepspeed", job.deepspeed))
     for field_name, path in wanted:
         if not path:

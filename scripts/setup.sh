@@ -50,5 +50,12 @@ if [[ ! -f "$stamp" ]]; then
   pip install --no-deps "llamafactory==0.9.5"
   touch "$stamp"
 fi
+# DeepSpeed JIT-builds its CPU ops on first use (~60 s): build them once here, into the cache the tests use.
+ext="$ROOT/.cache/torch_extensions"
+if [[ ! -f "$ext/.rlaunch-warm" ]]; then
+  log "building DeepSpeed CPU ops once (shm_comm, cpu_adam) into $ext"
+  TORCH_EXTENSIONS_DIR="$ext" "$VENV/bin/python" -c "from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder, CPUAdamBuilder; ShareMemCommBuilder().load(verbose=False); CPUAdamBuilder().load(verbose=False)" >/dev/null
+  touch "$ext/.rlaunch-warm"
+fi
 pip install -e "$ROOT[dev]"
 log "ready: $VENV/bin/rlaunch"

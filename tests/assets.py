@@ -17,7 +17,6 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 DATASET_NAME = "tiny_alpaca"
 _MARKER = ".assets-complete-v1"
@@ -133,27 +132,3 @@ def build_tiny_assets(root: Path | str) -> TinyAssets:
 if __name__ == "__main__":
     built = build_tiny_assets(sys.argv[1] if len(sys.argv) > 1 else "tiny-assets")
     print(built.model_dir, built.dataset_dir)
-
-
-def route_between_nodes(cluster: Any) -> None:
-    """Let simulated nodes (tests/simnodes.py, netns mode) reach each other, as multi-node torchrun needs.
-
-    Each node has only a /30 veth link to the head and no default route, so node2 cannot reach node1's
-    rendezvous port ("Network is unreachable"). Route every node through its head-side veth address and let the
-    head forward. Idempotent. Belongs in simnodes itself; kept here until it is there.
-    """
-    import ipaddress
-    import subprocess
-
-    nodes = [n for n in cluster.nodes if n.netns]
-    if not nodes:
-        return  # loopback mode: every node already shares the head's network
-    Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
-    for node in nodes:
-        gateway = str(ipaddress.ip_address(node.address) - 1)
-        subprocess.run(
-            ["ip", "-n", node.netns, "route", "replace", "default", "via", gateway],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )

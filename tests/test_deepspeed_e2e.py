@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from assets import route_between_nodes
 
 from cluster.inventory import from_mapping
 from launcher import plan as planning
@@ -85,7 +84,6 @@ def test_render_torchrun_with_deepspeed_config(tmp_path: Path) -> None:
 
 
 def ds_inventory(cluster: Any, ckpt: Path, steps: int, **extra: Any) -> Any:
-    route_between_nodes(cluster)
     job = {
         "kind": "deepspeed",
         "script": str(SCRIPT),

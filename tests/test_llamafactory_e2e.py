@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from assets import TinyAssets, build_tiny_assets, route_between_nodes
+from assets import TinyAssets, build_tiny_assets
 
 from cluster.inventory import from_mapping
 from launcher import plan as planning
@@ -197,7 +197,6 @@ def lf_inventory(cluster: Any, shared_dir: Path, config: Path, ckpt: Path, **ext
         "checkpoint_dir": str(ckpt),
         "dataloader_workers": 0,
     }
-    route_between_nodes(cluster)
     data = cluster.inventory_dict(job=job, env=node_env(shared_dir), profile="cpu", **extra)
     return from_mapping(data)
 

@@ -30,10 +30,16 @@ def step_of(name):
 
 def check_dir(path, world_size):
     """None when complete, else the reason it is not."""
-    if os.path.basename(path).startswith("checkpoint-") and not os.path.isfile(
-        os.path.join(path, "trainer_state.json")
-    ):
-        return "no trainer_state.json (save interrupted)"
+    if os.path.basename(path).startswith("checkpoint-"):
+        if not os.path.isfile(os.path.join(path, "trainer_state.json")):
+            return "no trainer_state.json (save interrupted)"
+        # HF Trainer saves each process's RNG state last (after DeepSpeed's closing barrier, so possibly after
+        # trainer_state.json): rng_state_R.pth per rank, rng_state.pth for one process. Without them a resume
+        # runs, but no longer reproduces the uninterrupted run.
+        wanted = ["rng_state.pth"] if world_size == 1 else [f"rng_state_{r}.pth" for r in range(world_size)]
+        missing = [name for name in wanted if not os.path.isfile(os.path.join(path, name))]
+        if missing:
+            return f"RNG state missing: {', '.join(missing)}"
     for sub in [path] + [os.path.join(path, d) for d in sorted(os.listdir(path))]:
         if os.path.isdir(sub):
             missing = deepspeed_shards_missing(sub, world_size)
