@@ -1,0 +1,65 @@
+"""launcher/node/ckpt.py: the latest COMPLETE checkpoint, as a node finds it (run the real script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from launcher.run import node_script
+
+
+def latest(root: Path, world_size: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", node_script("ckpt.py"), str(root), str(world_size)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def touch(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x")
+
+
+def hf_checkpoint(root: Path, step: int, world: int, *, rng: bool = True, state: bool = True) -> Path:
+    ckpt = root / f"checkpoint-{step}"
+    touch(ckpt / "adapter_model.safetensors")
+    if state:
+        touch(ckpt / "trainer_state.json")
+    if rng:
+        for r in range(world):
+            touch(ckpt / f"rng_state_{r}.pth")
+    return ckpt
+
+
+def test_newest_complete_hf_checkpoint_wins(tmp_path: Path) -> None:
+    hf_checkpoint(tmp_path, 4, 2)
+    hf_checkpoint(tmp_path, 8, 2, state=False)  # save interrupted before trainer_state.json
+    hf_checkpoint(tmp_path, 6, 2, rng=False)  # trainer_state.json written, RNG states not yet
+    out = latest(tmp_path, 2)
+    assert out["latest"] == str(tmp_path / "checkpoint-4")
+    reasons = dict(out["skipped"])
+    assert "trainer_state" in reasons[str(tmp_path / "checkpoint-8")]
+    assert "rng_state_0.pth" in reasons[str(tmp_path / "checkpoint-6")]
+
+
+def test_deepspeed_tag_needs_every_rank_shard(tmp_path: Path) -> None:
+    for step, ranks in (
+        (10, [0, 1]),
+        (20, [0]),
+    ):  # `latest` says global_step20, but rank 1's shard is missing
+        for r in ranks:
+            touch(tmp_path / f"global_step{step}" / f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt")
+    (tmp_path / "latest").write_text("global_step20")
+    out = latest(tmp_path, 2)
+    assert out["latest"] == str(tmp_path / "global_step10")
+    assert "ranks [1]" in dict(out["skipped"])[str(tmp_path / "global_step20")]
+
+
+def test_nothing_to_resume(tmp_path: Path) -> None:
+    assert latest(tmp_path / "missing", 2)["latest"] is None
+    assert latest(tmp_path, 2)["latest"] is None
