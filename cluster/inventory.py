@@ -208,7 +208,7 @@ class Inventory(_Strict):
     master: Master = Field(default_factory=Master)
     workdir: str = "/tmp/rlaunch"
     python: str = "python3"
-    transport: Literal["ssh", "local"] = "ssh"
+    transport: Literal["ssh", "local", "slurm"] = "ssh"  # slurm: srun steps in the current allocation
     # GPU family: loads templates/env_<profile>.env as defaults and decides bf16 support.
     profile: Literal["mi300x", "mi250", "rx7900", "cpu"] | None = None
     env: dict[str, str] = Field(default_factory=dict)

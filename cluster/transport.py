@@ -214,7 +214,7 @@ def zip_hosts(hosts: Iterable[str], fn: Callable[[str], T], max_parallel: int) -
 
 
 def make_transport(inv: Inventory, kind: str | None = None) -> Transport:
-    """The transport an inventory asks for (`transport: ssh|local`)."""
+    """The transport an inventory asks for (`transport: ssh|local|slurm`)."""
     kind = kind or inv.transport
     endpoints = Endpoint.all_from(inv)
     if kind == "local":
@@ -225,4 +225,8 @@ def make_transport(inv: Inventory, kind: str | None = None) -> Transport:
         from cluster.ssh import SSHTransport
 
         return SSHTransport(endpoints, max_parallel=inv.ssh.max_parallel)
+    if kind == "slurm":
+        from cluster.slurm import SlurmTransport
+
+        return SlurmTransport(endpoints, max_parallel=inv.ssh.max_parallel)
     raise ValueError(f"unknown transport {kind!r}")
