@@ -33,6 +33,7 @@ class StageResult:
     checks: list[Check] = field(default_factory=list)
     values: dict[str, float] = field(default_factory=dict)
     duration_s: float | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)  # name → path of a file the stage wrote (plots)
 
     @property
     def failed(self) -> list[Check]:
@@ -84,6 +85,7 @@ def to_json(stages: Sequence[StageResult], timestamp: float | None = None) -> di
                 "verdict": s.verdict,
                 "duration_s": s.duration_s,
                 "values": s.values,
+                "artifacts": s.artifacts,
                 "checks": [c.to_dict() for c in s.checks],
             }
             for s in stages
