@@ -55,6 +55,7 @@ def allocation_job_id(environ: Mapping[str, str]) -> str | None:
 
 
 class SlurmTransport(Transport):
+    guard_attached = True  # a daemonized guard would escape (linuxproc) or be killed with (cgroup) its step
     name = "slurm"
 
     def __init__(

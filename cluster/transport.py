@@ -140,6 +140,9 @@ class Transport(ABC):
     """Reach the nodes named by an inventory. Implementations must be safe to call from many threads."""
 
     name: str = "abstract"
+    # True when processes must stay inside the session that started them (a scheduler tracks and ends them with
+    # it, as Slurm does with a step's processes): the node guard then runs attached to its follower channel.
+    guard_attached: bool = False
 
     def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
         self.endpoints = endpoints

@@ -113,6 +113,12 @@ def up(
             f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
             code=2,
         )
+    if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
+        raise LaunchError(
+            "--detach is not possible with transport slurm: the job lives in the launcher's srun steps "
+            "(submit `rlaunch up` itself with sbatch instead)",
+            code=2,
+        )
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)

@@ -53,6 +53,7 @@ class NodeState:
     final: dict[str, Any] | None = None  # the guard's final state.json
     lost: str | None = None
     lost_reported: bool = False
+    start_error: str | None = None
 
 
 @dataclass
@@ -123,6 +124,9 @@ class Runner:
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
     def start(self) -> None:
+        if self.transport.guard_attached:
+            self._start_attached()
+            return
         group = self.transport.run_all(
             self.plan.hosts,
             lambda host: [
@@ -150,10 +154,43 @@ class Runner:
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(group.results)} nodes"})
 
+    def _start_attached(self, timeout: float = 60.0) -> None:
+        """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
+        for node in self.plan.nodes:
+            argv = [node.python, "-u", f"{node.run_dir}/guard.py", "run", node.run_dir]
+            self.nodes[node.host].follower = self.transport.start(
+                node.host, argv, lambda stream, line, host=node.host: self._on_follow(host, stream, line)
+            )
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self._lock:
+                pending = [h for h, s in self.nodes.items() if s.guard_pid is None and not s.start_error]
+                for host in pending:
+                    follower = self.nodes[host].follower
+                    if follower is not None and follower.poll() is not None:
+                        self.nodes[host].start_error = "the guard's step ended before it started"
+                if not pending:
+                    break
+            self._changed.wait(0.1)
+            self._changed.clear()
+        failed = {
+            h: s.start_error or "no answer in time" for h, s in self.nodes.items() if s.guard_pid is None
+        }
+        if failed:
+            self.stop(reason="a node failed to start")
+            self.detach_followers()
+            raise LaunchError(
+                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
+            )
+        self._event(
+            {"kind": "info", "severity": "info", "text": f"started on {len(self.nodes)} nodes (attached)"}
+        )
+
     # --- phase 3: follow, heartbeat, watch ------------------------------------------------------------
     def attach(self) -> None:
         for node in self.plan.nodes:
-            self._attach(node)
+            if self.nodes[node.host].follower is None:  # attached guards already have their channel
+                self._attach(node)
 
     def _attach(self, node: NodePlan) -> None:
         state = self.nodes[node.host]
@@ -182,7 +219,11 @@ class Runner:
         kind = rec.get("k")
         now = float(rec.get("t") or time.time())
         with self._lock:
-            if kind == "line":
+            if kind == "started":
+                self.nodes[host].guard_pid = int(rec["guard_pid"])
+            elif kind == "error":
+                self.nodes[host].start_error = str(rec.get("error"))
+            elif kind == "line":
                 text = rec.get("text", "")
                 self.nodes[host].offset = int(rec.get("off", self.nodes[host].offset))
                 local, rest = parse_rank_prefix(text)

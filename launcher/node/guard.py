@@ -3,6 +3,8 @@
 Pushed to every node and run with the node's own Python (standard library only, Linux, Python >= 3.8):
 
     python guard.py start  RUNDIR              daemonize, run job.json's argv, print {"guard_pid", "job_pid"}
+    python guard.py run    RUNDIR              start without leaving the caller's session (a child, not a daemon),
+                                               print {"k": "started", ...}, then follow (for srun steps)
     python guard.py follow RUNDIR [--offset N]  stream out.log lines, process lists and the final state as JSON lines
     python guard.py stop   RUNDIR [--grace S]   tear the job down, print the final state; exit 0 if nothing remains
     python guard.py status RUNDIR               print {"state", "alive", "descendants"}
@@ -517,7 +519,10 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
 # Commands
 
 
-def cmd_start(rundir: str) -> int:
+def cmd_start(rundir: str, attached: bool = False) -> int:
+    """Start the guard. Detached (default): a daemon in its own session, so the SSH exec that started it can end.
+    Attached (`run`): the guard is our child and we go on as its follower, so the whole guard lives inside the
+    caller's session — what schedulers need that track a step's processes (srun; Slurm's proctrack plugins)."""
     try:
         job = load_job(rundir)
     except ValueError as e:
@@ -538,6 +543,15 @@ def cmd_start(rundir: str) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     first = os.fork()
+    if first == 0 and attached:
+        os.close(read_end)
+        code = EXIT_FAILED
+        try:
+            code = daemon_main(rundir, job, write_end)
+        except BaseException:
+            log("guard crashed:\n" + traceback.format_exc())
+        finally:
+            os._exit(code)
     if first == 0:
         os.close(read_end)
         os.setsid()
@@ -554,6 +568,15 @@ def cmd_start(rundir: str) -> int:
             os._exit(code)
     os.close(write_end)
     os.close(lock_fd)  # the daemon holds its own copy of the locked descriptor
+    if attached:
+        reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
+        if reply is None or "error" in reply:
+            emit(
+                {"k": "error", "t": time.time(), "error": (reply or {}).get("error", "guard did not report")}
+            )
+            return EXIT_FAILED
+        emit({"k": "started", "t": time.time(), **reply})
+        return cmd_follow(rundir, 0)
     os.waitpid(first, 0)
     reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
     if reply is None or "error" in reply:
@@ -790,7 +813,7 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
 
 def main(argv: list | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["start", "follow", "stop", "status"])
+    parser.add_argument("command", choices=["start", "run", "follow", "stop", "status"])
     parser.add_argument("rundir")
     parser.add_argument("--offset", type=int, default=0, help="follow: byte offset in out.log to start from")
     parser.add_argument("--grace", type=float, default=None, help="stop: seconds between SIGTERM and SIGKILL")
@@ -799,8 +822,8 @@ def main(argv: list | None = None) -> int:
     if not os.path.isdir(rundir):
         print(json.dumps({"error": f"no such run directory: {rundir}"}))
         return EXIT_BAD_INPUT
-    if args.command == "start":
-        return cmd_start(rundir)
+    if args.command in ("start", "run"):
+        return cmd_start(rundir, attached=args.command == "run")
     if args.command == "follow":
         return cmd_follow(rundir, args.offset)
     if args.command == "stop":

@@ -1,0 +1,120 @@
+"""The embedded default (local transport, simulated nodes on this machine) and the attached-guard mode.
+
+Process-table checks look for the run id that the plan puts into every job process's environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cluster.inventory import load_inventory
+from cluster.local import LocalTransport
+from cluster.transport import Endpoint
+from launcher import lifecycle, records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def processes_of_run(run_id: str) -> list[int]:
+    marker = f"RLAUNCH_RUN_ID={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_embedded_default_through_the_cli(run_home: Path) -> None:
+    """What `make demo` runs: two simulated nodes × two ranks, real torchrun over gloo."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher.cli", "up", "examples/local.yaml", "--no-doctor"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "RLAUNCH_HOME": str(run_home)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "sim-node0[0] step=30 loss=" in proc.stdout and "training complete" in proc.stdout
+    assert "succeeded" in proc.stderr
+    run_id = records.list_run_ids(run_home)[-1]
+    assert not processes_of_run(run_id)
+    losses = [float(line.split("loss=")[1]) for line in proc.stdout.splitlines() if " step=" in line]
+    assert losses[-1] < losses[0]  # the demo job learns
+
+
+class AttachedLocalTransport(LocalTransport):
+    guard_attached = True  # behave like srun: the guard must stay inside the follower's process tree
+
+
+def test_attached_guard_runs_a_job_to_completion(tmp_path: Path) -> None:
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work")})
+    transport = AttachedLocalTransport(Endpoint.all_from(inv))
+    lines: list[str] = []
+    run_id, outcome = lifecycle.up(inv, transport=transport, on_line=lambda h, r, t: lines.append(t))
+    assert outcome.code == 0, outcome.summary
+    assert any(t.startswith("step=30") for t in lines)
+    assert not processes_of_run(run_id)
+
+
+def test_detach_is_refused_for_attached_transports(tmp_path: Path) -> None:
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    transport = AttachedLocalTransport(Endpoint.all_from(inv))
+    with pytest.raises(lifecycle.LaunchError) as info:
+        lifecycle.up(inv, transport=transport, detach=True)
+    assert info.value.code == 2
+
+
+def test_attached_guard_ends_with_its_channel(tmp_path: Path) -> None:
+    """When the launcher's channel goes (srun step ended, launcher killed), the attached guard cleans up."""
+    import time
+
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import Runner
+
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    job = inv.job.model_copy(update={"args": ["--steps", "100000", "--sleep", "0.05"]})
+    health = inv.health.model_copy(update={"heartbeat_timeout": 2.0, "grace": 1.0})
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    record = records.RunRecord.create(plan.run_id, plan.to_json())
+    runner = Runner(plan, AttachedLocalTransport(Endpoint.all_from(inv)), record)
+    runner.push()
+    runner.start()
+    beating = True
+
+    def heartbeat() -> None:  # the launcher's part of the contract, until it "dies"
+        while beating:
+            runner._heartbeat()
+            time.sleep(0.3)
+
+    import threading
+
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
+    deadline = time.time() + 120
+    while len(processes_of_run(plan.run_id)) < 6 and time.time() < deadline:  # 2 torchruns + 4 workers
+        time.sleep(0.2)
+    assert len(processes_of_run(plan.run_id)) >= 6
+    beating = False
+    beat.join()
+    runner.detach_followers()
+    deadline = time.time() + 60
+    while processes_of_run(plan.run_id) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not processes_of_run(plan.run_id)
