@@ -589,7 +589,8 @@ def checks(facts_by_host: Mapping[str, Facts], inventory: Inventory | None = Non
             "error",
             {h: f.error or "" for h, f in facts.items() if f.error},
             f"all {len(facts)} nodes answered",
-            "check SSH (rlaunch doctor prints the transport's error), the node's python, and the timeout",
+            "check the link (SSH, or srun and the allocation for transport slurm: the error above names it), "
+            "the node's python, and the timeout",
         )
     )
     for name, severity, fix in SAME_EVERYWHERE:
