@@ -118,6 +118,14 @@ class RunRecord:
             f.write(line + "\n")
             f.flush()
 
+    def append_gpu(self, host: str, snapshot: dict[str, Any]) -> None:
+        """Periodic amd-smi / rocm-smi snapshots, kept for post-mortems (gpu/<host>.jsonl)."""
+        with self._lock:
+            path = self.root / "gpu" / f"{host}.jsonl"
+            path.parent.mkdir(exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(snapshot, sort_keys=True) + "\n")
+
     def log_path(self, host: str) -> Path:
         return self.root / "logs" / f"{host}.log"
 

@@ -237,6 +237,14 @@ class Runner:
                 samples = [ProcSample(int(p["pid"]), str(p.get("state", "?"))) for p in rec.get("procs", [])]
                 for event in self.watcher.observe_procs(now, host, samples):
                     self._event(event.to_dict())
+            elif kind == "kernel":
+                text = rec.get("text", "")
+                self.record.append_log(host, f"[kernel] {text}")
+                event = self.watcher.observe_gpu(now, host, text)
+                if event is not None:
+                    self._event(event.to_dict())
+            elif kind == "gpu":
+                self.record.append_gpu(host, rec)
             elif kind == "exit":
                 final = rec.get("state") or {}
                 self.nodes[host].final = final

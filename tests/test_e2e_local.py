@@ -118,3 +118,40 @@ def test_attached_guard_ends_with_its_channel(tmp_path: Path) -> None:
     while processes_of_run(plan.run_id) and time.time() < deadline:
         time.sleep(0.2)
     assert not processes_of_run(plan.run_id)
+
+
+def test_gpu_reset_in_the_kernel_log_stops_the_job_and_smi_snapshots_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follower tails the kernel log (RLAUNCH_KMSG stands in for /dev/kmsg) and snapshots amd-smi."""
+    import threading
+    import time
+
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("old line from before the job: amdgpu 0000:08:00.0: amdgpu: GPU reset begin!\n")
+    monkeypatch.setenv("RLAUNCH_KMSG", str(kmsg))
+    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin' / 'mi300x'}:{os.environ['PATH']}")
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    job = inv.job.model_copy(update={"args": ["--steps", "100000", "--sleep", "0.05"]})
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job})
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(out=lifecycle.up(inv)), daemon=True)
+    thread.start()
+    deadline = time.time() + 120
+    while (
+        not [p for p in (records.list_run_ids() or [None]) if p and processes_of_run(p)]
+        and time.time() < deadline
+    ):
+        time.sleep(0.2)
+    time.sleep(7)  # the first amd-smi snapshot comes 5 s after the follower starts
+    with kmsg.open("a") as f:
+        f.write("6,1234,5678,-;amdgpu 0000:08:00.0: amdgpu: GPU reset begin!\n")
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    run_id, outcome = result["out"]
+    assert outcome.code == 1
+    assert outcome.root_cause is not None and outcome.root_cause["category"] == "gpu-fault", outcome.summary
+    assert "GPU reset begin" in outcome.root_cause["text"]
+    snapshots = (records.RunRecord.open(run_id).root / "gpu").glob("*.jsonl")
+    assert any('"tool": "amd-smi"' in p.read_text() for p in snapshots)
+    assert not processes_of_run(run_id)

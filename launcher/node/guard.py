@@ -32,6 +32,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -762,8 +763,72 @@ def emit(record: dict) -> None:
     sys.stdout.flush()
 
 
+class GpuWatch:
+    """GPU health seen from the node, for the launcher's watcher: new amdgpu lines of the kernel log (GPU resets,
+    ring timeouts, RAS/ACA and page faults appear there, not in the job's output) and a periodic amd-smi or
+    rocm-smi snapshot kept in the run record. Both are optional: a node without the tools or without permission to
+    read the kernel log (kernel.dmesg_restrict) simply reports nothing."""
+
+    SNAPSHOT_EVERY_S = 30.0
+    TOOLS = (
+        ("amd-smi", ["amd-smi", "metric", "--json"]),
+        ("rocm-smi", ["rocm-smi", "--showuse", "--showmemuse", "--json"]),
+    )
+
+    def __init__(self) -> None:
+        self.kmsg_fd: int | None = None
+        self.kmsg_buf = b""
+        path = os.environ.get("RLAUNCH_KMSG", "/dev/kmsg")  # tests point this at a file
+        try:
+            self.kmsg_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.kmsg_fd, 0, os.SEEK_END)  # only what happens from now on
+        except OSError:
+            self.kmsg_fd = None
+        self.tool = next((t for t in self.TOOLS if shutil.which(t[0])), None)
+        self.next_snapshot = time.time() + 5.0
+
+    def kernel_lines(self) -> list:
+        if self.kmsg_fd is None:
+            return []
+        out = []
+        while True:
+            try:
+                chunk = os.read(self.kmsg_fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == errno.EPIPE:  # /dev/kmsg: records were overwritten while we slept; go on
+                    continue
+                self.kmsg_fd = None
+                break
+            if not chunk:
+                break
+            self.kmsg_buf += chunk
+        *records, self.kmsg_buf = self.kmsg_buf.split(b"\n")
+        for record in records:
+            text = record.decode("utf-8", "replace")
+            text = (
+                text.split(";", 1)[1] if ";" in text[:64] else text
+            )  # /dev/kmsg: "pri,seq,ts,flags;message"
+            if "amdgpu" in text or "amdkfd" in text:
+                out.append(text[:MAX_LINE_BYTES])
+        return out
+
+    def snapshot(self, now: float) -> dict | None:
+        if self.tool is None or now < self.next_snapshot:
+            return None
+        self.next_snapshot = now + self.SNAPSHOT_EVERY_S
+        name, argv = self.tool
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError) as e:
+            return {"tool": name, "error": str(e)}
+        return {"tool": name, "rc": done.returncode, "text": done.stdout[:65536]}
+
+
 def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None:
     heartbeat = path_in(rundir, "heartbeat")
+    gpu = GpuWatch()
     try:
         stdin_fd: int | None = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
@@ -786,6 +851,11 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
             procs = job_processes([pid], read_records(rundir))
             emit({"k": "procs", "t": now, "procs": describe(procs)})
             next_procs = now + PROCS_EVERY_S
+            for text in gpu.kernel_lines():
+                emit({"k": "kernel", "t": now, "text": text})
+            snapshot = gpu.snapshot(now)
+            if snapshot is not None:
+                emit({"k": "gpu", "t": now, **snapshot})
         if stdin_fd is None:
             time.sleep(0.2)
             continue
