@@ -289,6 +289,10 @@ class Runner:
             ):
                 # A line alone: give its node a moment to exit cleanly (see Watcher.confirm_s) before acting.
                 failure = None
+            if failure is None and self.watcher.should_stop and self.watcher.stop_reason == "end-of-run":
+                self.stop(reason="end-of-run", watcher_reason="end-of-run")
+                self._await_exit_records(timeout=3.0)
+                return self.outcome()
             if failure is not None:
                 self._event({"kind": "info", "severity": "info", "text": f"tearing down: {failure.text}"})
                 self.stop(reason=f"first failure on {failure.node}")
@@ -336,9 +340,9 @@ class Runner:
                     self._event(event.to_dict())
 
     # --- phase 4: teardown ------------------------------------------------------------------------------
-    def stop(self, reason: str = "stopped") -> GroupResult:
+    def stop(self, reason: str = "stopped", watcher_reason: str = "requested") -> GroupResult:
         with self._lock:
-            self.watcher.request_stop(time.time(), "requested")
+            self.watcher.request_stop(time.time(), watcher_reason)
         grace = float(self.plan.health.get("grace", 5))
         group = self.transport.run_all(
             self.plan.hosts,
@@ -428,13 +432,14 @@ class Runner:
             for host, s in self.nodes.items()
         }
         root = verdict.root_cause.to_dict() if verdict.root_cause is not None else None
-        if verdict.ok and all(n["state"] == "succeeded" for n in nodes.values()):
+        # The watcher's verdict decides: it forgives end-of-run aborts and the stop of nodes left waiting after one.
+        if verdict.ok:
             code = EXIT_OK
         elif root and root.get("kind") == "lost":
             code = EXIT_INFRA
         else:
             code = EXIT_FAILED
-        return Outcome(code, verdict.summary, root, nodes, getattr(verdict, "end_of_run_abort", False))
+        return Outcome(code, verdict.summary, root, nodes, bool(verdict.end_of_run_aborts))
 
 
 def _duration(final: dict[str, Any] | None) -> float | None:

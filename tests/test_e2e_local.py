@@ -155,3 +155,16 @@ def test_gpu_reset_in_the_kernel_log_stops_the_job_and_smi_snapshots_are_kept(
     snapshots = (records.RunRecord.open(run_id).root / "gpu").glob("*.jsonl")
     assert any('"tool": "amd-smi"' in p.read_text() for p in snapshots)
     assert not processes_of_run(run_id)
+
+
+def test_end_of_run_abort_is_told_apart_from_a_failure(tmp_path: Path) -> None:
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    job = inv.job.model_copy(
+        update={"script": str(ROOT / "tests" / "jobs" / "end_of_run_abort.py"), "args": []}
+    )
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job})
+    run_id, outcome = lifecycle.up(inv)
+    assert outcome.end_of_run_abort, outcome.summary
+    assert outcome.code == 0, outcome.summary
+    assert "end-of-run abort" in outcome.summary
+    assert not processes_of_run(run_id)

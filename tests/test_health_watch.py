@@ -232,3 +232,35 @@ def test_fatal_line_followed_by_a_late_clean_exit_still_counts() -> None:
     )
     w.observe_exit(10.0 + w.confirm_s + 5, "node1", 0)
     assert w.first_failure is not None and not w.verdict().ok
+
+
+def test_end_of_run_abort_stops_nodes_left_in_the_exit_barrier_and_succeeds() -> None:
+    w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600, end_of_run_grace=20)
+    w.start(0.0)
+    w.observe_line(10.0, "node1", 0, "  train_runtime            = 0:00:01.23")
+    w.observe_line(10.5, "node2", 3, "terminate called without an active exception")
+    w.observe_exit(11.0, "node2", 1)  # torchrun on node2 gives up: forgiven, the run had completed
+    assert w.first_failure is None
+    assert w.tick(20.0) == []  # node1's agent still waits in torchrun's exit barrier
+    events = w.tick(31.5)
+    assert w.should_stop and w.stop_reason == "end-of-run" and events
+    w.observe_exit(33.0, "node1", None, "SIGKILL")  # our teardown's SIGKILL after the grace: not a cause
+    verdict = w.verdict()
+    assert verdict.ok and verdict.state.value == "succeeded" and verdict.end_of_run_aborts
+
+
+def test_a_kill_reported_after_teardown_began_is_still_the_cause() -> None:
+    """The teardown's own SIGKILLs are consequences; a death before it started is not, even if reported late."""
+    w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+    w.start(0.0)
+    w.observe_line(
+        10.8,
+        "node1",
+        0,
+        "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [198.18.0.6]:1234",
+    )
+    w.request_stop(12.0)
+    w.observe_exit(10.0, "node2", None, "SIGKILL", rank=3)
+    w.observe_exit(13.0, "node1", None, "SIGKILL")
+    root = w.first_failure
+    assert root is not None and root.node == "node2" and root.rank == 3

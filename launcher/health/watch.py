@@ -131,6 +131,11 @@ class Watcher:
     _stopped_reported: set[tuple[str, int]] = field(default_factory=set)
     _end_of_run_nodes: set[str] = field(default_factory=set)
     _line_numbers: dict[tuple[str, int | None], int] = field(default_factory=dict)
+    _teardown_at: float | None = None
+    _end_of_run_since: float | None = None
+    # After an end-of-run abort on one node the others' torchrun waits in its exit barrier (up to 300 s) for an
+    # agent that is gone: outputs are complete, so such nodes are stopped after this long and the run succeeds.
+    end_of_run_grace: float = 20.0
 
     # ---- inputs -------------------------------------------------------------------------------
 
@@ -180,11 +185,21 @@ class Watcher:
             return None
         how = f"exited with signal {signal_text}" if signal_text else f"exited with code {code}"
         event = Event(time, node, rank, "exit", "crash", "fatal", how, code=code, signal=signal_text)
-        expected = self.stop_reason == "requested" or signal_text in TEARDOWN_SIGNALS
+        # Exits after the teardown began are its doing (our SIGTERM, then SIGKILL after the grace); a death that
+        # happened before, even if reported late, is still a cause.
+        ours = self._teardown_at is not None and time >= self._teardown_at
+        expected = ours or self.stop_reason == "requested" or signal_text in TEARDOWN_SIGNALS
         if self.state is State.STOPPING and expected:
             # We (or torchrun, after a failure) asked for this exit.
             event = replace(event, severity="info", text=f"{how} while stopping")
-        recorded = self._record(self._forgive_end_of_run(event))
+        event = self._forgive_end_of_run(event)
+        if (
+            event.kind == "exit"
+            and event.text.startswith("end-of-run abort")
+            and self._end_of_run_since is None
+        ):
+            self._end_of_run_since = time
+        recorded = self._record(event)
         self._settle(time)
         return recorded
 
@@ -226,6 +241,8 @@ class Watcher:
 
     def request_stop(self, time: float, reason: str = "requested") -> None:
         """The user (or the runner) asked to stop: exits from now on are expected."""
+        if self._teardown_at is None:
+            self._teardown_at = time
         if self.state not in TERMINAL and self.state is not State.STOPPING:
             self.state = State.STOPPING
             self.stop_reason = reason
@@ -234,6 +251,16 @@ class Watcher:
         """Time passes. A stall is the whole job silent for ``stall_timeout``: with HF Trainer only
         the main process prints, so one quiet rank proves nothing. The quietest node is named."""
         self.start(now)
+        if (
+            self._end_of_run_since is not None
+            and self.state in (State.STARTING, State.RUNNING)
+            and now - self._end_of_run_since >= self.end_of_run_grace
+        ):
+            self.request_stop(now, "end-of-run")
+            text = (
+                "training completed and a node ended with an end-of-run abort: stopping nodes still waiting"
+            )
+            return [self._record(Event(now, "", None, "info", None, "info", text))]
         if self.state in TERMINAL or self.state is State.STOPPING or self._stall_reported:
             return []
         assert self._started_at is not None
@@ -333,6 +360,8 @@ class Watcher:
             self.state = State.FAILED
         elif self.state is State.STOPPING and self.stop_reason == "requested":
             self.state = State.STOPPED
+        elif self.state is State.STOPPING and self.stop_reason == "end-of-run":
+            self.state = State.SUCCEEDED
         else:
             self.state = State.SUCCEEDED
 
