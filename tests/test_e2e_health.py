@@ -105,6 +105,7 @@ def test_sigkill_of_one_rank_names_it_and_tears_everything_down(sim3: Any) -> No
     assert_nothing_left(sim3)
 
 
+@pytest.mark.slow
 def test_sigstopped_rank_is_a_hang_and_stopped_processes_die_too(sim3: Any) -> None:
     inv = from_mapping(
         two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"], health={"stall_timeout": 30})
@@ -154,6 +155,7 @@ def losses(lines: list[tuple[str, int | None, str]]) -> dict[int, str]:
     return out
 
 
+@pytest.mark.slow
 def test_restart_resumes_from_the_latest_checkpoint_with_identical_losses(sim3: Any, tmp_path: Path) -> None:
     # Checkpoints must be visible to every node (shared storage): /var/tmp is not private per simulated node.
     shared = Path("/var/tmp") / f"rlaunch-test-ckpt-{os.getpid()}-{time.time_ns()}"

@@ -157,6 +157,7 @@ def test_gpu_reset_in_the_kernel_log_stops_the_job_and_smi_snapshots_are_kept(
     assert not processes_of_run(run_id)
 
 
+@pytest.mark.slow
 def test_end_of_run_abort_is_told_apart_from_a_failure(tmp_path: Path) -> None:
     inv = load_inventory(ROOT / "examples" / "local.yaml")
     job = inv.job.model_copy(

@@ -96,6 +96,7 @@ def write_inventory(tmp_path: Path, data: dict) -> Path:
 # ------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_three_node_job_end_to_end(sim3: Any) -> None:
     inv = from_mapping(job_inventory(sim3, steps=4, nproc=1))
     lines: list[tuple[str, int | None, str]] = []
