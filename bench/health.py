@@ -70,6 +70,7 @@ class Trial:
     gone: float | None
     named: bool | None = None  # rlaunch only: the root cause is node2 (rank 3 or the node itself)
     startup: float | None = None  # rlaunch only: from up() to the first training step seen at the head
+    summary: str = ""  # rlaunch only: the Outcome's one-line verdict
     load: float = field(default_factory=lambda: os.getloadavg()[0])
 
 
@@ -201,7 +202,8 @@ def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) 
                 f"{str(event.get('text'))[:100]}",
                 file=sys.stderr,
             )
-    return Trial(detected, verdict, gone, named, startup)
+    summary = outcome.summary if outcome is not None else repr(returned.get("error"))
+    return Trial(detected, verdict, gone, named, startup, summary)
 
 
 def poll_until(done: Callable[[], bool], t0: float, cap: float) -> float | None:
@@ -317,7 +319,9 @@ def verdict(results: dict[tuple[str, str], list[Trial]], cap: float, stall_timeo
         )
         met = "met" if worst <= target else "NOT met"
         parts.append(f"{case} ≤ {target:g} s: {met} (median {fmt(worst, cap)} s to verdict and nothing left)")
-    return "Targets (rlaunch). " + "; ".join(parts) + "."
+    misnamed = sorted({t.summary for trials in results.values() for t in trials if t.named is False})
+    named_otherwise = "".join(f" Root cause named otherwise: {summary[:160]}." for summary in misnamed)
+    return "Targets (rlaunch). " + "; ".join(parts) + "." + named_otherwise
 
 
 def machine_notes(reps: int, cap: float, load_before: tuple[float, float, float], startup: float) -> str:
