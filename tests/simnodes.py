@@ -45,14 +45,32 @@ ALLOC_LOCK = "/run/rlaunch-simnodes.lock"  # serialises address allocation betwe
 START_TIMEOUT = 20.0
 
 # Runs as PID 1 of the node's namespaces, then becomes sshd. Paths arrive as arguments, never spliced in.
+# Paths under /tmp given after the sixth argument (the checkout and its venv, when CI clones into /tmp) stay
+# visible through the private /tmp: the host's /tmp is held at $6 first, then bound back path by path.
 NODE_INIT = r"""
 set -e
 hostname "$1"
+hold="$6"
+mount --bind /tmp "$hold"
 mount -t tmpfs -o mode=1777,size=256m tmpfs /tmp
 mount --bind "$2" /etc/hosts
 if [ -f "$3" ]; then mount --bind "$4" "$3"; fi
-exec /usr/sbin/sshd -D -e -f "$5"
+config="$5"
+shift 6
+for keep in "$@"; do
+  rel="${keep#/tmp/}"
+  mkdir -p "/tmp/$rel"
+  mount --bind "$hold/$rel" "/tmp/$rel"
+done
+exec /usr/sbin/sshd -D -e -f "$config"
 """
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def paths_to_keep() -> list[str]:
+    """What nodes must see although it lives under /tmp: this checkout (with its .venv) and the interpreter."""
+    wanted = {str(CHECKOUT), sys.prefix}
+    return sorted(p for p in wanted if p.startswith("/tmp/"))
 
 
 def unavailable_reason() -> str | None:
@@ -416,12 +434,15 @@ class SimCluster:
         prefix = ["ip", "netns", "exec", node.netns] if node.netns else []
         if self.namespaces:
             bashrc = os.path.join(pwd.getpwuid(0).pw_dir, ".bashrc")
+            hold = node.state_dir / "host-tmp"
             argv = [
                 *prefix,
                 "unshare", "--pid", "--fork", "--mount-proc", "--uts", "--mount", "--propagation", "private",
                 "sh", "-c", NODE_INIT, "node-init",
                 node.name, str(node.state_dir / "hosts"), bashrc, str(self.base / "empty_bashrc"), config,
+                str(hold), *paths_to_keep(),
             ]  # fmt: skip
+            hold.mkdir(exist_ok=True)
         else:
             argv = [*prefix, SSHD, "-D", "-e", "-f", config]
         node.proc = subprocess.Popen(
