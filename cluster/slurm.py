@@ -32,10 +32,6 @@ from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Tra
 NOT_FOUND_EXIT = 127  # what a remote shell answers for a missing program, as the other transports report it
 NOT_EXECUTABLE_EXIT = 126
 STOP_GRACE = 5.0  # srun → SIGTERM (cancels the step) → this long → SIGKILL srun itself
-# Same script as ssh.py's put: positional arguments only, temp file + rename, print the sha256.
-PUT_SCRIPT = (
-    '[ -d "$2" ] || mkdir -p "$2"; umask 077; t="$1.tmp.$$"; cat > "$t" && mv -f "$t" "$1" && sha256sum "$1"'
-)
 
 # srun's report about a task, not the task's own output: "srun: error: node1: task 0: Exited with exit code 3",
 # "srun: error: node1: task 0: Killed", and slurmstepd's "*** STEP 12.3 ON node1 CANCELLED AT ... ***".
@@ -121,11 +117,6 @@ class SlurmTransport(Transport):
                 seconds=time.monotonic() - started,
             )
         return read_result(host, proc.returncode, _text(out), _text(err), time.monotonic() - started)
-
-    def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
-        """Write data to dest on host atomically (temp file + rename, mode 600); stdout is `sha256  dest`."""
-        directory = os.path.dirname(dest) or "."
-        return self.run(host, ["sh", "-c", PUT_SCRIPT, "put", dest, directory], stdin=data, timeout=timeout)
 
     def start(
         self,
