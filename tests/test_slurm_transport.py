@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from cluster.inventory import load_inventory
 from cluster.slurm import SlurmTransport
 from cluster.transport import Endpoint, make_transport
 from launcher import lifecycle, records
+from launcher.run import LaunchError
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable  # the venv's interpreter: the single node is this machine
@@ -196,20 +198,34 @@ def test_long_job_stopped_with_down_leaves_nothing(in_allocation: Allocation, tm
     inv = load_inventory(
         write_inventory(tmp_path, job, env={"RLAUNCH_SLURM_TEST": marker_value}), from_slurm=in_allocation.env
     )
-    run_id, outcome = lifecycle.up(inv, detach=True)
-    assert outcome.code == 0, outcome.summary
+    # Attached (the only mode under srun): `up` runs in one thread, `rlaunch down` comes from "another terminal".
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.update(out=lifecycle.up(inv)), daemon=True)
+    thread.start()
     try:
         wait_for(lambda: pids_with(marker), 60, "the job's process")
+        run_id = records.list_run_ids()[-1]
         assert lifecycle.status(run_id)["nodes"][in_allocation.node]["state"] == "running"
         _, results = lifecycle.down(run_id)
         assert all(err is None for _, err in results.values()), results
         wait_for(lambda: not pids_with(marker), 30, "no process carrying the job's marker")
+        thread.join(timeout=60)
+        assert not thread.is_alive()
         run_dir = records.RunRecord.open(run_id).plan_json()["nodes"][0]["run_dir"]
         wait_for(lambda: not pids_mentioning(run_dir), 30, "the guard and its steps to end")
     finally:
         for pid in pids_with(marker):  # only if down failed: the job's own pids, found by our marker
             os.kill(pid, signal.SIGKILL)
-    assert records.RunRecord.open(run_id).read_state()["state"] == "stopped"
+    _, outcome = result["out"]
+    assert outcome.code != 0  # stopped from outside: not a success
+
+
+def test_detach_is_refused_under_srun(in_allocation: Allocation, tmp_path: Path) -> None:
+    job = {"kind": "command", "command": [PYTHON, "-c", "print(1)"]}
+    inv = load_inventory(write_inventory(tmp_path, job), from_slurm=in_allocation.env)
+    with pytest.raises(LaunchError) as info:
+        lifecycle.up(inv, detach=True)
+    assert info.value.code == 2 and "sbatch" in str(info.value)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
