@@ -37,7 +37,8 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   log "creating $VENV"
   "$PY" -m venv "$VENV"
 fi
-pip() { "$VENV/bin/python" -m pip -q --disable-pip-version-check "$@"; }
+# This machine's pip config names a local index that may be absent: drop its per-package "ignored" warnings.
+pip() { "$VENV/bin/python" -m pip -q --disable-pip-version-check "$@" 2> >(grep -v "^WARNING: Location" >&2); }
 stamp="$VENV/.rlaunch-stack-v1"
 if [[ ! -f "$stamp" ]]; then
   log "installing the CPU training stack (torch, deepspeed, llamafactory; ~1 min)"
