@@ -186,6 +186,7 @@ def test_local_resume_from_a_wrong_checkpoint_fails_the_resume_check(home: Path)
 
 @pytest.mark.slow
 def test_slurm_prolog_runs_the_real_validate(tmp_path: Path, home: Path) -> None:
+    (tmp_path / "textfiles").mkdir()  # node_exporter's directory exists on a real node
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
@@ -255,8 +256,9 @@ def test_dual_passes_and_baseline_round_trip_flags_a_regression(
 @pytest.mark.slow
 def test_cluster_stage_passes_on_two_nodes(sim3: Any, tmp_path: Path, home: Path, shared_ckpt: Path) -> None:
     inv = sim_inventory(sim3, tmp_path, nodes=2)
+    # --only: single and dual (and their chaining) are covered above; this keeps the test to the cluster work.
     code, report, err = validate(
-        str(inv), "--stage", "cluster", "--ckpt-dir", str(shared_ckpt), "--json", home=home
+        str(inv), "--stage", "cluster", "--only", "--ckpt-dir", str(shared_ckpt), "--json", home=home
     )
     assert code == 0, err
     assert report is not None
@@ -289,3 +291,16 @@ def test_node_cut_off_from_the_others_is_named_by_pairwise_isolation(
     assert ("pairwise_isolation", "node1") not in failed(report)
     assert status_of(report, "cluster", "zero3_completed") == "skip"
     assert_nothing_left(cluster, timeout=60)
+
+
+@pytest.mark.slow
+def test_unreachable_node_exits_3_naming_it(sim_cluster: Any, tmp_path: Path, home: Path) -> None:
+    cluster = sim_cluster(2)
+    cluster.kill_node("node2")
+    inv = sim_inventory(cluster, tmp_path)
+    code, report, err = validate(str(inv), "--stage", "single", "--json", home=home)
+    assert code == 3, err
+    assert "unreachable: node2" in err
+    assert report is not None and status_of(report, "single", "reachable", "node2") == "fail"
+    assert status_of(report, "single", "loss_decreases", "node1") == "pass"
+    assert_nothing_left(cluster)
