@@ -264,3 +264,17 @@ def test_a_kill_reported_after_teardown_began_is_still_the_cause() -> None:
     w.observe_exit(13.0, "node1", None, "SIGKILL")
     root = w.first_failure
     assert root is not None and root.node == "node2" and root.rank == 3
+
+
+def test_retry_lines_are_no_progress_for_the_stall_clock() -> None:
+    """A rank stuck connecting to an unreachable master prints TCPStore retries: that is still a hang."""
+    w = Watcher({"node1": [0], "node2": [1]}, stall_timeout=30)
+    w.start(0.0)
+    retry = (
+        "[W1130 08:57:11.474908280 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+        "198.18.158.58:29611 - retrying (try=3, timeout=900000ms, delay=650ms): Network is unreachable"
+    )
+    for t in range(5, 40, 5):
+        w.observe_line(float(t), "node2", None, retry)
+    stalls = w.tick(40.0)
+    assert stalls and stalls[0].kind == "stall"

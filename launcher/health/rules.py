@@ -36,6 +36,9 @@ class Rule:
     severity: str
     hint: str
     cascade: bool = False
+    waiting: bool = (
+        False  # the line says "still waiting" (a retry loop): not a sign of progress for stall checks
+    )
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,22 @@ class Match:
     severity: str
     hint: str
     cascade: bool = False
+    waiting: bool = False
 
 
-def _rule(name: str, regex: str, category: str, severity: str, hint: str, *, cascade: bool = False) -> Rule:
+def _rule(
+    name: str,
+    regex: str,
+    category: str,
+    severity: str,
+    hint: str,
+    *,
+    cascade: bool = False,
+    waiting: bool = False,
+) -> Rule:
     assert category in CATEGORIES, category
     assert severity in ("fatal", "warning", "info"), severity
-    return Rule(name, re.compile(regex, re.IGNORECASE), category, severity, hint, cascade)
+    return Rule(name, re.compile(regex, re.IGNORECASE), category, severity, hint, cascade, waiting)
 
 
 # Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines trace error codes
@@ -71,7 +84,8 @@ RULES: tuple[Rule, ...] = (
           "the master's agent finished first; harmless when the node exits 0"),
     # ---- rendezvous, transient: TCPStore keeps retrying until its timeout; only the final error is fatal
     _rule("store-connect-retry", r"TCP client failed to connect/validate to host .* - retrying \(try=\d+",
-          "rendezvous", "warning", "the master's TCPStore is not reachable yet; PyTorch keeps retrying"),
+          "rendezvous", "warning", "the master's TCPStore is not reachable yet; PyTorch keeps retrying",
+          waiting=True),
 
     # ---- config: RCCL's init warnings (rccl #1026, #908); harmless on many hosts, a hint on others
     _rule("rccl-missing-fine-grain-pcie", r'Missing "HSA_FORCE_FINE_GRAIN_PCIE=1"', "config", "warning",
@@ -226,7 +240,7 @@ def classify(line: str) -> Match | None:
         return None
     for rule in RULES:
         if rule.pattern.search(line):
-            return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade)
+            return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
     return None
 
 

@@ -148,14 +148,15 @@ class Watcher:
         """One line of output. Records activity; returns the event if a rule flags the line."""
         self.start(time)
         key = (node, rank)
-        self._last_output[key] = time
+        match = classify(text)
+        if match is None or not match.waiting:  # a retry loop's "still waiting" is no progress
+            self._last_output[key] = time
+            self._stall_reported = False
         self._line_numbers[key] = self._line_numbers.get(key, 0) + 1
-        self._stall_reported = False
         if self.state is State.STARTING:
             self.state = State.RUNNING
         if is_completion_marker(text) and self.completed_at is None:
             self.completed_at = time
-        match = classify(text)
         if match is None:
             return None
         event = Event(time, node, rank, "line", match.category, match.severity, text.strip(),
