@@ -11,8 +11,10 @@ from rich.table import Table
 from launcher.plan import Plan
 
 # Errors and progress go to stderr, results to stdout (so `--json` output stays clean).
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Piped into a file or a CI log, rich would assume 80 columns and wrap every table: give it room instead.
+_WIDTH = None if sys.stdout.isatty() else 160
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
 
 
 def plan_table(plan: Plan, show_env: bool = True) -> None:
