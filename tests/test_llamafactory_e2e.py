@@ -150,6 +150,7 @@ def test_render_bf16_offload_workers_and_resume(tmp_path: Path) -> None:
     cfg = rendered_yaml(plan, "a")
     assert (cfg["bf16"], cfg["fp16"]) == (False, True)  # the user's fp16 runs on gfx942: kept
     assert cfg["dataloader_num_workers"] == 1
+    assert cfg["dataloader_persistent_workers"] is False
     assert cfg["resume_from_checkpoint"] == "/ck/checkpoint-8" and cfg["overwrite_output_dir"] is False
     ds = json.loads(next(f.content for f in plan.node("a").files if f.path == "ds_config.json"))
     assert ds["zero_optimization"]["offload_optimizer"] == {"device": "cpu", "pin_memory": True}

@@ -111,6 +111,8 @@ def render_config(job: JobSpec, ctx: NodeContext) -> tuple[dict[str, Any], list[
         )
 
     rendered["dataloader_num_workers"] = ctx.dataloader_workers
+    # Persistent workers keep forked processes (and their HIP state) alive across epochs: off, as the plan's rule.
+    rendered["dataloader_persistent_workers"] = False
     if ctx.resume_from:
         rendered["resume_from_checkpoint"] = ctx.resume_from
         rendered["overwrite_output_dir"] = False  # keep trainer_log.jsonl: the resumed steps append to it
