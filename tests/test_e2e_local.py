@@ -4,6 +4,7 @@ Process-table checks look for the run id that the plan puts into every job proce
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,6 +56,21 @@ def test_embedded_default_through_the_cli(run_home: Path) -> None:
     assert not processes_of_run(run_id)
     losses = [float(line.split("loss=")[1]) for line in proc.stdout.splitlines() if " step=" in line]
     assert losses[-1] < losses[0]  # the demo job learns
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "RLAUNCH_HOME": str(run_home)},
+        )  # fmt: skip
+
+    logs = cli("logs", "--node", "sim-node0", "--grep", "step=30 ")
+    assert logs.returncode == 0 and logs.stdout.strip().startswith("sim-node0| [default0]:step=30 loss=")
+    assert len(logs.stdout.strip().splitlines()) == 1
+    status = cli("status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["state"] == "succeeded"
+    listing = cli("status", "--all")
+    assert run_id in listing.stdout and "succeeded" in listing.stdout
+    assert cli("logs", "--grep", "([").returncode == 2  # a bad regex is bad input, not a traceback
 
 
 class AttachedLocalTransport(LocalTransport):
