@@ -14,9 +14,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RLAUNCH = [sys.executable, "-m", "launcher.cli"]
 
 
-def rlaunch(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def rlaunch(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*RLAUNCH, *args], capture_output=True, text=True, cwd=cwd or ROOT, env={**os.environ, **(env or {})},
+        [*RLAUNCH, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**os.environ, **(env or {})},
         timeout=120,
     )
 
@@ -95,12 +101,20 @@ def test_hostfile_without_slots(tmp_path: Path) -> None:
 
 def test_from_slurm_expands_nodelist() -> None:
     proc = rlaunch(
-        "plan", "examples/cluster.yaml", "--from-slurm", "--json",
+        "plan",
+        "examples/cluster.yaml",
+        "--from-slurm",
+        "--json",
         env={"SLURM_JOB_NODELIST": "gpu-[01-02]", "SLURM_GPUS_ON_NODE": "8"},
     )
-    assert proc.returncode == 2 and "master.node 'node01' is not in nodes" in proc.stderr  # the example names node01
+    assert (
+        proc.returncode == 2 and "master.node 'node01' is not in nodes" in proc.stderr
+    )  # the example names node01
     proc = rlaunch(
-        "plan", "examples/local.yaml", "--from-slurm", "--json",
+        "plan",
+        "examples/local.yaml",
+        "--from-slurm",
+        "--json",
         env={"SLURM_JOB_NODELIST": "gpu-[01-03]", "SLURM_GPUS_ON_NODE": "2"},
     )
     assert proc.returncode == 0, proc.stderr
@@ -116,17 +130,36 @@ def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> 
     """`pip install .` (not editable) must ship templates/ and launcher/node/ as package data."""
     target = tmp_path / "site"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stderr
-    assert (target / "templates" / "ds_z3.json").is_file() or (target / "templates" / "env_mi300x.env").is_file()
+    assert (target / "templates" / "ds_z3.json").is_file() or (
+        target / "templates" / "env_mi300x.env"
+    ).is_file()
     assert (target / "launcher" / "node" / "guard.py").is_file()
     env = {**os.environ, "PYTHONPATH": str(target)}
     work = tmp_path / "elsewhere"
     work.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "launcher.cli", "init", "c.yaml"], cwd=work, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "launcher.cli", "init", "c.yaml"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     (work / "train.py").write_text("print(1)\n")
@@ -134,7 +167,10 @@ def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> 
     where = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True)
     assert str(target) in where.stdout.splitlines()[0]
     proc = subprocess.run(
-        [sys.executable, "-m", "launcher.cli", "plan", "c.yaml", "--json"], cwd=work, env=env, capture_output=True,
+        [sys.executable, "-m", "launcher.cli", "plan", "c.yaml", "--json"],
+        cwd=work,
+        env=env,
+        capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stderr

@@ -150,7 +150,10 @@ def test_per_node_env_overrides_global() -> None:
 
 
 def test_profile_env_is_a_default_under_user_env() -> None:
-    sources = {**SOURCES, "<templates>/env_mi300x.env": b"# c\nNCCL_MIN_NCHANNELS=112\nHIP_FORCE_DEV_KERNARG=1\n"}
+    sources = {
+        **SOURCES,
+        "<templates>/env_mi300x.env": b"# c\nNCCL_MIN_NCHANNELS=112\nHIP_FORCE_DEV_KERNARG=1\n",
+    }
     inv = inventory(profile="mi300x", env={"NCCL_MIN_NCHANNELS": "32"})
     env = build_plan(inv, run_id="r", sources=sources, head_env={}).nodes[0].env
     assert env["HIP_FORCE_DEV_KERNARG"] == "1" and env["NCCL_MIN_NCHANNELS"] == "32"
@@ -247,7 +250,10 @@ def test_plan_is_pure_same_inputs_same_plan() -> None:
     assert plan_of().to_json() == plan_of().to_json()
 
 
-@pytest.mark.parametrize(("requested", "cpus", "nproc", "expected"), [(None, None, 8, 2), (8, 96, 8, 6), (1, 96, 8, 1), (4, 8, 4, 1)])
+@pytest.mark.parametrize(
+    ("requested", "cpus", "nproc", "expected"),
+    [(None, None, 8, 2), (8, 96, 8, 6), (1, 96, 8, 1), (4, 8, 4, 1)],
+)
 def test_dataloader_worker_cap(requested: int | None, cpus: int | None, nproc: int, expected: int) -> None:
     assert dataloader_workers(requested, cpus, nproc) == expected
 
