@@ -276,5 +276,12 @@ def test_retry_lines_are_no_progress_for_the_stall_clock() -> None:
     )
     for t in range(5, 40, 5):
         w.observe_line(float(t), "node2", None, retry)
+        w.observe_line(
+            float(t),
+            "node2",
+            None,
+            "Exception raised from recvBytes at Utils.hpp:787 (most recent call first):",
+        )
+        w.observe_line(float(t), "node2", None, "frame #0: c10::Error::Error(c10::SourceLocation) + 0x9d")
     stalls = w.tick(40.0)
     assert stalls and stalls[0].kind == "stall"

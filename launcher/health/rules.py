@@ -244,6 +244,16 @@ def classify(line: str) -> Match | None:
     return None
 
 
+# Lines that carry no news of progress: C++ stack frames and blank lines that a retrying TCPStore client prints
+# with every attempt would otherwise keep a hung rank looking alive forever.
+NO_PROGRESS = re.compile(r"^\s*$|^\s*frame #\d+:|^\s*Exception raised from |^\s*<omitting python frames>")
+
+
+def is_progress(line: str, match: Match | None) -> bool:
+    """Whether a line shows the job moving (for stall detection): not noise, not a "still waiting" retry."""
+    return not NO_PROGRESS.search(line) and not (match is not None and match.waiting)
+
+
 def is_completion_marker(line: str) -> bool:
     """True for lines that say training finished (used to recognise end-of-run aborts)."""
     return COMPLETION.search(line) is not None

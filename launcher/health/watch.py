@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from launcher.health.events import Event
-from launcher.health.rules import RULES_BY_NAME, classify, is_completion_marker
+from launcher.health.rules import RULES_BY_NAME, classify, is_completion_marker, is_progress
 
 
 class State(str, Enum):
@@ -149,7 +149,7 @@ class Watcher:
         self.start(time)
         key = (node, rank)
         match = classify(text)
-        if match is None or not match.waiting:  # a retry loop's "still waiting" is no progress
+        if is_progress(text, match):  # stack frames and retry loops' "still waiting" do not count
             self._last_output[key] = time
             self._stall_reported = False
         self._line_numbers[key] = self._line_numbers.get(key, 0) + 1
