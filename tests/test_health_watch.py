@@ -283,5 +283,10 @@ def test_retry_lines_are_no_progress_for_the_stall_clock() -> None:
             "Exception raised from recvBytes at Utils.hpp:787 (most recent call first):",
         )
         w.observe_line(float(t), "node2", None, "frame #0: c10::Error::Error(c10::SourceLocation) + 0x9d")
+        w.observe_line(
+            float(t), "node2", None,
+            "[E1130 09:56:33.769305467 socket.cpp:818] [c10d] The client socket has failed to connect to any "
+            "network address of (198.19.224.62, 29895).",
+        )  # fmt: skip
     stalls = w.tick(40.0)
     assert stalls and stalls[0].kind == "stall"

@@ -244,9 +244,12 @@ def classify(line: str) -> Match | None:
     return None
 
 
-# Lines that carry no news of progress: C++ stack frames and blank lines that a retrying TCPStore client prints
-# with every attempt would otherwise keep a hung rank looking alive forever.
-NO_PROGRESS = re.compile(r"^\s*$|^\s*frame #\d+:|^\s*Exception raised from |^\s*<omitting python frames>")
+# Lines that carry no news of progress: c10d's socket/TCPStore chatter, C++ stack frames and blank lines, which a
+# TCPStore client retrying an unreachable master prints with every attempt for up to 15 minutes, would otherwise
+# keep a hung rank looking alive.
+NO_PROGRESS = re.compile(
+    r"^\s*$|\[c10d\]|^\s*frame #\d+:|^\s*Exception raised from |^\s*<omitting python frames>"
+)
 
 
 def is_progress(line: str, match: Match | None) -> bool:
