@@ -175,3 +175,47 @@ def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert "HIP_FORCE_DEV_KERNARG" in proc.stdout  # read from the installed env_mi300x.env
+
+
+def test_logs_classify_json_names_line_category_severity(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "{'loss': 1.234, 'grad_norm': 0.5, 'learning_rate': 1e-4, 'epoch': 0.1}\n"
+        "[rank3]: torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.\n"
+        "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+    )
+    proc = rlaunch("logs", "classify", str(log), "--json")
+    assert proc.returncode == 1, proc.stderr  # a fatal line was found
+    flags = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert flags == [
+        {"line": 2, "category": "oom", "severity": "fatal", "text": flags[0]["text"]},
+    ]
+    assert "HIP out of memory" in flags[0]["text"]
+    healthy = tmp_path / "ok.log"
+    healthy.write_text("{'loss': 0.5}\n")
+    assert rlaunch("logs", "classify", str(healthy)).returncode == 0
+    assert "file not found" in assert_clean_error(rlaunch("logs", "classify", str(tmp_path / "missing.log")))
+
+
+def test_data_check_cli_reports_bad_records_by_line(tmp_path: Path) -> None:
+    data = tmp_path / "alpaca.jsonl"
+    data.write_text(
+        '{"instruction": "Say hi", "input": "", "output": "hi"}\n'
+        '{"instruction": "", "output": "x"}\n'
+        "not json\n"
+    )
+    proc = rlaunch("data", "check", str(data))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{data}:2:" in proc.stdout and f"{data}:3:" in proc.stdout
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"instruction": "Say hi", "input": "", "output": "hi"}\n')
+    assert rlaunch("data", "check", str(good)).returncode == 0
+
+
+def test_doctor_local_json() -> None:
+    proc = rlaunch("doctor", "--local", "--json", "--timeout", "90")
+    assert proc.returncode in (0, 1), proc.stderr  # facts of this machine; no GPU checks fail on a CPU node
+    report = json.loads(proc.stdout)
+    assert len(report["nodes"]) == 1 and report["facts"][report["nodes"][0]]["values"]["python"]["value"]
+    assert any(c["name"] == "reachable" and c["status"] == "pass" for c in report["checks"])
+    assert "needs an inventory" in assert_clean_error(rlaunch("doctor"))

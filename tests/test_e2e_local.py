@@ -185,3 +185,23 @@ def test_end_of_run_abort_is_told_apart_from_a_failure(tmp_path: Path) -> None:
     assert outcome.code == 0, outcome.summary
     assert "end-of-run abort" in outcome.summary
     assert not processes_of_run(run_id)
+
+
+def test_detached_run_followed_with_logs_f(run_home: Path) -> None:
+    env = {**os.environ, "RLAUNCH_HOME": str(run_home)}
+
+    def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
+            timeout=timeout, env=env,
+        )  # fmt: skip
+
+    up = cli("up", "examples/local.yaml", "--detach", "--no-doctor", "--json")
+    assert up.returncode == 0, up.stderr
+    run_id = json.loads(up.stdout.strip().splitlines()[-1])["run_id"]
+    follow = cli("logs", "-f", run_id, timeout=300)  # returns when the job ends
+    assert follow.returncode == 0, follow.stderr
+    assert "training complete" in follow.stdout and "step=30 loss=" in follow.stdout
+    status = cli("status", run_id, "--json")
+    assert json.loads(status.stdout)["state"] == "succeeded"
+    assert not processes_of_run(run_id)
