@@ -205,3 +205,30 @@ def test_detached_run_followed_with_logs_f(run_home: Path) -> None:
     status = cli("status", run_id, "--json")
     assert json.loads(status.stdout)["state"] == "succeeded"
     assert not processes_of_run(run_id)
+
+
+@pytest.mark.slow
+def test_restart_excludes_the_failed_node_when_asked(tmp_path: Path) -> None:
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    args = [
+        "--steps",
+        "8",
+        "--ckpt-every",
+        "2",
+        "--fail-at-step",
+        "5",
+        "--fail-rank",
+        "3",
+    ]  # rank 3: sim-node1
+    job = inv.job.model_copy(update={"args": args, "checkpoint_dir": str(tmp_path / "ckpt")})
+    restart = inv.restart.model_copy(update={"max_restarts": 1, "backoff": 0, "exclude_failed_node": True})
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "restart": restart})
+    lines: list[str] = []
+    run_id, outcome = lifecycle.up(inv, on_line=lambda h, r, t: lines.append(f"{h} {t}"))
+    assert outcome.code == 0, outcome.summary
+    record = records.RunRecord.open(run_id)
+    assert [n["host"] for n in record.plan_json()["nodes"]] == ["sim-node0"]  # the second attempt's plan
+    first = json.loads((record.root / "outcome-0.json").read_text())
+    assert first["root_cause"]["node"] == "sim-node1"
+    assert any("resumed from step-4" in line for line in lines)
+    assert not processes_of_run(run_id) and not processes_of_run(f"{run_id}-r1")
