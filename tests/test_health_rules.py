@@ -150,3 +150,16 @@ def test_event_json_round_trip_and_validation() -> None:
                            '"severity":"info","text":"x","future_field":1}').kind == "info"  # fmt: skip
     with pytest.raises(ValueError):
         Event(0.0, "n", None, "bogus", None, "fatal", "x")
+
+
+def test_every_rule_has_a_literal_prefilter_that_never_hides_a_match() -> None:
+    """classify() skips a rule's regex when none of its required literals is in the line: check that every
+    fixture line the regex matches also contains one of the literals (so the prefilter changes nothing)."""
+    from launcher.health.rules import RULES
+
+    assert all(rule.needles for rule in RULES)
+    for name, number, _, line in CASES:
+        for rule in RULES:
+            if rule.pattern.search(line):
+                assert rule.needles is not None
+                assert any(n in line.lower() for n in rule.needles), (rule.name, name, number)

@@ -14,6 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+try:  # the regex parser, to find each rule's required literals (Python 3.11+ names; older ones below)
+    from re import _constants as _c
+    from re import _parser
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _parser  # type: ignore[no-redef]
+
 CATEGORIES = (
     "collective-timeout",
     "comm-error",
@@ -36,9 +43,11 @@ class Rule:
     severity: str
     hint: str
     cascade: bool = False
-    waiting: bool = (
-        False  # the line says "still waiting" (a retry loop): not a sign of progress for stall checks
-    )
+    # The line says "still waiting" (a retry loop): not a sign of progress for stall checks.
+    waiting: bool = False
+    # Lower-case literals of which every match contains at least one (one per top-level alternative): a cheap
+    # `in` test skips the regex for the vast majority of lines, which are healthy. None: always run the regex.
+    needles: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,38 @@ def _rule(
 ) -> Rule:
     assert category in CATEGORIES, category
     assert severity in ("fatal", "warning", "info"), severity
-    return Rule(name, re.compile(regex, re.IGNORECASE), category, severity, hint, cascade, waiting)
+    pattern = re.compile(regex, re.IGNORECASE)
+    return Rule(name, pattern, category, severity, hint, cascade, waiting, _needles(regex))
+
+
+def _needles(regex: str) -> tuple[str, ...] | None:
+    """Literals that every match of `regex` must contain: per top-level alternative, its longest run of plain
+    characters outside any repeat or option. None when an alternative has no literal of 3 characters or more."""
+    items = list(_parser.parse(regex))
+    if len(items) == 1 and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1])
+    branches = [list(b) for b in items[0][1][1]] if len(items) == 1 and items[0][0] is _c.BRANCH else [items]
+    found = []
+    for branch in branches:
+        literal = _longest_literal(branch)
+        if len(literal) < 3:
+            return None
+        found.append(literal.lower())
+    return tuple(found)
+
+
+def _longest_literal(items: list) -> str:
+    best = current = ""
+    for op, arg in items:
+        if op is _c.LITERAL:
+            current += chr(arg)
+            continue
+        best, current = max(best, current, key=len), ""
+        if op is _c.SUBPATTERN:  # a required group: its own literal counts if it has exactly one alternative
+            inner = list(arg[-1])
+            if not (len(inner) == 1 and inner[0][0] is _c.BRANCH):
+                best = max(best, _longest_literal(inner), key=len)
+    return max(best, current, key=len)
 
 
 # Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines trace error codes
@@ -238,7 +278,10 @@ def classify(line: str) -> Match | None:
     """The first rule that matches ``line``, or None for a healthy or unknown line."""
     if HEALTHY.search(line):
         return None
+    low = line.lower()
     for rule in RULES:
+        if rule.needles is not None and not any(n in low for n in rule.needles):
+            continue
         if rule.pattern.search(line):
             return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
     return None
