@@ -149,30 +149,8 @@ def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, 
 
 
 # --------------------------------------------------------------------------------------------------------
-def _not_built(name: str) -> None:
-    fail(f"`rlaunch {name}` is not built yet in this version", EXIT_BAD_INPUT)
-
-
-def _register_optional() -> None:
-    """Verbs that live in their own modules; each module adds its commands to `main`."""
-    import importlib
-
-    for module in ("launcher.cli_run", "launcher.cli_doctor", "launcher.cli_validate"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    for verb in ("up", "down", "status", "logs", "doctor", "validate", "data"):
-        if verb not in main.commands:
-
-            @main.command(name=verb, context_settings={"ignore_unknown_options": True})
-            @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-            def _stub(args: tuple[str, ...], _verb: str = verb) -> None:
-                _not_built(_verb)
-
-
-_register_optional()
+# The other verbs live in their own modules, each adding its commands to `main` (imported last: they import it).
+from launcher import cli_doctor, cli_run, cli_validate  # noqa: E402, F401
 
 if __name__ == "__main__":
     # Run as `python -m launcher.cli`: verbs registered themselves on the importable module, not on __main__.
