@@ -191,6 +191,8 @@ class JobSpec(_Strict):
 
 class Health(_Strict):
     stall_timeout: float = Field(600.0, gt=0)  # no output from a rank for this long = hung
+    # Silence allowed before the job's first line (imports, model loading): default stall_timeout.
+    startup_timeout: float | None = Field(None, gt=0)
     heartbeat_timeout: float = Field(15.0, gt=0)  # launcher silent this long = node guard tears down
     grace: float = Field(5.0, ge=0, le=300)  # SIGTERM → SIGKILL
 

@@ -86,7 +86,9 @@ class Runner:
         self.on_event = on_event or (lambda event: None)
         self.nodes = {n.host: NodeState(n.host) for n in plan.nodes}
         self.watcher = Watcher(
-            {n.host: list(n.ranks) for n in plan.nodes}, stall_timeout=float(plan.health["stall_timeout"])
+            {n.host: list(n.ranks) for n in plan.nodes},
+            stall_timeout=float(plan.health["stall_timeout"]),
+            startup_timeout=plan.health.get("startup_timeout"),
         )
         self._lock = threading.Lock()
         self._changed = threading.Event()

@@ -290,3 +290,16 @@ def test_retry_lines_are_no_progress_for_the_stall_clock() -> None:
         )  # fmt: skip
     stalls = w.tick(40.0)
     assert stalls and stalls[0].kind == "stall"
+
+
+def test_startup_has_its_own_allowance_then_the_stall_clock_runs_from_the_first_line() -> None:
+    w = Watcher({"node1": [0]}, stall_timeout=30, startup_timeout=120)
+    w.start(0.0)
+    assert w.tick(100.0) == []  # loading a model: silent, but within the start-up allowance
+    w.observe_line(110.0, "node1", 0, "step=1 loss=2.0")
+    assert w.tick(130.0) == []
+    stalls = w.tick(141.0)
+    assert stalls and stalls[0].kind == "stall"
+    quiet = Watcher({"node1": [0]}, stall_timeout=30, startup_timeout=120)
+    quiet.start(0.0)
+    assert quiet.tick(121.0)  # never printed anything: hung in start-up

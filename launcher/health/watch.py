@@ -116,6 +116,9 @@ class Watcher:
 
     ranks: dict[str, list[int]]
     stall_timeout: float
+    startup_timeout: float | None = (
+        None  # silence allowed before the first progress line (default: stall_timeout)
+    )
     cascade_window: float = 15.0
     stop_confirm_s: float = 1.0
     confirm_s: float = 3.0  # how long a fatal *line* waits for its node's exit code before it counts
@@ -266,7 +269,9 @@ class Watcher:
             return []
         assert self._started_at is not None
         last_any = max(self._last_output.values(), default=self._started_at)
-        if now - last_any < self.stall_timeout:
+        # Before the first line of progress the job is starting up (imports, model loading): its own allowance.
+        limit = self.stall_timeout if self._last_output else (self.startup_timeout or self.stall_timeout)
+        if now - last_any < limit:
             return []
         self._stall_reported = True
         quietest, since = self._quietest_node()

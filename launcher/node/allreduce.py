@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         device, backend = torch.device("cpu"), "gloo"
     timeout = datetime.timedelta(seconds=float(os.environ.get("RLAUNCH_PG_TIMEOUT", "600")))
+    print(f"allreduce: starting (local rank {os.environ.get('LOCAL_RANK', '0')})", flush=True)  # see probe.py
     dist.init_process_group(backend=backend, timeout=timeout)
     rank, world = dist.get_rank(), dist.get_world_size()
     for nbytes in sizes(args.min_bytes, args.max_bytes):

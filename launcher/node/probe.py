@@ -288,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     device = pick_device(args.device)
     backend = "nccl" if device.type == "cuda" else "gloo"
 
+    # A first line before the rendezvous: from here on, silence is judged by the stall timeout (the launcher
+    # allows start-up, imports included, more time).
+    print(f"probe: starting (local rank {os.environ.get('LOCAL_RANK', '0')})", flush=True)
     if args.engine == "zero3":
         import deepspeed  # the node's DeepSpeed; only needed for this engine
 

@@ -24,6 +24,9 @@ from launcher.validate.checks import Record, parse_allreduce, parse_probe
 # a verdict well before the 10 min process-group default.
 DEFAULT_STALL_TIMEOUT = 120.0
 PG_TIMEOUT_S = 120
+# Before a workload's first line: python + torch imports and torchrun's agent rendezvous (a node that cannot reach
+# the master hangs there, printing only c10d retries), so not much more than the stall timeout.
+STARTUP_EXTRA_S = 30.0
 
 
 def node_script_path(name: str) -> str:
@@ -96,7 +99,13 @@ def workload_inventory(
         "nproc_per_node": nproc,
         "timeout": PG_TIMEOUT_S,
     }
-    data["health"] = {**data.get("health", {}), "stall_timeout": stall_timeout}
+    # The stall clock starts at the workload's first line (printed before the rendezvous); until then, imports
+    # on a busy node may take a while.
+    data["health"] = {
+        **data.get("health", {}),
+        "stall_timeout": stall_timeout,
+        "startup_timeout": stall_timeout + STARTUP_EXTRA_S,
+    }
     data["restart"] = {"max_restarts": 0}
     return from_mapping(data, source=f"{base.source} (validate: {script})", base_dir=base.base_dir)
 
