@@ -19,7 +19,6 @@ import argparse
 import hashlib
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import benchmarks_md  # noqa: E402
 import paramiko  # noqa: E402
 from simnodes import SimCluster  # noqa: E402
 
@@ -232,18 +233,7 @@ def machine_notes(reps: int, load_before: tuple[float, float, float]) -> str:
 
 
 def write_section(text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = f"{MARK_BEGIN}\n{text}\n{MARK_END}"
-    pattern = re.compile(re.escape(MARK_BEGIN) + r".*?" + re.escape(MARK_END), re.S)
-    new = (
-        pattern.sub(lambda _: section, old)
-        if pattern.search(old)
-        else old.rstrip("\n") + "\n\n" + section + "\n"
-    )
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, path)
+    benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
 
 
 def main() -> None:

@@ -26,7 +26,6 @@ import argparse
 import os
 import platform
 import random
-import re
 import shlex
 import signal
 import statistics
@@ -43,7 +42,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import benchmarks_md  # noqa: E402
 from simnodes import SimCluster  # noqa: E402
 
 from cluster.inventory import from_mapping  # noqa: E402
@@ -345,18 +346,7 @@ def machine_notes(reps: int, cap: float, load_before: tuple[float, float, float]
 
 
 def write_section(text: str) -> None:
-    """Replace (or append) this bench's marked section of BENCHMARKS.md, leaving the others alone."""
-    path = ROOT / "BENCHMARKS.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = f"{MARK_BEGIN}\n{text}\n{MARK_END}"
-    pattern = re.compile(re.escape(MARK_BEGIN) + r".*?" + re.escape(MARK_END), re.S)
-    if pattern.search(old):
-        new = pattern.sub(lambda _: section, old)
-    else:
-        new = old.rstrip("\n") + "\n\n" + section + "\n"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, path)
+    benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
 
 
 def main() -> None:

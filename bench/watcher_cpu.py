@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import signal
 import sys
 import tempfile
@@ -36,7 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import benchmarks_md  # noqa: E402
 import psutil  # noqa: E402
 
 from cluster.inventory import from_mapping  # noqa: E402
@@ -338,18 +339,7 @@ def notes(args: argparse.Namespace, load_before: tuple[float, float, float]) -> 
 
 
 def write_section(text: str) -> None:
-    """Replace (or append) this bench's marked section of BENCHMARKS.md, leaving the others alone."""
-    path = ROOT / "BENCHMARKS.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = f"{MARK_BEGIN}\n{text}\n{MARK_END}"
-    pattern = re.compile(re.escape(MARK_BEGIN) + r".*?" + re.escape(MARK_END), re.S)
-    if pattern.search(old):
-        new = pattern.sub(lambda _: section, old)
-    else:
-        new = old.rstrip("\n") + "\n\n" + section + "\n"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, path)
+    benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
 
 
 def main() -> None:
