@@ -340,8 +340,8 @@ def machine_notes(reps: int, cap: float, load_before: tuple[float, float, float]
         f"the same cores, and launchers are interleaved per repetition. Median of {reps} repetitions; a run that "
         f"did not get there within {cap:g} s counts as > {cap:g}. Times are from the signal to the head seeing it "
         f"(polled every {POLL_S * 1000:.0f} ms). rlaunch's first training step reached the head {startup:.0f} s "
-        "after `up` (median): the stall clock runs from launch, so health.stall_timeout must exceed the job's "
-        "start-up time (the issue's example of 10 s stops this job before it trains)."
+        "after `up` (median): until a job's first line, health.startup_timeout applies (default: stall_timeout), so "
+        "with the issue's example of 10 s set startup_timeout too, or the job is stopped before it trains."
     )
 
 
