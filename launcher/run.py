@@ -26,7 +26,6 @@ from launcher.records import RunRecord
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 3, 130
 MIN_FREE_MB = 64
-HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
@@ -285,7 +284,7 @@ class Runner:
                 self._check_links(now)
                 done = all(s.final is not None or s.lost for s in self.nodes.values())
                 failure = self.watcher.first_failure
-            if failure is not None and self._worth_confirming(failure, now):
+            if failure is not None and self.watcher.worth_holding(failure, now):
                 failure = None
             if failure is None and self.watcher.should_stop and self.watcher.stop_reason == "end-of-run":
                 self.stop(reason="end-of-run", watcher_reason="end-of-run")
@@ -300,19 +299,6 @@ class Runner:
                 return self.outcome()
             self._changed.wait(poll)
             self._changed.clear()
-
-    def _worth_confirming(self, failure: Any, now: float) -> bool:
-        """Hold teardown briefly for a failure that is only a line of a kind that a cleanly finishing torchrun
-        also prints (exit-barrier and store errors after the master's agent left): if its node then exits 0 the
-        watcher forgives it (Watcher.confirm_s). Specific causes (OOM, GPU fault, a signal) never wait, and the hold
-        ends as soon as that node exits non-zero."""
-        if failure.kind != "line" or failure.category not in HOLD_CATEGORIES:
-            return False
-        if now - failure.time >= self.watcher.confirm_s - 0.5:
-            return False
-        return not any(
-            e.kind == "exit" and e.node == failure.node and e.is_fatal for e in self.watcher.events
-        )
 
     def _await_exit_records(self, timeout: float) -> None:
         """Let the followers deliver the nodes' last lines and exit records: they refine the root cause."""

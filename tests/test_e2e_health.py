@@ -146,6 +146,18 @@ def test_rccl_error_line_is_classified_as_the_root_cause(sim3: Any) -> None:
     assert_nothing_left(sim3)
 
 
+def test_an_abort_racing_the_completion_line_of_another_node_is_an_end_of_run_abort(sim3: Any) -> None:
+    # Issue 12 item 7: a gloo rank aborts at interpreter exit right after the final barrier, on another node than
+    # rank 0's "training complete". Whichever line the head reads first, the run succeeded.
+    data = two_nodes(sim3, [], nproc=1)
+    data["job"]["script"] = str(ROOT / "tests" / "jobs" / "end_of_run_abort.py")
+    data["job"]["args"] = ["race"]
+    _, outcome = lifecycle.up(from_mapping(data))
+    assert outcome.code == 0, outcome.summary
+    assert outcome.end_of_run_abort, outcome.summary
+    assert_nothing_left(sim3)
+
+
 def losses(lines: list[tuple[str, int | None, str]]) -> dict[int, str]:
     out: dict[int, str] = {}
     for _, _, text in lines:

@@ -22,6 +22,15 @@ sometimes before the runner learns of the kill itself. So events get a precedenc
 
 The root cause is the earliest event of the highest precedence among the fatal events that happened
 within ``cascade_window`` seconds of the earliest fatal event. Outside that window, time wins.
+
+A rank that failed as a victim stays a victim: once a rank (or, for a node-level exit, its node) printed a
+cascade line, its later crash — the "terminate called without an active exception" and SIGABRT with which a
+gloo rank often leaves after a peer vanished — is part of the cascade, not a cause of its own. Without this the
+survivor's abort, which can be read before the killed rank's own report, was named the root cause.
+
+Lines of different nodes reach the head through different followers that poll every 0.2 s, so their times
+are only comparable within ``clock_slack``: a post-training abort read just before another node's completion
+line is still an end-of-run abort, and the runner holds teardown that long for such a line (``worth_holding``).
 """
 
 from __future__ import annotations
@@ -51,6 +60,10 @@ TERMINAL = frozenset({State.SUCCEEDED, State.FAILED, State.STOPPED})
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 
 PRECEDENCE_SPECIFIC, PRECEDENCE_STALL, PRECEDENCE_CASCADE = 2, 1, 0
+
+# Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
+# errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
+HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,9 @@ class Watcher:
     cascade_window: float = 15.0
     stop_confirm_s: float = 1.0
     confirm_s: float = 3.0  # how long a fatal *line* waits for its node's exit code before it counts
+    clock_slack: float = (
+        1.0  # how far apart in time lines read by different nodes' followers may be reordered
+    )
     state: State = State.STARTING
     events: list[Event] = field(default_factory=list)
     exit_codes: dict[str, int | None] = field(default_factory=dict)
@@ -160,11 +176,12 @@ class Watcher:
             self.state = State.RUNNING
         if is_completion_marker(text) and self.completed_at is None:
             self.completed_at = time
+            self._forgive_recent_end_of_run_aborts()
         if match is None:
             return None
         event = Event(time, node, rank, "line", match.category, match.severity, text.strip(),
                       line=self._line_numbers[key], rule=match.rule)  # fmt: skip
-        if match.rule == "end-of-run-abort" and self.completed_at is not None:
+        if match.rule == "end-of-run-abort" and self._after_completion(time):
             # Training already reported completion: a thread torn down at exit, not a failed run.
             self._end_of_run_nodes.add(node)
         return self._record(self._forgive_end_of_run(event))
@@ -297,7 +314,22 @@ class Watcher:
             return None
         earliest = min(event.time for event in fatal)
         window = [event for event in fatal if event.time <= earliest + self.cascade_window]
-        return min(window, key=lambda event: (-precedence(event), event.time))
+        return min(window, key=lambda event: (-self._precedence(event, fatal), event.time))
+
+    def worth_holding(self, failure: Event, now: float) -> bool:
+        """Whether the runner should hold teardown a moment before acting on ``failure``.
+
+        A post-training abort may be forgiven by a completion line that another node's follower has not
+        delivered yet (``clock_slack``). A line of a kind that a cleanly finishing torchrun also prints (exit
+        barrier and store errors) waits for its node's exit code: an exit 0 forgives it. Specific causes (OOM,
+        GPU fault, a signal) never wait, and the hold ends as soon as that node exits non-zero."""
+        if failure.kind != "line":
+            return False
+        if failure.rule == "end-of-run-abort":
+            return now - failure.time < self.clock_slack
+        if failure.category not in HOLD_CATEGORIES or now - failure.time >= self.confirm_s - 0.5:
+            return False
+        return not any(e.kind == "exit" and e.node == failure.node and e.is_fatal for e in self.events)
 
     def verdict(self) -> Verdict:
         root = self.first_failure
@@ -316,6 +348,24 @@ class Watcher:
 
     # ---- internals ----------------------------------------------------------------------------
 
+    def _precedence(self, event: Event, fatal: list[Event]) -> int:
+        """``precedence(event)``, except that a crash of a rank (or node) that already failed as a victim is part
+        of the cascade (see the module docstring)."""
+        level = precedence(event)
+        if level != PRECEDENCE_SPECIFIC or event.category != "crash":
+            return level
+        for earlier in fatal:
+            same = earlier.node == event.node and (event.rank is None or earlier.rank == event.rank)
+            victim = (
+                earlier.kind == "line" and precedence(earlier) == PRECEDENCE_CASCADE
+            )  # a line, not an exit code
+            if same and victim and earlier.time <= event.time:
+                return PRECEDENCE_CASCADE
+        return level
+
+    def _after_completion(self, time: float) -> bool:
+        return self.completed_at is not None and time >= self.completed_at - self.clock_slack
+
     def _forgive_end_of_run(self, event: Event) -> Event:
         """After training reported completion, the abort on a node and the crash reports that follow
         it (the rank's SIGABRT, torchrun's ChildFailedError and exit 1) are warnings, not failures."""
@@ -323,12 +373,22 @@ class Watcher:
             event.is_fatal
             and event.category == "crash"
             and event.node in self._end_of_run_nodes
-            and self.completed_at is not None
-            and event.time >= self.completed_at
+            and self._after_completion(event.time)
         )
         if not forgiven:
             return event
         return replace(event, severity="warning", text=f"end-of-run abort: {event.text}")
+
+    def _forgive_recent_end_of_run_aborts(self) -> None:
+        """The completion line arrived just after another node's abort had been read (``clock_slack``):
+        forgive that abort and what followed it, and take back the stop it caused if nothing else is fatal."""
+        for event in self.events:
+            if event.rule == "end-of-run-abort" and event.is_fatal and self._after_completion(event.time):
+                self._end_of_run_nodes.add(event.node)
+        self.events = [self._forgive_end_of_run(event) for event in self.events]
+        if self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
+            self.state = State.RUNNING
+            self.stop_reason = None
 
     def _forgive_lines_of_clean_exit(self, node: str, time: float) -> None:
         """A node whose launcher exits 0 shortly after a fatal-looking line was not failing: torchrun's agents
