@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from launcher.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, guarded, inventory_options, load, main
+from launcher.errors import ExitCode
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -157,19 +158,23 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
     """Stop a run (default: the latest) on every node; nothing is left behind."""
     from launcher import lifecycle
 
-    rid, results = lifecycle.down(run_id, grace=grace)
-    unclean = {h: e for h, (_, e) in results.items() if e}
+    rid, replies = lifecycle.down(run_id, grace=grace)
+    unclean = {h: r.error or f"processes remain: {r.data.get('remaining')}" for h, r in replies.items()
+               if not r.ok or (r.data or {}).get("remaining")}  # fmt: skip
     if as_json:
         click.echo(
             json.dumps(
-                {"run_id": rid, "nodes": {h: {"final": i, "error": e} for h, (i, e) in results.items()}}
+                {
+                    "run_id": rid,
+                    "nodes": {h: {"final": r.data, "error": unclean.get(h)} for h, r in replies.items()},
+                }
             )
         )
     else:
-        for host, (info, error) in sorted(results.items()):
-            click.echo(f"{host}: {error or (info or {}).get('state', 'stopped')}")
-        _status(f"run {rid} stopped" + (f"; unreachable: {', '.join(sorted(unclean))}" if unclean else ""))
-    sys.exit(3 if unclean else 0)
+        for host, reply in sorted(replies.items()):
+            click.echo(f"{host}: {unclean.get(host) or reply.state or 'stopped'}")
+        _status(f"run {rid} stopped" + (f"; not clean: {', '.join(sorted(unclean))}" if unclean else ""))
+    sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
 
 
 @main.command()

@@ -20,6 +20,7 @@ from launcher.jobs.base import PROFILE_ARCH, FileSpec, NodeContext, adapter_for
 
 REDACTED = "***"
 GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
+PROTOCOL = "<rlaunch>/protocol.py"  # the head↔guard contract, pushed beside the guard (it imports it)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 
 
@@ -62,6 +63,7 @@ class NodePlan:
             "gpus": list(self.gpus),
             "ranks": [self.ranks.start, self.ranks.stop - 1],
             "run_dir": self.run_dir,
+            "python": self.python,
             "env": self.redacted_env(),
             "command": self.command,
             "argv": self.argv,
@@ -213,6 +215,7 @@ def build_plan(
             FileSpec("env.sh", _env_sh(env), mode=0o600, secret=True),
             FileSpec("job.json", _job_json(render.argv, env, run_dir, inv, detach), mode=0o600, secret=True),
             FileSpec("guard.py", sources[GUARD], mode=0o755),
+            FileSpec("protocol.py", sources[PROTOCOL], mode=0o644),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(
@@ -337,7 +340,11 @@ def _check_unique(files: list[FileSpec], host: str, source: str) -> None:
 
 def load_sources(inv: Inventory) -> dict[str, bytes]:
     """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
-    sources: dict[str, bytes] = {GUARD: resources.files("launcher.node").joinpath("guard.py").read_bytes()}
+    node_files = resources.files("launcher.node")
+    sources: dict[str, bytes] = {
+        GUARD: node_files.joinpath("guard.py").read_bytes(),
+        PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
+    }
     if inv.profile:
         name = f"env_{inv.profile}.env"
         sources[f"<templates>/{name}"] = resources.files("templates").joinpath(name).read_bytes()

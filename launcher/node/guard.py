@@ -39,10 +39,34 @@ import sys
 import time
 import traceback
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INFRA = 3
+if __package__:  # imported by the head or tests as launcher.node.guard
+    from launcher.node.protocol import (
+        EXIT_BAD_INPUT,
+        EXIT_FAILED,
+        EXIT_INFRA,
+        EXIT_OK,
+        FAILED,
+        GUARD_LOST,
+        LOST_LAUNCHER,
+        RUNNING,
+        STOPPED,
+        SUCCEEDED,
+    )
+else:  # run as a script from the run directory, where protocol.py is pushed beside it (named explicitly:
+    # `python -I` or PYTHONSAFEPATH leave the script's directory off sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from protocol import (  # type: ignore[no-redef]
+        EXIT_BAD_INPUT,
+        EXIT_FAILED,
+        EXIT_INFRA,
+        EXIT_OK,
+        FAILED,
+        GUARD_LOST,
+        LOST_LAUNCHER,
+        RUNNING,
+        STOPPED,
+        SUCCEEDED,
+    )
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_LINE_BYTES = 8192
@@ -54,16 +78,6 @@ STATE_WAIT_S = 10.0
 KILL_ROUNDS = (
     50  # SIGKILL rounds after the grace period; bounds teardown against unkillable (D-state) processes
 )
-
-RUNNING, SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER = (
-    "running",
-    "succeeded",
-    "failed",
-    "stopped",
-    "lost-launcher",
-)
-# Reported (never written) when the guard died without writing a final state, e.g. it was SIGKILLed.
-GUARD_LOST = "guard-lost"
 
 
 # ------------------------------------------------------------------------------------------------------------
