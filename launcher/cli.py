@@ -18,14 +18,22 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from cluster.inventory import Inventory, InventoryError, load_inventory
+from cluster.transport import TransportError
 from launcher import __version__
+from launcher.errors import BadInput, ExitCode, RlaunchError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = (
+    ExitCode.OK,
+    ExitCode.FAILED,
+    ExitCode.BAD_INPUT,
+    ExitCode.INFRA,
+    ExitCode.INTERRUPTED,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class UserError(Exception):
+class UserError(BadInput):
     """Bad input discovered outside the inventory loader (exit 2)."""
 
 
@@ -43,10 +51,13 @@ def guarded(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        # The one place where failures become exit codes (launcher/errors.py defines them).
+        except RlaunchError as exc:
+            fail(_escape(str(exc)), exc.code)
         except InventoryError as exc:
             fail(_escape(str(exc)), EXIT_BAD_INPUT)
-        except UserError as exc:
-            fail(_escape(str(exc)), EXIT_BAD_INPUT)
+        except TransportError as exc:
+            fail(_escape(str(exc)), EXIT_INFRA)
         except KeyboardInterrupt:
             fail("interrupted", EXIT_INTERRUPTED)
         except FileNotFoundError as exc:

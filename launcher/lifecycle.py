@@ -19,7 +19,7 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
 from launcher import plan as planning
 from launcher import records
-from launcher.errors import Infra
+from launcher.errors import ExitCode, Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.run import (
@@ -117,13 +117,13 @@ def up(
     if not force and (busy := check_lock(inv)):
         raise LaunchError(
             f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
-            code=2,
+            code=ExitCode.BAD_INPUT,
         )
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
         raise LaunchError(
             "--detach is not possible with transport slurm: the job lives in the launcher's srun steps "
             "(submit `rlaunch up` itself with sbatch instead)",
-            code=2,
+            code=ExitCode.BAD_INPUT,
         )
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
@@ -314,15 +314,18 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
 
 
 def settle(node_states: dict[str, str | None]) -> tuple[str, str] | None:
-    """The run's state once every node's guard has ended, with why; None while any node still runs."""
+    """The run's state from its nodes' guard states, with why; None while it still runs.
+
+    A node whose guard died ends the run at once: its job processes are unguarded, so the run is torn down
+    everywhere (nothing left behind) rather than left "running" until a timeout."""
+    lost = sorted(h for h, s in node_states.items() if s == protocol.GUARD_LOST)
+    if lost:
+        return "failed", f"the guard died on {', '.join(lost)}; the job was stopped on every node"
     states = list(node_states.values())
     if not states or not all(s in protocol.TERMINAL_STATES for s in states):
         return None
     if all(s == protocol.SUCCEEDED for s in states):
         return "succeeded", "every node succeeded"
-    lost = sorted(h for h, s in node_states.items() if s == protocol.GUARD_LOST)
-    if lost:
-        return "failed", f"the guard died on {', '.join(lost)} (its job processes were stopped)"
     failed = sorted(h for h, s in node_states.items() if s != protocol.SUCCEEDED)
     return "failed", f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
 
@@ -339,10 +342,15 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 out["nodes"][host] = reply.data if reply.ok else {"state": "unknown", "error": reply.error}
             settled = settle({h: n.get("state") for h, n in out["nodes"].items()})
             if settled is not None:
-                # A node whose guard died may still run job processes: stop them before the nodes count as free.
-                lost = [t for t in targets if out["nodes"][t.host].get("state") == protocol.GUARD_LOST]
-                if lost:
-                    guards.stop(lost, grace=inv.health.grace)
+                # Nodes still running (and a dead guard's orphans) are stopped before the nodes count as free.
+                unfinished = [
+                    t
+                    for t in targets
+                    if out["nodes"][t.host].get("state")
+                    not in protocol.TERMINAL_STATES - {protocol.GUARD_LOST}
+                ]
+                if unfinished:
+                    guards.stop(unfinished, grace=inv.health.grace)
                 final, why = settled
                 record.update_state(state=final, reason=why, ended_at=time.time())
                 out.update(state=final, reason=why)

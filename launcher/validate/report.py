@@ -19,9 +19,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 from rich.table import Table
 
+from launcher.errors import ExitCode
 from launcher.validate.checks import Check
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED = ExitCode.OK, ExitCode.FAILED
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 

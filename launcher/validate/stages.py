@@ -20,6 +20,7 @@ from typing import Any
 
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport, make_transport
+from launcher.errors import ExitCode
 from launcher.jobs.base import BF16_ARCHS, PROFILE_ARCH
 from launcher.validate import checks as C
 from launcher.validate.baseline import (
@@ -35,7 +36,7 @@ from launcher.validate.report import StageResult
 from launcher.validate.runner import DEFAULT_STALL_TIMEOUT, WorkloadResult, run_workload
 
 STAGES = ("single", "dual", "cluster")
-EXIT_INFRA = 3
+EXIT_INFRA = ExitCode.INFRA
 CKPT_EVERY = 2
 # Same seed, same global batch: a 2-rank DDP run differs from the 1-rank run only by float summation order.
 DDP_TOLERANCE = 1e-6
