@@ -33,6 +33,7 @@ from launcher.run import (
     targets_of_plan,
     teardown_shield,
 )
+from launcher.states import is_active
 
 TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
 
@@ -71,7 +72,7 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
             state = rec.read_state()
         except (OSError, ValueError):
             continue
-        if state.get("state") not in ("starting", "running"):
+        if not is_active(state.get("state")):
             continue
         if state.get("cluster") != inv.cluster or not hosts & set(state.get("hosts", [])):
             continue
@@ -82,7 +83,7 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
         if state.get("detached"):
             # Nobody settles a detached run's record but `status`: ask its guards before refusing.
             with contextlib.suppress(Infra, OSError, ValueError):
-                if status(run_id).get("state") not in ("starting", "running"):
+                if not is_active(status(run_id).get("state")):
                     continue
         return run_id
     return None
@@ -272,10 +273,8 @@ def find_checkpoint(inv: Inventory, plan: planning.Plan, transport: Transport) -
         [master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)],
         timeout=60,
     )
-    try:
-        return json.loads(result.stdout.strip().splitlines()[-1]).get("latest")
-    except (ValueError, IndexError):
-        return None
+    latest = (protocol.reply_of(result.stdout) or {}).get("latest")
+    return latest if isinstance(latest, str) else None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -308,7 +307,7 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
             if part
         )
         record.update_state(state="stop-failed", ended_at=time.time(), reason=why)
-    elif record.read_state().get("state") in ("starting", "running"):
+    elif is_active(record.read_state().get("state")):
         record.update_state(state="stopped", ended_at=time.time(), reason="rlaunch down")
     return record.run_id, replies
 
@@ -334,7 +333,7 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
     record, inv, _ = open_run(run_id)
     state = record.read_state()
     out: dict[str, Any] = {"run_id": record.run_id, **state, "nodes": {}}
-    if live and state.get("state") in ("starting", "running"):
+    if live and is_active(state.get("state")):
         targets = targets_of(record)
         with make_transport(inv) as transport:
             guards = GuardClient(transport)

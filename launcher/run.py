@@ -472,9 +472,8 @@ def _push_failure(node: NodePlan, result: Result) -> str | None:
         return result.error
     if result.exit_code == 127:
         return f"python '{node.python}' not found (set `python:` in the inventory)"
-    try:
-        info = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    info = protocol.reply_of(result.stdout)
+    if info is None:
         return result.why()
     return None if info.get("ok") else str(info.get("error"))
 

@@ -90,3 +90,14 @@ def test_a_guard_that_answered_with_an_error_is_not_ok() -> None:
     assert not GuardReply.of(Result("n1", 2, stdout='{"error": "no such run directory"}')).ok
     assert GuardReply.of(Result("n1", 1, stdout='{"state": "stopped", "remaining": [7]}')).ok
     assert GuardReply.of(Result("n1", None, error="unreachable")).error == "unreachable"
+
+
+def test_every_state_maps_into_the_run_vocabulary() -> None:
+    from launcher.health.watch import State as WatchState
+    from launcher.states import FROM_GUARD, FROM_WATCH, RunState, is_active
+
+    assert set(FROM_GUARD) == {protocol.RUNNING} | set(protocol.TERMINAL_STATES)
+    assert set(FROM_WATCH) == set(WatchState)
+    assert all(FROM_GUARD[s].is_terminal() for s in protocol.TERMINAL_STATES)
+    assert is_active("running") and not is_active("abandoned") and not is_active("garbage")
+    assert RunState.parse("stop-failed") is RunState.STOP_FAILED

@@ -8,7 +8,6 @@ its reference, and a node that failed `single` is left out of the work that need
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import threading
@@ -16,12 +15,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport, make_transport
 from launcher.errors import ExitCode
 from launcher.jobs.base import BF16_ARCHS, PROFILE_ARCH
+from launcher.node import protocol
 from launcher.validate import checks as C
 from launcher.validate.baseline import (
     Metric,
@@ -333,9 +332,8 @@ def env_checks(session: Session, node: NodeSpec) -> list[Check]:
             *skipped(SINGLE_ENV[1:], host, "node unreachable"),
         ]
     checks = [Check("reachable", host, "pass")]
-    try:
-        facts: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    facts = protocol.reply_of(result.stdout)
+    if facts is None:
         why = result.why() if result.exit_code else "no answer from the environment probe"
         return [
             *checks,
