@@ -10,7 +10,16 @@ from typing import Any
 
 import click
 
-from launcher.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, guarded, inventory_options, load, main
+from launcher.cli.app import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    fail,
+    guarded,
+    inventory_options,
+    load,
+    main,
+)
 from launcher.errors import ExitCode
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.

@@ -1,4 +1,5 @@
-"""The `rlaunch` command line. Verbs are thin shells: parse arguments → call one function → render.
+"""The `rlaunch` command group and what every verb shares: loading inputs, failing with one line and an exit
+code (`guarded`), examples in --help. Verbs are thin shells: parse arguments → call one function → render.
 
 Exit codes: 0 success · 1 job or check failed · 2 bad input · 3 infrastructure (unreachable node, SSH, preflight)
 · 130 interrupted.
@@ -157,14 +158,3 @@ def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, 
         click.echo(json.dumps(result.to_json(), indent=1))
     else:
         render.plan_table(result)
-
-
-# --------------------------------------------------------------------------------------------------------
-# The other verbs live in their own modules, each adding its commands to `main` (imported last: they import it).
-from launcher import cli_doctor, cli_run, cli_validate  # noqa: E402, F401
-
-if __name__ == "__main__":
-    # Run as `python -m launcher.cli`: verbs registered themselves on the importable module, not on __main__.
-    from launcher.cli import main as registered_main
-
-    registered_main()
