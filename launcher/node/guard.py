@@ -40,33 +40,20 @@ import time
 import traceback
 
 if __package__:  # imported by the head or tests as launcher.node.guard
-    from launcher.node.protocol import (
-        EXIT_BAD_INPUT,
-        EXIT_FAILED,
-        EXIT_INFRA,
-        EXIT_OK,
-        FAILED,
-        GUARD_LOST,
-        LOST_LAUNCHER,
-        RUNNING,
-        STOPPED,
-        SUCCEEDED,
-    )
+    from launcher.node import protocol
 else:  # run as a script from the run directory, where protocol.py is pushed beside it (named explicitly:
     # `python -I` or PYTHONSAFEPATH leave the script's directory off sys.path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from protocol import (  # type: ignore[no-redef]
-        EXIT_BAD_INPUT,
-        EXIT_FAILED,
-        EXIT_INFRA,
-        EXIT_OK,
-        FAILED,
-        GUARD_LOST,
-        LOST_LAUNCHER,
-        RUNNING,
-        STOPPED,
-        SUCCEEDED,
-    )
+    import protocol  # type: ignore[no-redef]
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = (
+    protocol.EXIT_OK,
+    protocol.EXIT_FAILED,
+    protocol.EXIT_BAD_INPUT,
+    protocol.EXIT_INFRA,
+)
+RUNNING, SUCCEEDED, FAILED, STOPPED = protocol.RUNNING, protocol.SUCCEEDED, protocol.FAILED, protocol.STOPPED
+LOST_LAUNCHER, GUARD_LOST = protocol.LOST_LAUNCHER, protocol.GUARD_LOST
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_LINE_BYTES = 8192
