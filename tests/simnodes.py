@@ -217,7 +217,7 @@ class SimCluster:
                 "keepalive": 2.0,
             },
             "nodes": [{"host": n.name, "address": n.address, "port": n.port, "gpus": 0} for n in self.nodes],
-            "env": {"OMP_NUM_THREADS": "1"},  # FACTS.md: 5x slower without it on simulated nodes
+            "env": {"OMP_NUM_THREADS": "1"},  # docs/facts.md: 5x slower without it on simulated nodes
             "job": {"kind": "command", "command": ["true"]},
         }
         return _merge(data, overrides)

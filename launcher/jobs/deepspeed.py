@@ -38,7 +38,7 @@ def arch_precision(ctx: NodeContext) -> Precision:
     """What the node's GPUs compute in: bf16 where supported, fp16 on other known GPUs, fp32 on CPU/unknown.
 
     fp32 on CPU also because bf16 there needs the HF Trainer's `use_cpu`, which breaks DeepSpeed runs
-    (measured here, /work/shared/FACTS.md).
+    (measured here, docs/facts.md).
     """
     if ctx.bf16:
         return "bf16"

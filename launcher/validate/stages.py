@@ -39,7 +39,7 @@ EXIT_INFRA = ExitCode.INFRA
 CKPT_EVERY = 2
 # Same seed, same global batch: a 2-rank DDP run differs from the 1-rank run only by float summation order.
 DDP_TOLERANCE = 1e-6
-# Resume on CPU reproduces the losses bitwise (FACTS.md); GPU kernels may differ in the last bits.
+# Resume on CPU reproduces the losses bitwise (docs/facts.md); GPU kernels may differ in the last bits.
 RESUME_TOLERANCE = {"cpu": 0.0, "cuda": 1e-5}
 DATALOADER_WORKERS = 2
 INJECTIONS = ("wrong-checkpoint",)
