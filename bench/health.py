@@ -11,7 +11,7 @@ Then global rank 3 (node2, local rank 1) is SIGKILLed (crash) or SIGSTOPped (han
   verdict    rlaunch: `up` returned its Outcome; torchrun: the last ssh client exited (the user's shell is back)
   gone       no process of the job (torchrun agents, ranks: any cmdline naming train.py) left on either node
 Runs that do not get there within --cap seconds count as "> cap" (plain torchrun on a hang waits for the
-process-group timeout, 600 s in examples/train.py: FACTS.md). After a capped run the bench continues the stopped
+process-group timeout, 600 s in examples/train.py: docs/facts.md). After a capped run the bench continues the stopped
 rank and SIGKILLs what is left by PID, inside the simulated node's own PID namespace (only this bench runs there).
 
 BENCH_VERBOSE=1 prints rlaunch's event timeline of each run (seconds from the signal) to stderr.
@@ -224,7 +224,7 @@ def torchrun_trial(sim: SimCluster, case: str, cap: float, logs: Path) -> Trial:
     try:
         for rank, node in enumerate(sim.nodes):
             remote = [
-                "env", "OMP_NUM_THREADS=1",  # as rlaunch sets it on simulated nodes (FACTS.md)
+                "env", "OMP_NUM_THREADS=1",  # as rlaunch sets it on simulated nodes (docs/facts.md)
                 sys.executable, "-m", "torch.distributed.run",
                 "--nnodes=2", f"--node-rank={rank}", "--nproc-per-node=2",
                 f"--master-addr={sim.nodes[0].name}", f"--master-port={port}", "--max-restarts=0",
