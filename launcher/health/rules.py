@@ -110,13 +110,11 @@ def _longest_literal(items: list) -> str:
 
 # Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines trace error codes
 # ("misc/socket.cc:47 -> 3") and say "Connection closed by localRank 0" at normal shutdown; the
-# real failure is always on a WARN line or in PyTorch's exception. DeepSpeed's fp16 "OVERFLOW! Rank 0
-# Skipping step" is the loss scaler doing its job.
+# real failure is always on a WARN line or in PyTorch's exception. (DeepSpeed's fp16 "OVERFLOW! Rank 0 Skipping
+# step" is the loss scaler doing its job; no rule matches it, but a progress bar on the same line may say loss=nan.)
 # C++ stack frames ("frame #2: c10::DistNetworkError::DistNetworkError(...)") and "Exception raised from"
 # only repeat the exception's class names; the message line above them is what gets classified.
-HEALTHY = re.compile(
-    r"\bNCCL INFO\b|\[deepspeed\] OVERFLOW! Rank \d+ Skipping step|^\s*frame #\d+:|^\s*Exception raised from "
-)
+HEALTHY = re.compile(r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from ")
 
 # Where each group of rules comes from: docs/health-rules.md (emitter, source file and version read, messages).
 # Order matters (first match wins): a retry or "recovered" phrasing before the failure it resembles, a specific
@@ -150,9 +148,10 @@ RULES: tuple[Rule, ...] = (
     _rule("nccl-no-interface", r"Bootstrap : no socket interface found|NET/Socket : no interface found"
           r"|no socket interface found", "config", "fatal",
           "NCCL/RCCL found no usable network interface: check NCCL_SOCKET_IFNAME"),
-    _rule("nccl-shm-failed", r"Error while creating shared memory segment|unable to allocate shared memory",
+    _rule("nccl-shm-failed", r"Error while (creating|attaching to) shared memory segment|failed to extend /dev/shm"
+          r"|Call to posix_fallocate failed|unable to allocate shared memory",
           "config", "fatal", "/dev/shm is too small (containers: --shm-size or --ipc=host)"),
-    _rule("hip-no-device", r"no ROCm-capable device is detected|hipErrorNoDevice|invalid device ordinal"
+    _rule("hip-no-device", r"no ROCm-capable device is detected|hipErrorNoDevice|invalid device ordinal|No (HIP|CUDA) GPUs are available"
           r"|hipErrorInvalidDevice\b", "config", "fatal",
           "the rank sees no GPU, or fewer than its local rank needs (HIP_VISIBLE_DEVICES, /dev/kfd permissions)"),
     _rule("hip-peer-access", r"peer access is not supported between these two devices"
@@ -188,26 +187,32 @@ RULES: tuple[Rule, ...] = (
           "the kernel OOM killer killed a process: host RAM (or the job's memory cgroup) exhausted"),
     _rule("rank-sigkill", r"exitcode\s*:?\s*-9\b|Signal 9 \(SIGKILL\)", "crash", "fatal",
           "killed by SIGKILL: the OOM killer if the kernel log or the cgroup says so, else an external kill"),
-    _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ Killed\b", "crash", "fatal",
+    _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ Killed\b|\]\s*Killed\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
 
     # ---- divergence: HF Trainer log dicts, DeepSpeed's loss scaler, fairseq, Lightning, common scripts
     _rule("loss-scale-at-minimum", r"Current loss scale already at minimum|Minimum loss scale reached",
           "divergence", "fatal", "fp16 loss scale collapsed: use bf16, lower the LR, or raise min_loss_scale"),
+    _rule("metric-not-finite", r"Monitored metric .* is not finite", "divergence", "fatal",
+          "a monitored metric became NaN/Inf (Lightning EarlyStopping stops the run)"),
     _rule("loss-not-finite",
           r"""['"](train_|eval_)?loss['"]\s*:\s*['"]?(nan|-?inf(inity)?)\b"""
           r"|\bloss is (nan|inf)|\bloss (became|is not|was) (nan|finite|not finite)|\bnan loss\b"
-          r"|\bloss=nan\b|found NaN in local forward loss|non-finite loss",
+          r"|(?<![\w])(\w+_)?loss\s*[:=]?\s*['\"]?(nan|-?inf)\b|found NaN in local forward loss|non-finite loss"
+          r"|\b(loss|model) diverged\b",
           "divergence", "fatal", "the loss is NaN/Inf: training diverged"),
     _rule("grad-not-finite-error", r"is non-finite, so it cannot be clipped|found NaN in local grad norm"
           r"|returned nan values in its \d+\w* output|Detected inf/nan during", "divergence", "fatal",
           "gradients or activations became NaN/Inf: training diverged (or an fp16 overflow)"),
-    _rule("metric-not-finite", r"Monitored metric .* is not finite", "divergence", "fatal",
-          "a monitored metric became NaN/Inf (Lightning EarlyStopping stops the run)"),
-    _rule("grad-norm-not-finite", r"""['"]grad_norm['"]\s*:\s*['"]?(nan|-?inf(inity)?)\b""", "divergence",
+    _rule("grad-norm-not-finite", r"""['"]?grad[_ ]norm['"]?\s*[:=]\s*['"]?(nan|-?inf(inity)?)\b""", "divergence",
           "warning", "gradient norm is NaN/Inf: a skipped step under fp16, or the start of divergence"),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
+
+    # A HIP call that failed inside RCCL (checks.h CUDACHECK "Cuda failure '%s'", newer "HIP failure: '%s'"): RCCL's
+    # failure whatever the HIP error says, so before the gpu-fault group (device OOM is matched above).
+    _rule("rccl-hip-call-failed", r"Cuda failure( \d+)? '|HIP failure:? '", "comm-error", "fatal",
+          "a HIP call inside RCCL failed (the quoted text is the HIP error): check peer access and GPU health"),
 
     # ---- gpu-fault: HIP runtime, HSA, and the amdgpu/amdkfd kernel driver
     _rule("gpu-memory-access-fault", r"Memory access fault by GPU node-\d+", "gpu-fault", "fatal",
@@ -218,12 +223,13 @@ RULES: tuple[Rule, ...] = (
           "the GPU raised a hardware exception or hung; check dmesg for ring timeouts / resets on that node"),
     _rule("amdgpu-ring-timeout-recovered", r"ring \S+ timeout, but soft recovered", "gpu-fault", "warning",
           "a GPU job timed out and the driver recovered it without a reset"),
-    _rule("amdgpu-ring-timeout", r"ring \S+ timeout, signaled seq=|ring \S+ timeout\b|Ring \S+ reset fail",
+    _rule("amdgpu-ring-timeout", r"ring \S+ timeout, signaled seq=|ring \S+ timeout\b|Ring \S+ reset fail|ring \S+ test failed",
           "gpu-fault", "fatal", "amdgpu job timeout on a ring: the GPU stopped responding"),
     _rule("amdgpu-mes-unresponsive", r"MES failed to respon|MES might be in unrecoverable state"
           r"|failed to (add|remove) hardware queue|Hardware scheduler is not responding",
           "gpu-fault", "fatal", "the GPU's micro engine scheduler stopped responding"),
-    _rule("amdgpu-queue-preemption", r"Queue preemption failed|Failed to evict (process )?queues"
+    _rule("amdgpu-queue-preemption", r"Queue preemption failed|Failed to evict (process )?queues?|Failed to suspend process"
+          r"|Suspending all queues failed|failed to suspend (all )?gangs"
           r"|Failed to quiesce KFD|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
           r"|Queue preemption time out", "gpu-fault", "fatal",
           "the driver could not preempt or evict a compute queue: the GPU is hung (a reset usually follows)"),
@@ -240,6 +246,8 @@ RULES: tuple[Rule, ...] = (
           r"|hipErrorECCNotCorrectable|poison (consumption|consumed)",
           "gpu-fault", "fatal",
           "uncorrectable hardware error (RAS/ACA): drain the node, check amd-smi/RAS"),
+    _rule("ras-event", r"RAS ERREVENT_\w+|ERREVENT_\w+", "gpu-fault", "warning",
+          "a RAS error event (ATHUB/...): a detail of an uncorrectable error and the reset that follows"),
     _rule("ras-deferred", r"deferred hardware errors? detected", "gpu-fault", "warning",
           "deferred (poisoned) memory errors: the node needs a check before the next job"),
     _rule("ras-correctable", r"correctable hardware errors? detected", "gpu-fault", "warning",
@@ -343,8 +351,6 @@ RULES: tuple[Rule, ...] = (
           "NCCL/RCCL rejected a call: mismatched collectives, wrong device per rank, or a bad argument"),
     _rule("nccl-unhandled-device-error", r"unhandled cuda error|ncclUnhandledCudaError", "comm-error", "fatal",
           "RCCL got a HIP error from the device; check GPU health and peer access"),
-    _rule("rccl-hip-call-failed", r"Cuda failure( \d+)? '|HIP failure '", "comm-error", "fatal",
-          "a HIP call inside RCCL failed (the quoted text is the HIP error)"),
     _rule("nccl-syscall-failed", r"Call to \w+ failed : ", "comm-error", "fatal",
           "a system call inside NCCL/RCCL failed (the text after it is the errno)"),
     _rule("nccl-ring-topology", r"ring \d+ does not loop back", "comm-error", "fatal",
@@ -380,7 +386,7 @@ RULES: tuple[Rule, ...] = (
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
     _rule("abort", r"Aborted \(core dumped\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
-          r"|terminated with signal SIGABRT|terminated with code -6", "crash", "fatal", "a process aborted (SIGABRT)"),
+          r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
     _rule("dataloader-worker-killed", r"DataLoader worker \(pid \d+\) is killed by signal", "crash", "fatal",
           "a DataLoader worker was killed (host OOM is the usual reason: fewer workers, less prefetch)"),
     _rule("child-failed", r"ChildFailedError", "crash", "fatal",
