@@ -237,3 +237,21 @@ def test_heldout_lines_are_recognised_per_category() -> None:
         # Per category the bar is the same; a category with few lines may miss one line at most.
         assert f >= min(n - 1, FLAGGED_TARGET * n), (category, report)
         assert r >= min(n - 1, RIGHT_TARGET * n), (category, report)
+
+
+def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
+    """The fast path (no rule literal in the line) must hold for what ranks print most: HF Trainer / LLaMA-Factory
+    log dicts and progress bars, DeepSpeed step and timer lines. A rule whose literal is a common word would send
+    every such line through the ~100-rule loop (see `needles=` in rules.py)."""
+    from launcher.health.rules import _ANY_NEEDLE
+
+    common = [
+        "{'loss': 1.7319, 'grad_norm': 0.547949492931366, 'learning_rate': 2.7037732088676582e-05, 'epoch': 1.42}",
+        " 12%|█▏        | 120/1000 [00:30<03:40,  4.00it/s]",
+        "[2023-07-25 21:03:21,037] [INFO] [logging.py:96:log_dist] [Rank 0] step=35, skipped=0, lr=[2.17e-06]",
+        "[2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] epoch=0/micro_step=34/global_step=34, "
+        "RunningAvgSamplesPerSec=7.86, CurrSamplesPerSec=8.00, MemAllocated=59.65GB, MaxMemAllocated=63.31GB",
+        "[INFO|trainer.py:2414] 2025-11-30 09:19:37,203 >> Saving model checkpoint to out/checkpoint-500",
+        "step=120 loss=0.4213",
+    ]
+    assert [line for line in common if _ANY_NEEDLE.search(line.lower())] == []
