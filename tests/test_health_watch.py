@@ -52,7 +52,7 @@ def test_cascade_root_cause_is_the_killed_rank_not_the_survivors() -> None:
     )
     verdict = watcher.verdict()
     assert verdict.state is State.FAILED and not verdict.ok
-    assert verdict.summary == "node2 rank 3: crash — exited with signal SIGKILL"
+    assert verdict.summary == "node2 rank 3: crash — killed by SIGKILL"
     assert verdict.exit_codes == {"node1": 1, "node2": 1}
 
 

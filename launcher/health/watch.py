@@ -36,12 +36,19 @@ line is still an end-of-run abort, and the runner holds teardown that long for s
 from __future__ import annotations
 
 import signal as signals
+import time as clock
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from launcher.health.events import Event
-from launcher.health.rules import RULES_BY_NAME, classify, is_completion_marker, is_progress
+from launcher.health.rules import (
+    OOM_EVIDENCE_RULES,
+    RULES_BY_NAME,
+    classify,
+    is_completion_marker,
+    is_progress,
+)
 
 
 class State(str, Enum):
@@ -106,6 +113,24 @@ def decode_exit(code: int | None, signal: str | int | None) -> tuple[int | None,
     return code, None
 
 
+def format_time(t: float) -> str:
+    """A readable moment: local wall-clock time for epoch seconds ("14:03:07"), else seconds since the start
+    (tests and replays feed run-relative times)."""
+    if t >= 1e9:
+        return clock.strftime("%H:%M:%S", clock.localtime(t))
+    return f"t+{t:.0f}s"
+
+
+def format_duration(seconds: float) -> str:
+    """ "45 s", "3 min 20 s", "2 h 5 min" """
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
 def precedence(event: Event) -> int:
     if event.kind == "stall":
         return PRECEDENCE_STALL
@@ -150,6 +175,8 @@ class Watcher:
     _stopped_reported: set[tuple[str, int]] = field(default_factory=set)
     _end_of_run_nodes: set[str] = field(default_factory=set)
     _line_numbers: dict[tuple[str, int | None], int] = field(default_factory=dict)
+    # Per node: the latest evidence that memory ran out (time, what said so). A SIGKILL near it is an OOM kill.
+    _oom_evidence: dict[str, tuple[float, str]] = field(default_factory=dict)
     _teardown_at: float | None = None
     _end_of_run_since: float | None = None
     # After an end-of-run abort on one node the others' torchrun waits in its exit barrier (up to 300 s) for an
@@ -184,7 +211,9 @@ class Watcher:
         if match.rule == "end-of-run-abort" and self._after_completion(time):
             # Training already reported completion: a thread torn down at exit, not a failed run.
             self._end_of_run_nodes.add(node)
-        return self._record(self._forgive_end_of_run(event))
+        if match.rule in OOM_EVIDENCE_RULES:
+            self.observe_oom_kill(time, node, f"the job's output: {text.strip()[:120]}")
+        return self._record(self._blame_oom(self._forgive_end_of_run(event)))
 
     def observe_exit(
         self,
@@ -204,7 +233,7 @@ class Watcher:
                 self._forgive_lines_of_clean_exit(node, time)
             self._settle(time)
             return None
-        how = f"exited with signal {signal_text}" if signal_text else f"exited with code {code}"
+        how = f"killed by {signal_text}" if signal_text else f"exited with code {code}"
         event = Event(time, node, rank, "exit", "crash", "fatal", how, code=code, signal=signal_text)
         # Exits after the teardown began are its doing (our SIGTERM, then SIGKILL after the grace); a death that
         # happened before, even if reported late, is still a cause.
@@ -213,7 +242,7 @@ class Watcher:
         if self.state is State.STOPPING and expected:
             # We (or torchrun, after a failure) asked for this exit.
             event = replace(event, severity="info", text=f"{how} while stopping")
-        event = self._forgive_end_of_run(event)
+        event = self._blame_oom(self._forgive_end_of_run(event))
         if (
             event.kind == "exit"
             and event.text.startswith("end-of-run abort")
@@ -239,11 +268,23 @@ class Watcher:
             if key in self._stopped_reported or time - since < self.stop_confirm_s:
                 continue
             self._stopped_reported.add(key)
-            text = f"process {proc.pid} stopped (state {proc.state}) since t={since:g}"
+            text = (
+                f"process {proc.pid} stopped (state {proc.state}: SIGSTOP or a debugger) since {format_time(since)},"
+                f" seen stopped for {format_duration(time - since)}"
+            )
             event = self._record(Event(since, node, proc.rank, "stopped", None, "fatal", text))
             if event is not None:
                 found.append(event)
         return found
+
+    def observe_oom_kill(self, time: float, node: str, source: str) -> None:
+        """Evidence that memory ran out on ``node``: the kernel's OOM-killer line, the job cgroup's memory.events
+        oom_kill counter going up, or the job's own OOM output. A SIGKILL on that node within ``cascade_window``
+        (before or after) is then reported as an OOM kill; without such evidence it stays "killed by SIGKILL"."""
+        self._oom_evidence[node] = (time, source)
+        for i, event in enumerate(self.events):
+            if event.node == node and abs(event.time - time) <= self.cascade_window:
+                self.events[i] = self._blame_oom(event)
 
     def observe_lost(self, time: float, node: str, why: str) -> Event | None:
         """The link or heartbeat to a node is gone."""
@@ -256,6 +297,8 @@ class Watcher:
         match = classify(text)
         if match is None:
             return None
+        if match.rule in OOM_EVIDENCE_RULES:
+            self.observe_oom_kill(time, node, f"the kernel log: {text.strip()[:120]}")
         return self._record(
             Event(time, node, None, "gpu", match.category, match.severity, text.strip(), rule=match.rule)
         )
@@ -294,7 +337,8 @@ class Watcher:
         quietest, since = self._quietest_node()
         silent_for = now - last_any
         text = (
-            f"no output from any rank for {silent_for:.0f}s (quietest: {quietest}, last output t={since:g})"
+            f"no output from any rank for {format_duration(silent_for)}"
+            f" (quietest: {quietest}, its last output at {format_time(since)})"
         )
         event = self._record(Event(now, quietest, None, "stall", None, "fatal", text))
         return [event] if event is not None else []
@@ -389,6 +433,18 @@ class Watcher:
         if self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
             self.state = State.RUNNING
             self.stop_reason = None
+
+    def _blame_oom(self, event: Event) -> Event:
+        """A death by SIGKILL (the rank's exit, or torchrun's "exitcode: -9" / "Signal 9 (SIGKILL)") becomes an
+        OOM kill when memory evidence exists for its node close enough in time; otherwise it is left alone."""
+        evidence = self._oom_evidence.get(event.node)
+        sigkill = (event.kind == "exit" and event.signal == "SIGKILL") or event.rule == "rank-sigkill"
+        if evidence is None or not sigkill or event.category == "oom":
+            return event
+        when, source = evidence
+        if abs(event.time - when) > self.cascade_window:
+            return event
+        return replace(event, category="oom", text=f"{event.text} — out of memory, per {source}")
 
     def _forgive_lines_of_clean_exit(self, node: str, time: float) -> None:
         """A node whose launcher exits 0 shortly after a fatal-looking line was not failing: torchrun's agents
