@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e_helpers import assert_nothing_left, job_pids, running_everywhere, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -44,33 +45,6 @@ def shared() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rlaunch-contract-", dir="/var/tmp"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-def job_pids(cluster: Any, node: str) -> list[tuple[int, str]]:
-    return [(pid, cmd) for pid, cmd in cluster.node_pids(node) if "sshd" not in cmd]
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def nothing_left(cluster: Any, nodes: list[str], timeout: float = 30) -> None:
-    for node in nodes:
-        wait_for(
-            lambda n=node: not job_pids(cluster, n),
-            timeout,
-            f"no job processes on {node}: {job_pids(cluster, node)}",
-        )
-
-
-def running_everywhere(cluster: Any, nodes: list[str], marker: str) -> bool:
-    return all(any(marker in cmd for _, cmd in job_pids(cluster, n)) for n in nodes)
 
 
 def inventory(cluster: Any, job: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -134,7 +108,7 @@ def test_detach_status_logs_down_leaves_nothing(sim3: Any, shared: Path, kind: s
         )
     _, replies = lifecycle.down(run_id)
     assert all(r.ok and not r.data.get("remaining") for r in replies.values()), replies
-    nothing_left(sim3, nodes, timeout=10)
+    assert_nothing_left(sim3, timeout=10, nodes=nodes)
     follower.join(timeout=30)
     assert not follower.is_alive(), "logs -f did not end with the job"
     state = records.RunRecord.open(run_id).read_state()
@@ -163,7 +137,7 @@ def test_guard_sigkilled_in_the_foreground_is_a_lost_node_and_nothing_is_left(si
     assert outcome.code == ExitCode.INFRA, outcome.summary  # never "succeeded"
     assert outcome.root_cause and outcome.root_cause["node"] == "node2", outcome.summary
     assert "guard died" in outcome.summary
-    nothing_left(sim3, ["node1", "node2"])
+    assert_nothing_left(sim3, nodes=["node1", "node2"])
     assert records.RunRecord.open(run_id).read_state()["state"] == "failed"
     assert lifecycle.check_lock(inv) is None
 
@@ -178,7 +152,7 @@ def test_guard_sigkilled_detached_settles_the_record_and_frees_the_nodes(sim3: A
         lambda: (s := lifecycle.status(run_id))["state"] != "running" and s, 30, "status to settle the run"
     )
     assert info["state"] == "failed" and "node1" in info["reason"], info
-    nothing_left(sim3, ["node1", "node2"])
+    assert_nothing_left(sim3, nodes=["node1", "node2"])
     assert lifecycle.check_lock(inv) is None
 
 
@@ -218,7 +192,7 @@ def test_signals_during_a_hung_collective_stop_everything(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == ExitCode.INTERRUPTED, out
-    nothing_left(sim3, ["node1", "node2"])
+    assert_nothing_left(sim3, nodes=["node1", "node2"])
     run_id = records.list_run_ids()[-1]
     assert records.RunRecord.open(run_id).read_state()["state"] == "stopped", out
     assert "Traceback" not in out, out
