@@ -55,6 +55,24 @@ def targets_of_plan(plan: Plan) -> list[GuardTarget]:
     return [GuardTarget(n.host, n.python, n.run_dir) for n in plan.nodes]
 
 
+def interrupt_once(note: Callable[[str], None] | None = None) -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt once, which takes the teardown path; later ones are noted and
+    ignored. `timeout`, systemd and Slurm signal the launcher and then its process group: a second signal
+    arriving before the teardown has shielded itself must not cut it short (issue 12)."""
+    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
+    fired: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if fired:
+            say(f"{signal.Signals(signum).name} received: already stopping the job on every node")
+            return
+        fired.append(signum)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+
 @contextlib.contextmanager
 def teardown_shield(note: Callable[[str], None] | None = None) -> Iterator[None]:
     """Keep SIGTERM and SIGINT from aborting a teardown in progress (issue 12).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
 from typing import Any
@@ -61,15 +60,6 @@ def _event_printer(event: dict[str, Any]) -> None:
         )
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM to the launcher takes the same teardown path as Ctrl-C."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 @main.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @inventory_options
@@ -100,10 +90,10 @@ def up(
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
     from launcher import lifecycle
-    from launcher.run import LaunchError
+    from launcher.run import LaunchError, interrupt_once
 
     inv = load(inventory, hostfile, from_slurm)
-    _sigterm_as_interrupt()
+    interrupt_once(_status)  # SIGTERM takes Ctrl-C's teardown path; a repeated signal never cuts it short
     printer = _line_printer(as_json)
     started = time.time()
     try:
