@@ -32,7 +32,7 @@ from launcher.validate.baseline import (
 from launcher.validate.checks import Check, Record
 from launcher.validate.lossplot import write_loss_svg
 from launcher.validate.report import StageResult
-from launcher.validate.runner import DEFAULT_STALL_TIMEOUT, WorkloadResult, run_workload
+from launcher.validate.runner import DEFAULT_STALL_TIMEOUT, WorkloadResult, run_attempts, run_workload
 
 STAGES = ("single", "dual", "cluster")
 EXIT_INFRA = ExitCode.INFRA
@@ -194,10 +194,39 @@ class Session:
         result = run_workload(
             self.inv, name, hosts, script, args, nproc=nproc, env=env, stall_timeout=self.stall_timeout()
         )
+        self._note_unreachable(result)
+        return result
+
+    def _note_unreachable(self, result: WorkloadResult) -> None:
         if result.infra:
             with self._lock:
                 self.unreachable.update(h for h, why in result.infra.items() if _is_unreachable(why))
-        return result
+
+    def run_attempts(
+        self,
+        name: str,
+        hosts: Sequence[str],
+        script: str,
+        args: Sequence[str],
+        nproc: int,
+        checkpoint_dir: str,
+        **env: str,
+    ) -> list[WorkloadResult]:
+        """A workload with one restart through rlaunch's restart path: one result per attempt."""
+        results = run_attempts(
+            self.inv,
+            name,
+            hosts,
+            script,
+            args,
+            nproc=nproc,
+            env=env,
+            stall_timeout=self.stall_timeout(),
+            checkpoint_dir=checkpoint_dir,
+            max_restarts=1,
+        )
+        self._note_unreachable(results[-1])
+        return results
 
     def probe_args(self, world: int, *extra: str) -> list[str]:
         return [
@@ -449,7 +478,8 @@ def fault_injection(
     fail_rank: int,
     node: str,
 ) -> list[Check]:
-    """Kill rank `fail_rank` mid-run, resume from the latest checkpoint, compare with the clean run."""
+    """Kill rank `fail_rank` mid-run and let rlaunch's own restart path resume it from the latest complete
+    checkpoint (`restart.max_restarts: 1`, the path users rely on); compare with the clean run."""
     if session.out_of_time():
         return skipped(FAULT, node, "budget")
     if not clean.ok:
@@ -458,34 +488,29 @@ def fault_injection(
     fault_dir = f"{session.ckpt_root}/{name}-fault"
     session.ckpt_hosts.update(hosts)
     ckpt = ["--ckpt-dir", fault_dir, "--ckpt-every", str(CKPT_EVERY)]
-    session.say(f"{name}: fault injection, rank {fail_rank} killed at step {k}…")
+    session.say(f"{name}: fault injection, rank {fail_rank} killed at step {k}, then rlaunch's restart…")
     fault = ["--fail-at-step", str(k), "--fail-rank", str(fail_rank)]
     world = nproc * len(hosts)
-    killed = session.run(
-        f"{name}-kill", hosts, "probe.py", session.probe_args(world, *ckpt, *fault), nproc=nproc
+    # Deliberately wrong for --inject wrong-checkpoint: the probe resumes from the oldest checkpoint instead.
+    env = {"RLAUNCH_PROBE_RESUME_OLDEST": "1"} if session.opts.inject == "wrong-checkpoint" else {}
+    attempts = session.run_attempts(
+        f"{name}-fault", hosts, "probe.py", session.probe_args(world, *ckpt, *fault), nproc, fault_dir, **env
     )
+    killed, resumed = attempts[0], (attempts[1] if len(attempts) > 1 else None)
     saved = C.last_checkpoint(killed.probe)
     injected = Check(
         "fault_injected",
         node,
-        C.verdict(not killed.ok and saved is not None),
+        C.verdict(not killed.ok and saved is not None and resumed is not None),
         float(saved) if saved is not None else None,
         unit="step",
         message=f"run {'failed' if not killed.ok else 'did NOT fail'} after rank {fail_rank} was killed at "
-        f"step {k}; latest checkpoint: step {saved}",
+        f"step {k}; latest checkpoint: step {saved}"
+        + ("" if resumed is not None or killed.ok else "; rlaunch did not restart it"),
     )
-    if injected.status == "fail" or session.out_of_time():
-        why = "budget" if injected.status == "pass" else "fault injection did not happen"
-        return [injected, *skipped(FAULT[1:], node, why)]
+    if injected.status == "fail" or resumed is None:
+        return [injected, *skipped(FAULT[1:], node, "fault injection did not happen")]
 
-    resume = ["--resume"]
-    if session.opts.inject == "wrong-checkpoint":
-        # Deliberately wrong: the oldest checkpoint instead of the latest, which the checks must catch.
-        resume = ["--resume-from", f"{fault_dir}/step-{CKPT_EVERY:08d}"]
-    session.say(f"{name}: resuming…")
-    resumed = session.run(
-        f"{name}-resume", hosts, "probe.py", session.probe_args(world, *ckpt, *resume), nproc=nproc
-    )
     tolerance = RESUME_TOLERANCE[session.opts.device]
     checks = [
         explain(c, resumed) for c in C.check_resume(clean.probe, resumed.probe, killed.probe, tolerance, node)
