@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import pwd
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,6 +97,20 @@ def parse_gpus(value: Any) -> tuple[int, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError(f"GPU ids {list(ids)} repeat")
     return ids
+
+
+def default_workdir(ssh: SSHConfig | None) -> str:
+    """$RLAUNCH_WORKDIR, else a per-user directory: a shared, predictable /tmp/rlaunch let any local user plant
+    the guard.py we then run (docs/security.md). The node's push refuses it if someone else owns it."""
+    if os.environ.get("RLAUNCH_WORKDIR"):
+        return os.environ["RLAUNCH_WORKDIR"]
+    user = ssh.user if ssh is not None and ssh.user else None
+    if user is None:
+        try:
+            user = pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            user = str(os.geteuid())
+    return f"/var/tmp/rlaunch-{user}"
 
 
 class SSHConfig(_Strict):
@@ -208,7 +223,7 @@ class Inventory(_Strict):
     ssh: SSHConfig = Field(default_factory=SSHConfig)
     nodes: tuple[NodeSpec, ...]
     master: Master = Field(default_factory=Master)
-    workdir: str = "/tmp/rlaunch"
+    workdir: str = Field(default_factory=lambda data: default_workdir(data.get("ssh")))
     python: str = "python3"
     transport: Literal["ssh", "local", "slurm"] = "ssh"  # slurm: srun steps in the current allocation
     # GPU family: loads templates/env_<profile>.env as defaults and decides bf16 support.

@@ -112,8 +112,21 @@ def cmdline(pid: int, comm: str) -> str:
     return (text or f"[{comm}]")[:CMD_CHARS]
 
 
+def valid_pid(value: object) -> bool:
+    """A PID we may ever signal: an int above 1 (kill(1) or kill(-1) would hit init or every process we can)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 1
+
+
+def valid_start(value: object) -> bool:
+    """A start time as /proc/PID/stat field 22 gives it (clock ticks since boot)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def is_alive(pid: int, starttime: int | None = None) -> bool:
-    """True if pid runs (zombies count as dead) and, when given, was started at `starttime`."""
+    """True if pid runs (zombies count as dead) and, when given, was started at `starttime`. Anything that may
+    lead to a signal passes the start time (guard_identity never returns a pid without one): pids are reused."""
+    if not valid_pid(pid):
+        return False
     st = read_stat(pid)
     if st is None or st["state"] in ("Z", "X"):
         return False
@@ -172,8 +185,33 @@ def describe(procs: list) -> list:
 
 
 def signal_pid(pid: int, sig: int) -> None:
+    if not valid_pid(pid):
+        return
     with contextlib.suppress(OSError):  # already gone, or not ours to signal: nothing more to do
         os.kill(pid, sig)
+
+
+def signal_same(pid: int, starttime: int, sig: int) -> bool:
+    """Signal pid only if it is still the process that started at `starttime`. A pidfd pins the process between
+    the check and the signal, so a pid reused in between is never hit; without pidfds the window is one read."""
+    if not (valid_pid(pid) and valid_start(starttime)):
+        return False
+    fd = None
+    with contextlib.suppress(AttributeError, OSError):
+        fd = os.pidfd_open(pid)
+    try:
+        if not is_alive(pid, starttime):
+            return False
+        if fd is not None:
+            signal.pidfd_send_signal(fd, sig)
+        else:
+            os.kill(pid, sig)
+        return True
+    except OSError:
+        return False
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -184,9 +222,16 @@ def path_in(rundir: str, name: str) -> str:
     return os.path.join(rundir, name)
 
 
+def open_nofollow(path: str, flags: int, mode: int = 0o600) -> int:
+    """os.open that never follows a symlink at `path` (a link planted there would redirect our writes)."""
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
 def write_json_atomic(path: str, data: dict) -> None:
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover of a crashed writer with our pid; O_EXCL below refuses anything there
+    with os.fdopen(open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as f:
         json.dump(data, f)
         f.write("\n")
         f.flush()
@@ -196,7 +241,7 @@ def write_json_atomic(path: str, data: dict) -> None:
 
 def read_json(path: str) -> dict | None:
     try:
-        with open(path) as f:
+        with os.fdopen(open_nofollow(path, os.O_RDONLY)) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -206,12 +251,14 @@ def read_records(rundir: str) -> set:
     """The (pid, starttime, sid) triples appended to RUNDIR/pids ("PID STARTTIME SID" lines; SID optional)."""
     records = set()
     try:
-        with open(path_in(rundir, "pids")) as f:
+        with os.fdopen(open_nofollow(path_in(rundir, "pids"), os.O_RDONLY)) as f:
             for line in f:
                 parts = line.split()
                 if len(parts) in (2, 3) and all(part.isdigit() for part in parts):
+                    pid, start = int(parts[0]), int(parts[1])
                     sid = int(parts[2]) if len(parts) == 3 else None
-                    records.add((int(parts[0]), int(parts[1]), sid))
+                    if valid_pid(pid):  # pid 1, 0 or no start time: never ours to kill
+                        records.add((pid, start, sid if valid_pid(sid) else None))
     except OSError:
         pass
     return records
@@ -222,13 +269,12 @@ def record_of(st: dict) -> tuple:
 
 
 def append_records(rundir: str, records: list) -> None:
-    with open(path_in(rundir, "pids"), "a") as f:
+    with os.fdopen(open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w") as f:
         f.write("".join(f"{pid} {start} {sid}\n" for pid, start, sid in records))
 
 
 def touch(path: str) -> None:
-    with open(path, "a"):
-        pass
+    os.close(open_nofollow(path, os.O_WRONLY | os.O_CREAT))
     os.utime(path, None)
 
 
@@ -257,11 +303,17 @@ def load_job(rundir: str) -> dict:
 
 
 def guard_identity(rundir: str) -> tuple:
-    """(guard_pid, guard_starttime, state dict) from state.json; (None, None, None) if there is none yet."""
+    """(guard_pid, guard_starttime, state dict) from state.json; (None, None, None) if there is none yet.
+
+    The pid and start time come back only when both are well-formed (ints, pid above 1): a record without its
+    start time, or a tampered one, must never name a process to signal. The state is still returned."""
     state = read_json(path_in(rundir, "state.json"))
-    if not isinstance(state, dict) or not state.get("guard_pid"):
+    if not isinstance(state, dict):
         return None, None, None
-    return int(state["guard_pid"]), state.get("guard_starttime"), state
+    pid, start = state.get("guard_pid"), state.get("guard_starttime")
+    if not (valid_pid(pid) and valid_start(start)):
+        return None, None, state
+    return pid, start, state
 
 
 def guard_alive(rundir: str) -> bool:
@@ -303,7 +355,9 @@ class Guard:
             "reason": None,
         }
         # Kept open for the guard's life: appended to on every poll.
-        self.pids_file = open(path_in(rundir, "pids"), "a")  # noqa: SIM115
+        self.pids_file = os.fdopen(
+            open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
+        )
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
@@ -314,7 +368,8 @@ class Guard:
         env = dict(os.environ)
         env.update(self.job["env"])
         env["PYTHONUNBUFFERED"] = "1"
-        with open(path_in(self.rundir, "out.log"), "ab", buffering=0) as out:
+        out_fd = open_nofollow(path_in(self.rundir, "out.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        with os.fdopen(out_fd, "ab", buffering=0) as out:
             # start_new_session: the job gets its own session and process group, away from the guard's signals.
             proc = subprocess.Popen(
                 self.job["argv"],
@@ -468,7 +523,7 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    guard_log = os.open(path_in(rundir, "guard.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    guard_log = open_nofollow(path_in(rundir, "guard.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(guard_log, 1)
     os.dup2(guard_log, 2)
     os.close(guard_log)
@@ -488,7 +543,9 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
         guard = Guard(rundir, job)
         signal.signal(signal.SIGTERM, guard.on_stop_signal)
         signal.signal(signal.SIGINT, guard.on_stop_signal)
-        with open(path_in(rundir, "guard.pid"), "w") as f:
+        with os.fdopen(
+            open_nofollow(path_in(rundir, "guard.pid"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w"
+        ) as f:
             f.write(f"{os.getpid()}\n")
         guard.spawn()
     except Exception as e:
@@ -497,6 +554,7 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
         failed = {
             "state": FAILED,
             "guard_pid": os.getpid(),
+            "guard_starttime": (read_stat(os.getpid()) or {}).get("starttime"),
             "job_pid": None,
             "exit_code": None,
             "signal": None,
@@ -531,7 +589,11 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         print(json.dumps({"error": str(e)}))
         return EXIT_BAD_INPUT
     # The live guard holds an flock on guard.lock for its whole life; it is released by the kernel on any death.
-    lock_fd = os.open(path_in(rundir, "guard.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_fd = open_nofollow(path_in(rundir, "guard.lock"), os.O_RDWR | os.O_CREAT)
+    except OSError as e:
+        print(json.dumps({"error": f"cannot open {path_in(rundir, 'guard.lock')}: {e.strerror}"}))
+        return EXIT_INFRA
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -620,8 +682,8 @@ def kill_recorded(rundir: str, grace: float) -> list:
         for st in procs:
             if st["pid"] not in termed:
                 termed.add(st["pid"])
-                signal_pid(st["pid"], signal.SIGTERM)
-                signal_pid(st["pid"], signal.SIGCONT)
+                signal_same(st["pid"], st["starttime"], signal.SIGTERM)
+                signal_same(st["pid"], st["starttime"], signal.SIGCONT)
         if time.time() >= deadline:
             break
         time.sleep(0.1)
@@ -631,7 +693,7 @@ def kill_recorded(rundir: str, grace: float) -> list:
         if not procs:
             return []
         for st in procs:
-            signal_pid(st["pid"], signal.SIGKILL)
+            signal_same(st["pid"], st["starttime"], signal.SIGKILL)
         time.sleep(0.1)
     return [st["pid"] for st in job_processes([], records) if st["state"] != "Z"]
 
@@ -639,19 +701,21 @@ def kill_recorded(rundir: str, grace: float) -> list:
 def cmd_stop(rundir: str, grace: float | None) -> int:
     pid, start, state = guard_identity(rundir)
     if grace is None:
-        job = read_json(path_in(rundir, "job.json")) or {}
-        grace = float(job.get("grace", 10))
+        job = read_json(path_in(rundir, "job.json"))
+        grace = job.get("grace", 10) if isinstance(job, dict) else 10
+        if not isinstance(grace, (int, float)) or isinstance(grace, bool) or not 0 <= grace <= 3600:
+            grace = 10  # a tampered job.json must not make stop crash or wait forever
     guard_was_alive = pid is not None and is_alive(pid, start)
     if guard_was_alive:
         write_json_atomic(path_in(rundir, "stop_request.json"), {"grace": grace, "t": time.time()})
-        signal_pid(pid, signal.SIGTERM)
+        signal_same(pid, start, signal.SIGTERM)
         deadline = time.time() + grace + 10
         while is_alive(pid, start) and time.time() < deadline:
             time.sleep(0.1)
         if is_alive(pid, start):
             # The guard is stuck: record its tree first, then take over the teardown ourselves.
             append_records(rundir, [record_of(st) for st in job_processes([pid], read_records(rundir))])
-            signal_pid(pid, signal.SIGKILL)
+            signal_same(pid, start, signal.SIGKILL)
     remaining = kill_recorded(rundir, grace)
     _, _, state = guard_identity(rundir)
     if state is None:
@@ -693,7 +757,9 @@ class LogTail:
     def read(self, final: bool = False) -> list:
         if self.file is None:
             try:
-                self.file = open(self.path, "rb")  # noqa: SIM115 (kept open while following)
+                self.file = os.fdopen(
+                    open_nofollow(self.path, os.O_RDONLY), "rb"
+                )  # kept open while following
             except FileNotFoundError:
                 return []
             self.file.seek(self.offset)
@@ -878,8 +944,8 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
             word = line.strip().decode("ascii", "replace")
             if word == "hb":
                 touch(heartbeat)
-            elif word == "stop" and is_alive(pid, start):
-                signal_pid(pid, signal.SIGTERM)
+            elif word == "stop":
+                signal_same(pid, start, signal.SIGTERM)
 
 
 def main(argv: list | None = None) -> int:
