@@ -16,7 +16,7 @@ from typing import Any
 
 from cluster.inventory import Inventory, InventoryError
 from launcher import envrules
-from launcher.jobs.base import PROFILE_ARCH, FileSpec, NodeContext, adapter_for
+from launcher.jobs.base import PROFILE_ARCH, FileSpec, JobConfigError, NodeContext, adapter_for
 
 REDACTED = "***"
 GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
@@ -193,7 +193,10 @@ def build_plan(
             sources=dict(sources),
             resume_from=resume_from,
         )
-        render = adapter.render(inv.job, inv, ctx)
+        try:
+            render = adapter.render(inv.job, inv, ctx)
+        except JobConfigError as exc:  # the user's yaml/json: bad input (exit 2), one line naming the file
+            raise PlanError(exc.message, file=exc.file or inv.source, field=exc.field) from None
         env = {
             **rules.env,
             **render.env,
@@ -365,6 +368,10 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
             raise PlanError(
                 f"cannot read {full}: {exc.strerror}", file=inv.source, field=field_name
             ) from None
+    if job.kind == "llamafactory":
+        from launcher.jobs.llamafactory import head_sources
+
+        sources.update(head_sources(inv))
     for name in ("ds_z3.json", "ds_z3_offload.json", "llamafactory_lora_sft.yaml"):
         res = resources.files("templates").joinpath(name)
         if res.is_file():
