@@ -4,7 +4,7 @@ Two inputs, both plain data so that a run can be replayed:
 
 - progress lines (``step=N``, ``step N``, DeepSpeed ``[Rank 0] step=N``, HF Trainer / LLaMA-Factory log dicts
   ``{'loss': ...}``, tqdm ``12/100 [..., 2.1it/s]``, or ``health.progress_regex``), from which the job's step
-  interval is learned (median of recent intervals);
+  interval is learned (over the recent steps);
 - per-rank samples from the node guard (cumulative CPU seconds and I/O bytes of each rank's process).
 
 A **hang** is no progress for ``max(hang_factor × interval, hang_floor)`` while every rank has been quiescent
@@ -90,7 +90,6 @@ class Progress:
     last_progress: float | None = None
     count: int = 0
     _last_step: int | None = None
-    _intervals: deque[float] = field(default_factory=lambda: deque(maxlen=INTERVALS_KEPT))
     ranks: dict[tuple[str, int], RankSeries] = field(default_factory=dict)
     _straggling: dict[str, int] = field(default_factory=dict)
     _custom: re.Pattern[str] | None = None
@@ -110,8 +109,6 @@ class Progress:
             return True
         if step is not True:
             self._last_step = int(step)
-        if self.last_progress is not None:
-            self._intervals.append(time - self.last_progress)
         self.last_progress = time
         self.count += 1
         self.steps.append((time, self.count))
@@ -127,9 +124,13 @@ class Progress:
     @property
     def interval(self) -> float | None:
         """The learned step interval (median of recent ones), once enough steps were seen."""
-        if self.count < self.settings.min_steps or not self._intervals:
+        if self.count < self.settings.min_steps or len(self.steps) < 2:
             return None
-        return statistics.median(self._intervals)
+        # Over the recent steps, not between consecutive lines: the guard forwards lines in batches, so several
+        # steps can arrive with the same time stamp.
+        recent = list(self.steps)[-INTERVALS_KEPT:]
+        (t0, c0), (t1, c1) = recent[0], recent[-1]
+        return (t1 - t0) / (c1 - c0) if c1 > c0 else None
 
     def hang_after(self) -> float | None:
         interval = self.interval

@@ -36,7 +36,8 @@ def where(node: str, rank: int | None, tool: str | None, text: str) -> Where:
             if m:
                 func, file, lineno = m.group(1), os.path.basename(m.group(2)), m.group(3)
                 source = SOURCE.match(main[i + 1]) if i + 1 < len(main) else None
-                said = f"{func} at {file}:{lineno}" + (f" (`{source.group(1)}`)" if source else "")
+                code = source.group(1).split("  #")[0].strip() if source else ""
+                said = f"{func} at {file}:{lineno}" + (f" (`{code}`)" if code else "")
                 return Where(node, rank, f"{func} {file}:{lineno}", said)
     for line in main:
         m = BLOCKED.match(line)

@@ -318,7 +318,7 @@ class Watcher:
             interval = self.progress.interval or 0.0
             quietest, _ = self._quietest_node()
             text = (
-                f"hang: no progress for {silent:.0f}s (step interval {interval:.2f}s, limit {threshold:.0f}s) "
+                f"no progress for {silent:.0f}s (step interval {interval:.2f}s, limit {threshold:.0f}s) "
                 f"and every rank idle for {self.progress.settings.quiet_window:.0f}s (no CPU, no I/O)"
             )
             found.append(self._record(Event(now, quietest, None, "hang", "hang", "fatal", text)))
@@ -342,7 +342,7 @@ class Watcher:
             if event.kind in ("hang", "stall") and event.is_fatal:
                 node = culprit.node if culprit is not None else event.node
                 rank = culprit.rank if culprit is not None else event.rank
-                self.events[i] = replace(event, node=node, rank=rank, text=f"{event.text}; {sentence}")
+                self.events[i] = replace(event, node=node, rank=rank, text=f"{sentence}; {event.text}")
                 return self.events[i]
         return None
 
