@@ -91,3 +91,57 @@ def test_silent_busy_phase_of_75s_is_not_a_hang(sim3: Any, busy_rank: int) -> No
     assert outcome.code == 0, outcome.summary
     assert not [e for e in events_of(run_id) if e["kind"] in ("hang", "stall")]
     assert_nothing_left(sim3)
+
+
+@pytest.mark.slow
+def test_a_node_computing_more_per_step_is_named_a_straggler_and_the_job_succeeds(sim3: Any) -> None:
+    args = ["--steps", "150", "--sleep", "0.05", "--slow-node", "1", "--extra-compute", "0.3"]
+    run_id, outcome = up(inventory(sim3, args, nproc=1), timeout=400)
+    assert outcome.code == 0, outcome.summary
+    warnings = [e for e in events_of(run_id) if e["kind"] == "straggler"]
+    assert [e["node"] for e in warnings] == ["node2"] and warnings[0]["severity"] == "warning"
+    record = records.RunRecord.open(run_id)
+    assert record.read_state().get("stragglers") == ["node2"]  # what `rlaunch status` shows
+    assert 'rlaunch_straggler{node="node2"' in (record.root / "metrics.prom").read_text()
+    assert_nothing_left(sim3)
+
+
+@pytest.mark.slow
+def test_an_even_job_has_no_straggler(sim3: Any) -> None:
+    run_id, outcome = up(inventory(sim3, ["--steps", "150", "--sleep", "0.35"], nproc=1), timeout=400)
+    assert outcome.code == 0, outcome.summary
+    assert not [e for e in events_of(run_id) if e["kind"] == "straggler"]
+
+
+@pytest.mark.slow
+def test_a_node_cut_off_the_network_is_named_not_a_survivor(sim_cluster: Any) -> None:
+    cluster = sim_cluster(3)
+    data = cluster.inventory_dict(
+        job={
+            "kind": "torchrun",
+            "script": TRAIN,
+            "args": ["--steps", "100000", "--sleep", "0.05"],
+            "nproc_per_node": 1,
+            "timeout": 600,
+        },
+        master={"port": "auto"},
+    )
+    data.pop("health", None)
+    lines: list[str] = []
+    result: dict[str, Any] = {}
+    inv = from_mapping(data)
+    thread = threading.Thread(
+        target=lambda: result.update(out=lifecycle.up(inv, on_line=lambda h, r, t: lines.append(t))),
+        daemon=True,
+    )
+    thread.start()
+    from test_e2e_health import wait_for
+
+    wait_for(lambda: sum(t.startswith("step=") for t in lines) >= 20, 120, "20 steps", result)
+    cluster.partition("node3")  # a silent link-down: no RST, no ICMP
+    thread.join(240)
+    assert not thread.is_alive(), "the run did not end"
+    _, outcome = result["out"]
+    assert outcome.code != 0
+    root = outcome.root_cause
+    assert root is not None and root["node"] == "node3", outcome.summary
