@@ -81,7 +81,13 @@ class HangForensics:
         if budget <= 0:
             return
         with runner._lock:
-            hosts = [h for h, s in runner.nodes.items() if not s.lost and self.rank_pids.get(h)]
+            # A node not heard from lately would only eat the budget: its stacks cannot come back either.
+            fresh = time.time() - max(PROBE_S, budget)
+            hosts = [
+                h
+                for h, s in runner.nodes.items()
+                if not s.lost and self.rank_pids.get(h) and (s.last_heard or 0.0) >= fresh
+            ]
         if not hosts:
             return
         started = time.time()
