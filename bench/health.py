@@ -6,7 +6,10 @@ on the same nodes, interleaved per repetition:
   torchrun   `ssh -F <ssh_config> nodeI python -m torch.distributed.run --nnodes 2 --node-rank I ...` per node,
              what a user without rlaunch runs
 
-Then global rank 3 (node2, local rank 1) is SIGKILLed (crash) or SIGSTOPped (hang), and from that instant:
+Then global rank 3 (node2, local rank 1) is SIGKILLed (crash) or SIGSTOPped (hang), or (quiet) falls asleep in
+Python forever at step 30 while its peers wait in all_reduce (examples/train.py --hang-at-step; rlaunch with
+default health settings: its progress-aware hang rule, not stall_timeout), and from that instant (quiet: from the
+head seeing the last step):
   detected   rlaunch: the first fatal event reaches the head (on_event); torchrun: the first ssh client exits
   verdict    rlaunch: `up` returned its Outcome; torchrun: the last ssh client exited (the user's shell is back)
   gone       no process of the job (torchrun agents, ranks: any cmdline naming train.py) left on either node
@@ -53,7 +56,10 @@ from launcher import lifecycle  # noqa: E402
 TRAIN = str(ROOT / "examples" / "train.py")
 TRAIN_ARGS = ["--steps", "100000", "--sleep", "0.05"]
 VICTIM_NODE, VICTIM_LOCAL_RANK = "node2", 1  # global rank 3
-SIGNALS = {"crash": signal.SIGKILL, "hang": signal.SIGSTOP}
+SIGNALS = {"crash": signal.SIGKILL, "hang": signal.SIGSTOP, "quiet": None}
+QUIET_STEP = 30  # rank 3 sleeps forever before this step's all_reduce
+QUIET_ARGS = ["--hang-at-step", str(QUIET_STEP), "--hang-rank", "3"]
+QUIET_TARGET_S = 90.0  # issue 14: a quiescent hang ends the job within 90 s with default settings
 POLL_S = 0.05  # resolution of the "gone" and "ssh exited" figures
 STEPS_BEFORE_FAULT = 10  # training must really be running (all-reduces flowing) before the fault
 START_TIMEOUT_S = 180.0  # 6 Python processes importing torch on 2 shared cores
@@ -125,7 +131,12 @@ def all_ranks_up(sim: SimCluster) -> bool:
     return all(worker_pid(sim, node.name, local) for node in sim.nodes for local in (0, 1))
 
 
-def inject(sim: SimCluster, case: str) -> float:
+def inject(sim: SimCluster, case: str, steps_seen: Callable[[], list[float]] | None = None) -> float:
+    """Send the fault and return its instant; for "quiet" the job hangs by itself: the last step's arrival."""
+    if case == "quiet":
+        assert steps_seen is not None
+        wait_for(lambda: len(steps_seen()) >= QUIET_STEP - 1, START_TIMEOUT_S, f"step {QUIET_STEP - 1}")
+        return steps_seen()[QUIET_STEP - 2]
     pid = worker_pid(sim, VICTIM_NODE, VICTIM_LOCAL_RANK)
     if pid is None:
         raise SystemExit(f"rank {VICTIM_LOCAL_RANK} on {VICTIM_NODE} vanished before the fault")
@@ -136,19 +147,20 @@ def inject(sim: SimCluster, case: str) -> float:
 
 # ------------------------------------------------------------------------------------------------ rlaunch
 def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) -> Trial:
-    inv = from_mapping(
-        sim.inventory_dict(
-            job={
-                "kind": "torchrun",
-                "script": TRAIN,
-                "args": TRAIN_ARGS,
-                "nproc_per_node": 2,
-                "timeout": 120,
-            },
-            master={"port": "auto"},
-            health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": stall_timeout},
-        )
+    data = sim.inventory_dict(
+        job={
+            "kind": "torchrun",
+            "script": TRAIN,
+            "args": TRAIN_ARGS + (QUIET_ARGS if case == "quiet" else []),
+            "nproc_per_node": 2,
+            "timeout": 120,
+        },
+        master={"port": "auto"},
+        health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": stall_timeout},
     )
+    if case == "quiet":
+        data.pop("health", None)  # every health setting at its default
+    inv = from_mapping(data)
     steps: list[float] = []
     first_fatal: list[float] = []
     timeline: list[tuple[float, dict[str, Any]]] = []
@@ -181,7 +193,7 @@ def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) 
     if "at" in returned:
         raise SystemExit(f"rlaunch ended before the fault: {returned}")
     startup = steps[0] - started
-    t0 = inject(sim, case)
+    t0 = inject(sim, case, lambda: steps)
     gone = poll_until(lambda: all_gone(sim), t0, cap)
     thread.join(timeout=max(1.0, t0 + cap - time.time()))
     if thread.is_alive():
@@ -228,7 +240,7 @@ def torchrun_trial(sim: SimCluster, case: str, cap: float, logs: Path) -> Trial:
                 sys.executable, "-m", "torch.distributed.run",
                 "--nnodes=2", f"--node-rank={rank}", "--nproc-per-node=2",
                 f"--master-addr={sim.nodes[0].name}", f"--master-port={port}", "--max-restarts=0",
-                TRAIN, *TRAIN_ARGS,
+                TRAIN, *TRAIN_ARGS, *(QUIET_ARGS if case == "quiet" else []),
             ]  # fmt: skip
             out = open(logs / f"torchrun-{node.name}.log", "wb")  # noqa: SIM115 - handed to ssh
             out_files.append(out)
@@ -250,7 +262,14 @@ def torchrun_trial(sim: SimCluster, case: str, cap: float, logs: Path) -> Trial:
             return all_ranks_up(sim) and text.count("step=") >= STEPS_BEFORE_FAULT
 
         wait_for(training, START_TIMEOUT_S, "plain torchrun's job to train")
-        t0 = inject(sim, case)
+        seen: list[float] = []
+
+        def steps_seen() -> list[float]:
+            count = master_log.read_text(errors="replace").count("step=")
+            seen.extend([time.time()] * (count - len(seen)))
+            return seen
+
+        t0 = inject(sim, case, steps_seen)
         exits: list[float] = []  # seconds after t0 at which each ssh client was seen exited
         gone: float | None = None
         while time.time() - t0 <= cap:
@@ -290,28 +309,37 @@ def samples(values: list[float | None], cap: float) -> str:
     return " / ".join(f"> {cap:g}" if v is None else f"{v:.2f}" for v in values)
 
 
-def table(results: dict[tuple[str, str], list[Trial]], cap: float, stall_timeout: float) -> str:
+def table(
+    results: dict[tuple[str, str], list[Trial]], cap: float, stall_timeout: float, quiet_cap: float = 150.0
+) -> str:
     lines = [
         "| fault (rank 3 of 4) | launcher | detected (s) | verdict (s) | all job processes gone (s) "
         "| gone, each run (s) | root cause named | load avg (1 min) |",
         "|---|---|---:|---:|---:|---|---:|---:|",
     ]
-    what = {"crash": "crash (SIGKILL)", "hang": f"hang (SIGSTOP), stall_timeout {stall_timeout:g} s"}
+    what = {
+        "crash": "crash (SIGKILL)",
+        "hang": f"hang (SIGSTOP), stall_timeout {stall_timeout:g} s",
+        "quiet": "quiescent hang (rank asleep in Python, peers in all_reduce), default settings",
+    }
     for (case, launcher), trials in results.items():
+        c = quiet_cap if case == "quiet" else cap
         named = "-" if launcher != "rlaunch" else f"{sum(bool(t.named) for t in trials)}/{len(trials)}"
         loads = [t.load for t in trials]
         lines.append(
-            f"| {what[case]} | {launcher} | {fmt(median_s([t.detected for t in trials]), cap)} "
-            f"| {fmt(median_s([t.verdict for t in trials]), cap)} | {fmt(median_s([t.gone for t in trials]), cap)} "
-            f"| {samples([t.gone for t in trials], cap)} | {named} | {min(loads):.1f}–{max(loads):.1f} |"
+            f"| {what[case]} | {launcher} | {fmt(median_s([t.detected for t in trials]), c)} "
+            f"| {fmt(median_s([t.verdict for t in trials]), c)} | {fmt(median_s([t.gone for t in trials]), c)} "
+            f"| {samples([t.gone for t in trials], c)} | {named} | {min(loads):.1f}–{max(loads):.1f} |"
         )
     return "\n".join(lines)
 
 
-def verdict(results: dict[tuple[str, str], list[Trial]], cap: float, stall_timeout: float) -> str:
+def verdict(
+    results: dict[tuple[str, str], list[Trial]], cap: float, stall_timeout: float, quiet_cap: float = 150.0
+) -> str:
     """The issue's targets (crash ≤ 2 s, hang ≤ stall_timeout + 2 s, to verdict and nothing left) vs this run."""
     parts = []
-    for case, target in (("crash", 2.0), ("hang", stall_timeout + 2.0)):
+    for case, target in (("crash", 2.0), ("hang", stall_timeout + 2.0), ("quiet", QUIET_TARGET_S)):
         trials = results.get((case, "rlaunch"))
         if not trials:
             continue
@@ -319,7 +347,8 @@ def verdict(results: dict[tuple[str, str], list[Trial]], cap: float, stall_timeo
             [None if t.verdict is None or t.gone is None else max(t.verdict, t.gone) for t in trials]
         )
         met = "met" if worst <= target else "NOT met"
-        parts.append(f"{case} ≤ {target:g} s: {met} (median {fmt(worst, cap)} s to verdict and nothing left)")
+        shown = fmt(worst, quiet_cap if case == "quiet" else cap)
+        parts.append(f"{case} ≤ {target:g} s: {met} (median {shown} s to verdict and nothing left)")
     misnamed = sorted({t.summary for trials in results.values() for t in trials if t.named is False})
     named_otherwise = "".join(f" Root cause named otherwise: {summary[:160]}." for summary in misnamed)
     return "Targets (rlaunch). " + "; ".join(parts) + "." + named_otherwise
@@ -356,7 +385,8 @@ def main() -> None:
     # torch on 2 shared cores): a stall_timeout of 10 s tears the job down before it trains.
     parser.add_argument("--stall-timeout", type=float, default=60.0, help="rlaunch's health.stall_timeout")
     parser.add_argument("--cap", type=float, default=60.0, help="seconds to wait for the job to end")
-    parser.add_argument("--cases", default="crash,hang", help="comma-separated: crash, hang")
+    parser.add_argument("--cases", default="crash,hang,quiet", help="comma-separated: crash, hang, quiet")
+    parser.add_argument("--quiet-cap", type=float, default=150.0, help="the cap for the quiet case")
     parser.add_argument("--launchers", default="rlaunch,torchrun", help="comma-separated: rlaunch, torchrun")
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args()
@@ -374,22 +404,23 @@ def main() -> None:
             for rep in range(args.reps):
                 for case in cases:
                     for name in launchers:
+                        cap = args.quiet_cap if case == "quiet" else args.cap
                         if name == "rlaunch":
-                            trial = rlaunch_trial(sim, case, args.stall_timeout, args.cap)
+                            trial = rlaunch_trial(sim, case, args.stall_timeout, cap)
                         else:
-                            trial = torchrun_trial(sim, case, args.cap, Path(tmp))
+                            trial = torchrun_trial(sim, case, cap, Path(tmp))
                         results[(case, name)].append(trial)
                         print(f"rep {rep + 1} {case:5} {name:8} {trial}", file=sys.stderr, flush=True)
-    result = table(results, args.cap, args.stall_timeout)
+    result = table(results, args.cap, args.stall_timeout, args.quiet_cap)
     startups = [t.startup for trials in results.values() for t in trials if t.startup is not None]
     notes = machine_notes(args.reps, args.cap, load_before, statistics.median(startups) if startups else 0.0)
     print(result)
-    print(verdict(results, args.cap, args.stall_timeout))
+    print(verdict(results, args.cap, args.stall_timeout, args.quiet_cap))
     print(notes)
     if not args.no_write:
         text = (
             "## Failure detection and teardown (bench/health.py)\n\n"
-            f"{result}\n\n{verdict(results, args.cap, args.stall_timeout)}\n\n{notes}"
+            f"{result}\n\n{verdict(results, args.cap, args.stall_timeout, args.quiet_cap)}\n\n{notes}"
         )
         write_section(text)
 

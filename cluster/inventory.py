@@ -204,12 +204,32 @@ class JobSpec(_Strict):
         return self
 
 
+class Straggler(_Strict):
+    action: Literal["warn", "restart-without"] = "warn"
+
+
 class Health(_Strict):
     stall_timeout: float = Field(600.0, gt=0)  # no output from a rank for this long = hung
     # Silence allowed before the job's first line (imports, model loading): default stall_timeout.
     startup_timeout: float | None = Field(None, gt=0)
     heartbeat_timeout: float = Field(15.0, gt=0)  # launcher silent this long = node guard tears down
     grace: float = Field(5.0, ge=0, le=300)  # SIGTERM → SIGKILL
+    # Hang = no progress for max(hang_factor × learned step interval, hang_floor) with every rank idle (README).
+    hang_floor: float = Field(30.0, gt=0)
+    hang_factor: float = Field(10.0, gt=0)
+    progress_regex: str | None = None  # extra progress-line pattern; group 1, if any, is the step number
+    stack_budget: float = Field(10.0, ge=0, le=120)  # seconds for dumping every rank's stack before teardown
+    straggler: Straggler = Field(default_factory=Straggler)
+
+    @field_validator("progress_regex")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"not a valid regular expression: {e}") from None
+        return v
 
 
 class Restart(_Strict):

@@ -17,6 +17,13 @@ import torch
 import torch.distributed as dist
 
 
+def compute(cpu_seconds: float) -> None:
+    """Burn this many CPU seconds of this thread (so the extra work is the same however busy the machine is)."""
+    end = time.thread_time() + cpu_seconds
+    while time.thread_time() < end:
+        sum(i * i for i in range(2000))
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20)
@@ -28,6 +35,22 @@ def main() -> None:
         "--fail-at-step", type=int, default=0, help="fault injection: SIGKILL one rank at this step"
     )
     p.add_argument("--fail-rank", type=int, default=0)
+    # Health scenarios (fresh runs only): a hang, a silent busy phase, a slow node.
+    p.add_argument(
+        "--hang-at-step", type=int, default=0, help="--hang-rank sleeps forever before this step's all_reduce"
+    )
+    p.add_argument("--hang-rank", type=int, default=0)
+    p.add_argument(
+        "--busy-at-step", type=int, default=0, help="after this step: compute silently, then a barrier"
+    )
+    p.add_argument("--busy-seconds", type=float, default=75.0)
+    p.add_argument("--busy-rank", type=int, default=-1, help="the rank that computes (-1: every rank)")
+    p.add_argument(
+        "--slow-node", type=int, default=-1, help="ranks on this node (NODE_RANK) compute extra per step"
+    )
+    p.add_argument(
+        "--extra-compute", type=float, default=0.3, help="CPU seconds added per step on --slow-node"
+    )
     args = p.parse_args()
 
     timeout = timedelta(seconds=int(os.environ.get("RLAUNCH_PG_TIMEOUT", "600")))
@@ -53,6 +76,7 @@ def main() -> None:
             print(f"resumed from {tag} at step {start}", flush=True)
 
     global_batch = 8 * world
+    node_rank = int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
     for step in range(start, args.steps):
         # Fault injection happens only in a fresh run, so a resumed run can prove it continues cleanly.
         if args.fail_at_step and step + 1 == args.fail_at_step and rank == args.fail_rank and start == 0:
@@ -65,7 +89,11 @@ def main() -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if node_rank == args.slow_node:
+            compute(args.extra_compute)
         reduced = loss.detach().clone()
+        if args.hang_at_step and step + 1 == args.hang_at_step and rank == args.hang_rank and start == 0:
+            time.sleep(10**6)  # a rank stuck in Python: its peers wait in the all_reduce below
         dist.all_reduce(reduced)
         if rank == 0:
             print(f"step={step + 1} loss={reduced.item() / world!r}", flush=True)
@@ -81,6 +109,12 @@ def main() -> None:
             os.replace(ckpt_dir / "latest.tmp", ckpt_dir / "latest")
         if args.sleep:
             time.sleep(args.sleep)
+        if args.busy_at_step and step + 1 == args.busy_at_step and start == 0:
+            if args.busy_rank in (-1, rank):
+                deadline = time.monotonic() + args.busy_seconds
+                while time.monotonic() < deadline:  # silent compute: an evaluation, a checkpoint being built
+                    compute(0.5)
+            dist.barrier()  # the others wait here for the busy rank
     dist.barrier()
     if rank == 0:
         print("training complete", flush=True)

@@ -218,7 +218,9 @@ def _attempts(
             return outcome
         attempt += 1
         failed_node = (outcome.root_cause or {}).get("node")
-        if inv.restart.exclude_failed_node and failed_node and len(plan.nodes) > 1:
+        # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
+        straggler = (outcome.root_cause or {}).get("kind") == "straggler"
+        if (inv.restart.exclude_failed_node or straggler) and failed_node and len(plan.nodes) > 1:
             excluded = excluded | {failed_node}
         say(f"restart {attempt}/{inv.restart.max_restarts} in {inv.restart.backoff:g} s: {outcome.summary}")
         time.sleep(inv.restart.backoff)

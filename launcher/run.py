@@ -24,7 +24,9 @@ from typing import Any
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport
 from launcher.errors import ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
+from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
+from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, Watcher
 from launcher.node import protocol
 from launcher.plan import NodePlan, Plan
@@ -118,6 +120,7 @@ class NodeState:
     lost: str | None = None
     lost_reported: bool = False
     start_error: str | None = None
+    last_heard: float | None = None  # when the follower last delivered anything (a probe of the link)
 
 
 @dataclass
@@ -154,7 +157,10 @@ class Runner:
             {n.host: list(n.ranks) for n in plan.nodes},
             stall_timeout=float(plan.health["stall_timeout"]),
             startup_timeout=plan.health.get("startup_timeout"),
+            progress=Progress(_progress_settings(plan.health)),
+            straggler_action=str((plan.health.get("straggler") or {}).get("action", "warn")),
         )
+        self.forensics = HangForensics(self)
         self._lock = threading.Lock()
         self._changed = threading.Event()
         self._summary_ranks: dict[str, int] = {}
@@ -268,6 +274,7 @@ class Runner:
         kind = rec.get("k")
         now = float(rec.get("t") or time.time())
         with self._lock:
+            self.nodes[host].last_heard = time.time()
             if kind == protocol.K_STARTED:
                 self.nodes[host].guard_pid = int(rec["guard_pid"])
             elif kind == protocol.K_ERROR:
@@ -283,7 +290,8 @@ class Runner:
                 if event is not None:
                     self._event(event.to_dict())
             elif kind == protocol.K_PROCS:
-                samples = [ProcSample(int(p["pid"]), str(p.get("state", "?"))) for p in rec.get("procs", [])]
+                samples = [_proc_sample(p) for p in rec.get("procs", [])]
+                self.forensics.note_procs(host, rec.get("procs", []))
                 for event in self.watcher.observe_procs(now, host, samples):
                     self._event(event.to_dict())
             elif kind == protocol.K_KERNEL:
@@ -324,13 +332,17 @@ class Runner:
                 self._heartbeat()
                 last_hb = now
             with self._lock:
-                for event in self.watcher.tick(now):
+                progressed = self.watcher.tick_progress(now)
+                for event in self.watcher.tick(now) + progressed:
                     self._event(event.to_dict())
                 self._check_links(now)
                 done = all(s.final is not None or s.lost for s in self.nodes.values())
                 failure = self.watcher.first_failure
+            self.forensics.report_stragglers(progressed)
             if failure is not None and self.watcher.worth_holding(failure, now):
                 failure = None
+            if failure is not None and self.forensics.before_teardown(failure, now):
+                failure = None  # hold teardown while every node gets its bounded chance to answer
             if failure is None and self.watcher.should_stop and self.watcher.stop_reason == "end-of-run":
                 self.stop(reason="end-of-run", watcher_reason="end-of-run")
                 self._await_exit_records(timeout=3.0)
@@ -477,6 +489,26 @@ class Runner:
         else:
             code = EXIT_FAILED
         return Outcome(code, verdict.summary, root, nodes, bool(verdict.end_of_run_aborts))
+
+
+def _proc_sample(p: dict[str, Any]) -> ProcSample:
+    """A guard procs record → ProcSample; rank, cpu and io are present for ranks only (newer guards)."""
+    rank, cpu, io = p.get("rank"), p.get("cpu"), p.get("io")
+    return ProcSample(
+        int(p["pid"]),
+        str(p.get("state", "?")),
+        int(rank) if rank is not None else None,
+        float(cpu) if cpu is not None else None,
+        float(io) if io is not None else None,
+    )
+
+
+def _progress_settings(health: dict[str, Any]) -> Settings:
+    return Settings(
+        hang_floor=float(health.get("hang_floor", 30.0)),
+        hang_factor=float(health.get("hang_factor", 10.0)),
+        progress_regex=health.get("progress_regex"),
+    )
 
 
 def _duration(final: dict[str, Any] | None) -> float | None:

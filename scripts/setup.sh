@@ -58,5 +58,7 @@ if [[ ! -f "$ext/.rlaunch-warm" ]]; then
   TORCH_EXTENSIONS_DIR="$ext" "$VENV/bin/python" -c "from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder, CPUAdamBuilder; ShareMemCommBuilder().load(verbose=False); CPUAdamBuilder().load(verbose=False)" >/dev/null
   touch "$ext/.rlaunch-warm"
 fi
+# py-spy (a static binary in its wheel) dumps hung ranks' stacks; nodes find it beside their python.
+[[ -x "$VENV/bin/py-spy" ]] || pip install "py-spy==0.4.3"
 pip install -e "$ROOT[dev]"
 log "ready: $VENV/bin/rlaunch"

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-KINDS = ("line", "exit", "stall", "stopped", "lost", "gpu", "info")
+KINDS = ("line", "exit", "stall", "stopped", "lost", "gpu", "info", "hang", "straggler")
 SEVERITIES = ("fatal", "warning", "info")
 
 

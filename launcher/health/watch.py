@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from launcher.health.events import Event
+from launcher.health.progress import Progress
 from launcher.health.rules import (
     OOM_EVIDENCE_RULES,
     RULES_BY_NAME,
@@ -49,6 +50,7 @@ from launcher.health.rules import (
     is_completion_marker,
     is_progress,
 )
+from launcher.health.stacks import explain, where
 
 
 class State(str, Enum):
@@ -80,6 +82,8 @@ class ProcSample:
     pid: int
     state: str
     rank: int | None = None
+    cpu: float | None = None  # cumulative CPU seconds (utime + stime), for progress.py
+    io: float | None = None  # cumulative bytes read + written (any file or socket)
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ def format_duration(seconds: float) -> str:
 def precedence(event: Event) -> int:
     if event.kind == "stall":
         return PRECEDENCE_STALL
-    if event.kind in ("stopped", "lost"):
+    if event.kind in ("stopped", "lost", "hang"):
         return PRECEDENCE_SPECIFIC
     if event.kind == "exit":
         killed_by_cause = event.signal is not None and event.signal not in TEARDOWN_SIGNALS
@@ -182,6 +186,11 @@ class Watcher:
     # After an end-of-run abort on one node the others' torchrun waits in its exit barrier (up to 300 s) for an
     # agent that is gone: outputs are complete, so such nodes are stopped after this long and the run succeeds.
     end_of_run_grace: float = 20.0
+    # Cadence and per-rank activity for hang and straggler detection (progress.py).
+    progress: Progress = field(default_factory=Progress)
+    straggler_action: str = "warn"  # warn | restart-without
+    _hang_reported: bool = False
+    _stragglers: set[str] = field(default_factory=set)
 
     # ---- inputs -------------------------------------------------------------------------------
 
@@ -198,6 +207,7 @@ class Watcher:
         if is_progress(text, match):  # stack frames and retry loops' "still waiting" do not count
             self._last_output[key] = time
             self._stall_reported = False
+            self.progress.observe_line(time, text)
         self._line_numbers[key] = self._line_numbers.get(key, 0) + 1
         if self.state is State.STARTING:
             self.state = State.RUNNING
@@ -258,8 +268,9 @@ class Watcher:
         at least ``stop_confirm_s`` apart, before it counts: a debugger or a brief SIGSTOP is not a hang."""
         self.start(time)
         found: list[Event] = []
-        for sample in procs:
-            proc = sample if isinstance(sample, ProcSample) else ProcSample(*sample)
+        samples = [sample if isinstance(sample, ProcSample) else ProcSample(*sample) for sample in procs]
+        self._observe_usage(time, node, samples)
+        for proc in samples:
             key = (node, proc.pid)
             if proc.state not in ("T", "t"):
                 self._stopped_since.pop(key, None)
@@ -342,6 +353,59 @@ class Watcher:
         )
         event = self._record(Event(now, quietest, None, "stall", None, "fatal", text))
         return [event] if event is not None else []
+
+    # ---- progress: hangs and stragglers (progress.py) -----------------------------------------
+
+    def _observe_usage(self, time: float, node: str, samples: list[ProcSample]) -> None:
+        # A rank's children (dataloader workers) inherit its RANK: a rank's activity is the sum over its processes.
+        totals: dict[int, tuple[float, float]] = {}
+        for proc in samples:
+            if proc.rank is not None and proc.cpu is not None:
+                cpu, io = totals.get(proc.rank, (0.0, 0.0))
+                totals[proc.rank] = (cpu + proc.cpu, io + (proc.io or 0.0))
+        for rank, (cpu, io) in totals.items():
+            self.progress.observe_rank(time, node, rank, cpu, io)
+
+    def tick_progress(self, now: float) -> list[Event]:
+        """Time passes, for the cadence rules: a hang (no progress for max(k × step interval, floor) with every
+        rank quiescent) is fatal; a straggler is a warning, or fatal with ``straggler_action: restart-without``."""
+        if self.state is not State.RUNNING or self.completed_at is not None:
+            return []
+        found: list[Event] = []
+        hung = None if self._hang_reported else self.progress.hung(now)
+        if hung is not None:
+            self._hang_reported = True
+            silent, threshold = hung
+            interval = self.progress.interval or 0.0
+            quietest, _ = self._quietest_node()
+            text = (
+                f"no progress for {silent:.0f}s (step interval {interval:.2f}s, limit {threshold:.0f}s) "
+                f"and every rank idle for {self.progress.settings.quiet_window:.0f}s (no CPU, no I/O)"
+            )
+            found.append(self._record(Event(now, quietest, None, "hang", "hang", "fatal", text)))
+        for node, evidence in self.progress.stragglers(now).items():
+            if node in self._stragglers:
+                continue
+            self._stragglers.add(node)
+            severity = "fatal" if self.straggler_action == "restart-without" else "warning"
+            found.append(self._record(Event(now, node, None, "straggler", "straggler", severity, evidence)))
+        return found
+
+    @property
+    def stragglers(self) -> list[str]:
+        return sorted(self._stragglers)
+
+    def explain_hang(self, dumps: list[tuple[str, int | None, str | None, str]]) -> Event | None:
+        """Stacks of every rank, dumped after a hang or stall was declared: (node, rank, tool, text) each. The
+        rank whose stack differs from the majority becomes the named root cause."""
+        culprit, sentence = explain([where(*dump) for dump in dumps])
+        for i, event in enumerate(self.events):
+            if event.kind in ("hang", "stall") and event.is_fatal:
+                node = culprit.node if culprit is not None else event.node
+                rank = culprit.rank if culprit is not None else event.rank
+                self.events[i] = replace(event, node=node, rank=rank, text=f"{sentence}; {event.text}")
+                return self.events[i]
+        return None
 
     # ---- outputs ------------------------------------------------------------------------------
 

@@ -184,6 +184,50 @@ def describe(procs: list) -> list:
     ]
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_RANKS: dict = {}  # (pid, starttime) -> global rank or None, read once from /proc/PID/environ
+
+
+def rank_of(st: dict) -> int | None:
+    """The RANK a launcher (torchrun, DeepSpeed) gave this process, read from its environment once."""
+    key = (st["pid"], st["starttime"])
+    if key not in _RANKS:
+        rank = None
+        try:
+            with open("/proc/{}/environ".format(st["pid"]), "rb") as f:
+                for item in f.read().split(b"\0"):
+                    if item.startswith(b"RANK=") and item[5:].isdigit():
+                        rank = int(item[5:])
+        except OSError:
+            pass
+        _RANKS[key] = rank
+    return _RANKS[key]
+
+
+def usage(st: dict) -> dict:
+    """Additive fields of a procs record for the launcher's hang and straggler rules: the rank, cumulative CPU
+    seconds (utime + stime, stat fields 14-15) and bytes read + written through any file or socket (rchar + wchar
+    of /proc/PID/io; proc(5)). A rank whose counters stand still is idle: asleep or blocked in a collective."""
+    out: dict = {"rank": rank_of(st)}
+    if out["rank"] is None:
+        return out
+    try:
+        with open("/proc/{}/stat".format(st["pid"]), "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+        fields = raw[raw.rfind(")") + 2 :].split()
+        out["cpu"] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+        with open("/proc/{}/io".format(st["pid"])) as f:
+            io = dict(line.split(":", 1) for line in f if ":" in line)
+        out["io"] = int(io["rchar"]) + int(io["wchar"])
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+    return out
+
+
+def describe_with_usage(procs: list) -> list:
+    return [dict(describe([st])[0], **usage(st)) for st in procs]
+
+
 def signal_pid(pid: int, sig: int) -> None:
     if not valid_pid(pid):
         return
@@ -916,7 +960,7 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
         now = time.time()
         if now >= next_procs:
             procs = job_processes([pid], read_records(rundir))
-            emit({"k": "procs", "t": now, "procs": describe(procs)})
+            emit({"k": "procs", "t": now, "procs": describe_with_usage(procs)})
             next_procs = now + PROCS_EVERY_S
             for text in gpu.kernel_lines():
                 emit({"k": "kernel", "t": now, "text": text})

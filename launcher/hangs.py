@@ -1,0 +1,148 @@
+"""What the runner does between declaring a failure and tearing the job down (the I/O side of health/).
+
+- **Hang forensics.** After a hang or a stall, every rank's stack is dumped (launcher/node/stacks.py: py-spy, or
+  /proc without it) on every node at once, bounded by ``health.stack_budget``; the stacks go into the run record
+  (``stacks/<node>.txt``, ``stacks.json``) and the rank whose stack differs from the majority is named.
+- **Silent nodes.** Survivors of a cut link shout first ("Connection closed by peer"); the cut node says nothing.
+  So before a cascade-only failure is named, every node gets ``PROBE_S`` to show it is alive: each guard's
+  follower sends a record every second, so a node that stays silent while its peers report closed connections
+  is the root cause ("node2 unreachable since ..."). The same holds for a node whose host froze.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from launcher.health.events import Event
+from launcher.health.watch import PRECEDENCE_CASCADE, precedence
+
+if TYPE_CHECKING:
+    from launcher.run import Runner
+
+PROBE_S = 5.0  # how long every node has to be heard from before a cascade line may be named the root cause
+STACK_KINDS = frozenset({"hang", "stall"})
+
+
+class HangForensics:
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self._probe_until: float | None = None
+        self._probed = False
+        self._dumped = False
+        self.rank_pids: dict[str, dict[int, int]] = {}  # host → {pid: rank}, from the guards' procs records
+
+    def note_procs(self, host: str, procs: list[dict[str, Any]]) -> None:
+        self.rank_pids[host] = {int(p["pid"]): int(p["rank"]) for p in procs if p.get("rank") is not None}
+
+    def before_teardown(self, failure: Event, now: float) -> bool:
+        """Called by the watch loop with the current root cause; True to hold the teardown a little longer."""
+        cascade = precedence(failure) == PRECEDENCE_CASCADE
+        if not self._probed and cascade and self._probe_silent_nodes(failure, now):
+            return True
+        if not self._dumped and failure.kind in STACK_KINDS:
+            self._dumped = True
+            self.dump_stacks()
+        return False
+
+    # ---- silent nodes ---------------------------------------------------------------------------
+
+    def _probe_silent_nodes(self, failure: Event, now: float) -> bool:
+        runner = self.runner
+        if self._probe_until is None:
+            self._probe_until = now + PROBE_S
+        with runner._lock:
+            live = {h: s for h, s in runner.nodes.items() if s.final is None and not s.lost}
+            silent = {h: s.last_heard for h, s in live.items() if (s.last_heard or 0.0) < now - PROBE_S}
+        if not silent or len(silent) == len(runner.nodes):
+            # Everyone answered (the cascade is real) or no one did (the head's own link: not one node's fault).
+            self._probed = not silent or now >= self._probe_until
+            return not self._probed
+        if now < self._probe_until:
+            return True
+        self._probed = True
+        with runner._lock:
+            for host, heard in sorted(silent.items(), key=lambda item: item[1] or 0.0):
+                since = time.strftime("%H:%M:%S", time.localtime(heard)) if heard else "the start"
+                why = f"{host} unreachable since {since}; peers lost their connections to it ({failure.text[:120]})"
+                event = runner.watcher.observe_lost(heard or now, host, why)
+                if event is not None:
+                    runner._event(event.to_dict())
+        return False
+
+    # ---- stacks ---------------------------------------------------------------------------------
+
+    def dump_stacks(self) -> None:
+        runner = self.runner
+        from launcher.run import node_script
+
+        budget = float(runner.plan.health.get("stack_budget", 10.0))
+        if budget <= 0:
+            return
+        with runner._lock:
+            # A node not heard from lately would only eat the budget: its stacks cannot come back either.
+            fresh = time.time() - max(PROBE_S, budget)
+            hosts = [
+                h
+                for h, s in runner.nodes.items()
+                if not s.lost and self.rank_pids.get(h) and (s.last_heard or 0.0) >= fresh
+            ]
+        if not hosts:
+            return
+        started = time.time()
+        code = node_script("stacks.py")
+        group = runner.transport.run_all(
+            hosts,
+            lambda host: [runner.plan.node(host).python, "-c", code, str(budget)],
+            stdin_for=lambda host: json.dumps(
+                [{"pid": pid, "rank": rank} for pid, rank in sorted(self.rank_pids[host].items())]
+            ).encode(),
+            timeout=budget + 5,
+        )
+        dumps: list[tuple[str, int | None, str | None, str]] = []
+        saved: dict[str, Any] = {}
+        for host, result in group.results.items():
+            try:
+                ranks = json.loads(result.stdout.strip().splitlines()[-1])["ranks"] if result.ok else []
+            except (ValueError, IndexError, KeyError, TypeError):
+                ranks = []
+            saved[host] = ranks if ranks else {"error": result.why()}
+            for entry in ranks:
+                dumps.append((host, entry.get("rank"), entry.get("tool"), entry.get("text") or ""))
+        folder = runner.record.root / "stacks"
+        folder.mkdir(parents=True, exist_ok=True)
+        for host, ranks in saved.items():
+            if isinstance(ranks, list):
+                text = "\n\n".join(f"=== rank {r.get('rank')} pid {r.get('pid')} ({r.get('tool')})\n{r.get('text')}"
+                                   for r in sorted(ranks, key=lambda r: r.get("rank") or 0))  # fmt: skip
+                (folder / f"{host}.txt").write_text(text + "\n")
+        (runner.record.root / "stacks.json").write_text(json.dumps(saved, indent=1))
+        with runner._lock:
+            refined = runner.watcher.explain_hang(dumps)
+        took = time.time() - started
+        tools = sorted({d[2] or "none" for d in dumps})
+        text = f"stacks of {len(dumps)} rank(s) in {took:.1f}s ({', '.join(tools)}) saved to stacks/"
+        if refined is not None:
+            who = refined.node if refined.rank is None else f"{refined.node} rank {refined.rank}"
+            text += f"; named {who}"
+        runner._event({"kind": "info", "severity": "info", "text": text})
+
+    # ---- stragglers -----------------------------------------------------------------------------
+
+    def report_stragglers(self, events: list[Event]) -> None:
+        """A straggler warning is shown like any event; it also goes into the run's state (``rlaunch status``)
+        and into ``metrics.prom`` in the run record (node_exporter textfile format: rlaunch_straggler{node})."""
+        if not any(event.kind == "straggler" for event in events):
+            return
+        from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+
+        runner = self.runner
+        names = runner.watcher.stragglers
+        runner.record.update_state(stragglers=names)
+        registry = CollectorRegistry()
+        gauge = Gauge("rlaunch_straggler", "1 if the node was named a straggler in this run", ["run", "node"],
+                      registry=registry)  # fmt: skip
+        for host in runner.nodes:
+            gauge.labels(run=runner.record.run_id, node=host).set(1 if host in names else 0)
+        write_to_textfile(str(runner.record.root / "metrics.prom"), registry)

@@ -1,0 +1,213 @@
+"""Cadence and activity: what the watcher needs to tell a hang from a silent-but-busy phase. No I/O, no clock.
+
+Two inputs, both plain data so that a run can be replayed:
+
+- progress lines (``step=N``, ``step N``, DeepSpeed ``[Rank 0] step=N``, HF Trainer / LLaMA-Factory log dicts
+  ``{'loss': ...}``, tqdm ``12/100 [..., 2.1it/s]``, or ``health.progress_regex``), from which the job's step
+  interval is learned (over the recent steps);
+- per-rank samples from the node guard (cumulative CPU seconds and I/O bytes of each rank's process).
+
+A **hang** is no progress for ``max(hang_factor × interval, hang_floor)`` while every rank has been quiescent
+(CPU below ``idle_cpu`` of a core and no I/O) for ``quiet_window`` seconds. A rank computing, writing a
+checkpoint or reading data is busy, so an evaluation or a save that prints nothing is never a hang; a job
+spinning in a busy loop is left to ``stall_timeout``.
+
+A **straggler** is a node whose ranks spend persistently more CPU time per step than the other nodes' ranks
+(``straggler_ratio`` × their median and at least ``straggler_min_s`` more, over ``straggler_window`` seconds, on
+``straggler_confirm`` consecutive checks). In a synchronous job the fast ranks wait idle inside the collective
+(gloo and RCCL block rather than spin on CPU), so extra busy time per step is the straggler's signature.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+
+PROGRESS_PATTERNS = (
+    re.compile(
+        r"\bstep[\s=:]+(\d+)", re.IGNORECASE
+    ),  # "step=12", "step 12", "Step: 12", DeepSpeed's "step=12,"
+    re.compile(r"\|\s*(\d+)/\d+\s*\[[^\]]*(?:it/s|s/it)"),  # tqdm: "| 12/100 [00:05<00:40,  2.10it/s]"
+    re.compile(r"^\{.*'(?:loss|train_loss|eval_loss)': "),  # HF Trainer / LLaMA-Factory log dicts (no step)
+)
+INTERVALS_KEPT = 32
+SAMPLES_KEPT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The detection rules' knobs; defaults are what `health:` gives without settings (see README)."""
+
+    hang_floor: float = 30.0  # never call a hang before this much silence
+    hang_factor: float = 10.0  # ... nor before this many learned step intervals
+    quiet_window: float = 20.0  # every rank idle this long
+    idle_cpu: float = 0.02  # of one core: below this a rank is idle (blocked in a collective, sleeping)
+    min_steps: int = 3  # progress lines before a cadence counts as learned
+    straggler_ratio: float = 1.2
+    straggler_min_s: float = 0.1  # extra busy seconds per step, so tiny steps never raise a warning
+    straggler_window: float = 30.0
+    straggler_confirm: int = 3
+    progress_regex: str | None = None
+
+
+def progress_step(text: str, custom: re.Pattern[str] | None = None) -> int | bool | None:
+    """The step number a progress line reports; True for a progress line without a number; None otherwise."""
+    for pattern in (custom, *PROGRESS_PATTERNS) if custom is not None else PROGRESS_PATTERNS:
+        m = pattern.search(text)
+        if m:
+            return int(m.group(1)) if m.groups() and m.group(1) is not None else True
+    return None
+
+
+@dataclass
+class RankSeries:
+    """Cumulative CPU seconds and I/O bytes of one rank's process over time."""
+
+    samples: deque[tuple[float, float, float]] = field(default_factory=deque)  # (time, cpu, io)
+
+    def add(self, time: float, cpu: float, io: float) -> None:
+        if self.samples and (cpu < self.samples[-1][1] or io < self.samples[-1][2]):
+            self.samples.clear()  # a new process under the same rank (a restart): counters began again
+        self.samples.append((time, cpu, io))
+        while self.samples and time - self.samples[0][0] > SAMPLES_KEPT_S:
+            self.samples.popleft()
+
+    def delta(self, since: float) -> tuple[float, float, float] | None:
+        """(seconds covered, CPU seconds, I/O bytes) from the last sample at or before `since` to the newest."""
+        older = [s for s in self.samples if s[0] <= since]
+        if not older:
+            return None
+        first, last = older[-1], self.samples[-1]
+        return last[0] - first[0], last[1] - first[1], last[2] - first[2]
+
+
+@dataclass
+class Progress:
+    settings: Settings = field(default_factory=Settings)
+    steps: deque[tuple[float, int]] = field(default_factory=deque)  # (time, job-wide progress count)
+    last_progress: float | None = None
+    count: int = 0
+    _last_step: int | None = None
+    ranks: dict[tuple[str, int], RankSeries] = field(default_factory=dict)
+    _straggling: dict[str, int] = field(default_factory=dict)
+    _custom: re.Pattern[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.settings.progress_regex:
+            self._custom = re.compile(self.settings.progress_regex)
+
+    # ---- inputs ---------------------------------------------------------------------------------
+
+    def observe_line(self, time: float, text: str) -> bool:
+        """Count a progress line; the same step printed by several ranks counts once. True if it was progress."""
+        step = progress_step(text, self._custom)
+        if step is None:
+            return False
+        if step is not True and step == self._last_step:
+            return True
+        if step is not True:
+            self._last_step = int(step)
+        self.last_progress = time
+        self.count += 1
+        self.steps.append((time, self.count))
+        while self.steps and time - self.steps[0][0] > SAMPLES_KEPT_S:
+            self.steps.popleft()
+        return True
+
+    def observe_rank(self, time: float, node: str, rank: int, cpu: float, io: float) -> None:
+        self.ranks.setdefault((node, rank), RankSeries()).add(time, cpu, io)
+
+    # ---- questions ------------------------------------------------------------------------------
+
+    @property
+    def interval(self) -> float | None:
+        """The learned step interval (median of recent ones), once enough steps were seen."""
+        if self.count < self.settings.min_steps or len(self.steps) < 2:
+            return None
+        # Over the recent steps, not between consecutive lines: the guard forwards lines in batches, so several
+        # steps can arrive with the same time stamp.
+        recent = list(self.steps)[-INTERVALS_KEPT:]
+        (t0, c0), (t1, c1) = recent[0], recent[-1]
+        return (t1 - t0) / (c1 - c0) if c1 > c0 else None
+
+    def hang_after(self) -> float | None:
+        interval = self.interval
+        if interval is None:
+            return None
+        return max(self.settings.hang_factor * interval, self.settings.hang_floor)
+
+    def busy_ranks(self, now: float) -> list[tuple[str, int]] | None:
+        """Ranks whose CPU or I/O advanced over the quiet window; None when the samples do not cover it yet."""
+        window = self.settings.quiet_window
+        if not self.ranks:
+            return None
+        busy = []
+        for key, series in self.ranks.items():
+            delta = series.delta(now - window)
+            if delta is None or delta[0] < window * 0.75:
+                return None
+            seconds, cpu, io = delta
+            if cpu > self.settings.idle_cpu * seconds or io > 0:
+                busy.append(key)
+        return busy
+
+    def hung(self, now: float) -> tuple[float, float] | None:
+        """(silent seconds, threshold) when the job is hung by the rule above, else None."""
+        threshold = self.hang_after()
+        if threshold is None or self.last_progress is None:
+            return None
+        silent = now - self.last_progress
+        if silent < threshold:
+            return None
+        busy = self.busy_ranks(now)
+        if busy is None or busy:
+            return None
+        return silent, threshold
+
+    def busy_per_step(self, now: float) -> dict[tuple[str, int], float]:
+        """CPU seconds per job step of each rank over the straggler window (ranks without enough samples left out)."""
+        window = self.settings.straggler_window
+        counted = [c for t, c in self.steps if t >= now - window]
+        before = [c for t, c in self.steps if t < now - window]
+        if not counted or not before:
+            return {}
+        steps = counted[-1] - before[-1]
+        interval = self.interval
+        if steps < self.settings.min_steps or interval is None or self.last_progress is None:
+            return {}
+        # Only while the job steps steadily through the whole window: a silent phase (an evaluation on one rank)
+        # is busy time that belongs to no step.
+        if now - self.last_progress > max(3 * interval, 2.0) or steps < 0.75 * window / max(interval, 1e-6):
+            return {}
+        out = {}
+        for key, series in self.ranks.items():
+            delta = series.delta(now - window)
+            if delta is not None and delta[0] >= window * 0.75:
+                out[key] = delta[1] / steps
+        return out
+
+    def stragglers(self, now: float) -> dict[str, str]:
+        """Nodes confirmed as stragglers at this check → the evidence, in words. Call about once a second."""
+        per_rank = self.busy_per_step(now)
+        nodes = {node for node, _ in per_rank}
+        found: dict[str, str] = {}
+        if len(nodes) < 2:
+            self._straggling.clear()
+            return found
+        s = self.settings
+        for node in sorted(nodes):
+            mine = max(v for (n, _), v in per_rank.items() if n == node)
+            others = statistics.median(v for (n, _), v in per_rank.items() if n != node)
+            if mine >= s.straggler_ratio * others and mine - others >= s.straggler_min_s:
+                self._straggling[node] = self._straggling.get(node, 0) + 1
+                if self._straggling[node] == s.straggler_confirm:
+                    found[node] = (
+                        f"{node} is a straggler: its ranks are busy {mine:.2f} s per step, the other nodes' "
+                        f"median {others:.2f} s (+{100 * (mine / others - 1) if others else 100:.0f} %) over "
+                        f"the last {s.straggler_window:.0f} s; the others wait for it in every collective"
+                    )
+            else:
+                self._straggling[node] = 0
+        return found

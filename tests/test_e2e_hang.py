@@ -1,0 +1,147 @@
+"""Hangs, busy silent phases and stragglers on simulated SSH nodes with real torchrun/gloo and DEFAULT health
+settings (issue 14): the rules must work with nothing tuned."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cluster.inventory import from_mapping
+from launcher import lifecycle, records
+
+pytestmark = pytest.mark.ssh
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = str(ROOT / "examples" / "train.py")
+
+
+@pytest.fixture(autouse=True)
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def inventory(cluster: Any, args: list[str], *, nproc: int = 2) -> Any:
+    data = cluster.inventory_dict(
+        job={"kind": "torchrun", "script": TRAIN, "args": args, "nproc_per_node": nproc, "timeout": 600},
+        master={"port": "auto"},
+    )
+    data["nodes"] = data["nodes"][:2]
+    data.pop("health", None)  # the defaults, exactly as a user gets them
+    return from_mapping(data)
+
+
+def up(inv: Any, timeout: float) -> tuple[str, Any]:
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.update(out=lifecycle.up(inv)), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "the run did not end"
+    return result["out"]
+
+
+def events_of(run_id: str) -> list[dict[str, Any]]:
+    return records.RunRecord.open(run_id).events()
+
+
+def assert_nothing_left(cluster: Any) -> None:
+    from test_e2e_health import assert_nothing_left as check
+
+    check(cluster)
+
+
+def py_spy_on_nodes() -> bool:
+    """stacks.py looks on PATH and beside the node's python (where the node extra installs it)."""
+    return bool(shutil.which("py-spy")) or (Path(sys.executable).parent / "py-spy").exists()
+
+
+def test_rank_asleep_forever_is_a_hang_named_with_every_stack(sim3: Any) -> None:
+    args = ["--steps", "100000", "--sleep", "0.05", "--hang-at-step", "20", "--hang-rank", "3"]
+    run_id, outcome = up(inventory(sim3, args), timeout=300)
+    assert outcome.code == 1, outcome.summary
+    root = outcome.root_cause
+    assert root is not None and root["kind"] == "hang", outcome.summary
+    assert root["node"] == "node2" and root["rank"] == 3, outcome.summary
+    hang = next(e for e in events_of(run_id) if e["kind"] == "hang")
+    # The rule's own clock: declared within 90 s of the last step the job made.
+    silent = float(hang["text"].split("no progress for ")[1].split("s")[0])  # the text as first declared
+    assert silent < 90, hang["text"]
+    folder = records.RunRecord.open(run_id).root
+    stacks = json.loads((folder / "stacks.json").read_text())
+    assert sorted(r["rank"] for host in stacks.values() for r in host) == [0, 1, 2, 3]
+    node2 = (folder / "stacks" / "node2.txt").read_text()
+    if py_spy_on_nodes():
+        assert "time.sleep(10**6)" in node2 and "train.py" in node2, node2
+    else:
+        assert "clock_nanosleep" in node2, node2
+    assert_nothing_left(sim3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("busy_rank", [-1, 1], ids=["every-rank", "one-rank-peers-at-barrier"])
+def test_silent_busy_phase_of_75s_is_not_a_hang(sim3: Any, busy_rank: int) -> None:
+    args = ["--steps", "30", "--sleep", "0.05", "--busy-at-step", "10", "--busy-seconds", "75"]
+    run_id, outcome = up(inventory(sim3, [*args, "--busy-rank", str(busy_rank)], nproc=1), timeout=400)
+    assert outcome.code == 0, outcome.summary
+    assert not [e for e in events_of(run_id) if e["kind"] in ("hang", "stall")]
+    assert_nothing_left(sim3)
+
+
+@pytest.mark.slow
+def test_a_node_computing_more_per_step_is_named_a_straggler_and_the_job_succeeds(sim3: Any) -> None:
+    args = ["--steps", "150", "--sleep", "0.05", "--slow-node", "1", "--extra-compute", "0.3"]
+    run_id, outcome = up(inventory(sim3, args, nproc=1), timeout=400)
+    assert outcome.code == 0, outcome.summary
+    warnings = [e for e in events_of(run_id) if e["kind"] == "straggler"]
+    assert [e["node"] for e in warnings] == ["node2"] and warnings[0]["severity"] == "warning"
+    record = records.RunRecord.open(run_id)
+    assert record.read_state().get("stragglers") == ["node2"]  # what `rlaunch status` shows
+    assert 'rlaunch_straggler{node="node2"' in (record.root / "metrics.prom").read_text()
+    assert_nothing_left(sim3)
+
+
+@pytest.mark.slow
+def test_an_even_job_has_no_straggler(sim3: Any) -> None:
+    run_id, outcome = up(inventory(sim3, ["--steps", "150", "--sleep", "0.35"], nproc=1), timeout=400)
+    assert outcome.code == 0, outcome.summary
+    assert not [e for e in events_of(run_id) if e["kind"] == "straggler"]
+
+
+@pytest.mark.slow
+def test_a_node_cut_off_the_network_is_named_not_a_survivor(sim_cluster: Any) -> None:
+    cluster = sim_cluster(3)
+    data = cluster.inventory_dict(
+        job={
+            "kind": "torchrun",
+            "script": TRAIN,
+            "args": ["--steps", "100000", "--sleep", "0.05"],
+            "nproc_per_node": 1,
+            "timeout": 600,
+        },
+        master={"port": "auto"},
+    )
+    data.pop("health", None)
+    lines: list[str] = []
+    result: dict[str, Any] = {}
+    inv = from_mapping(data)
+    thread = threading.Thread(
+        target=lambda: result.update(out=lifecycle.up(inv, on_line=lambda h, r, t: lines.append(t))),
+        daemon=True,
+    )
+    thread.start()
+    from test_e2e_health import wait_for
+
+    wait_for(lambda: sum(t.startswith("step=") for t in lines) >= 20, 120, "20 steps", result)
+    cluster.partition("node3")  # a silent link-down: no RST, no ICMP
+    thread.join(240)
+    assert not thread.is_alive(), "the run did not end"
+    _, outcome = result["out"]
+    assert outcome.code != 0
+    root = outcome.root_cause
+    assert root is not None and root["node"] == "node3", outcome.summary
