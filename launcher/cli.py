@@ -95,6 +95,8 @@ Examples:
   rlaunch logs classify train.log      flag RCCL/HIP/NaN/OOM lines in any log
   rlaunch down                         stop the latest run everywhere, nothing left behind
   rlaunch doctor cluster.yaml          node facts and cross-node consistency checks
+  rlaunch nodes                        strikes per node (failures caused by the node); --clear HOST forgives
+  rlaunch report RUN --html run.html   one page: attempts per node, loss across restarts, goodput, root cause
   rlaunch validate cluster.yaml --stage dual --device cpu
 
 \b
@@ -150,7 +152,7 @@ def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, 
 
 # --------------------------------------------------------------------------------------------------------
 # The other verbs live in their own modules, each adding its commands to `main` (imported last: they import it).
-from launcher import cli_doctor, cli_run, cli_validate  # noqa: E402, F401
+from launcher import cli_doctor, cli_nodes, cli_run, cli_validate  # noqa: E402, F401
 
 if __name__ == "__main__":
     # Run as `python -m launcher.cli`: verbs registered themselves on the importable module, not on __main__.
