@@ -169,7 +169,10 @@ def _goodput(run_id: str, prom: str | None) -> dict[str, Any] | None:
         return None
     if prom:
         state = record.read_state()
-        attempts.write_prometheus(Path(prom), run_id, str(state.get("cluster", "")), gp)
+        try:
+            attempts.write_prometheus(Path(prom), run_id, str(state.get("cluster", "")), gp)
+        except OSError as exc:  # the job's outcome decides the exit code, not the metrics file
+            _status(f"--prom: cannot write {prom}: {exc.strerror or exc}")
     return gp.to_json()
 
 

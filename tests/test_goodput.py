@@ -273,3 +273,14 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, run_home: Path) -> 
     colours, ink = browser.non_blank(result.png)
     assert colours > 8 and ink > 0.02, (colours, ink)
     assert cli(run_home, "report", "nope", "--html", str(page)).returncode == 2
+
+
+def test_goodput_textfile_for_prometheus(tmp_path: Path) -> None:
+    record = synthetic_record()
+    gp = attempts.goodput_of(record)
+    assert gp is not None
+    path = tmp_path / "metrics" / "rlaunch_run.prom"
+    attempts.write_prometheus(path, record.run_id, "sim4", gp)
+    text = path.read_text()
+    assert f'rlaunch_run_goodput_ratio{{cluster="sim4",run_id="{record.run_id}"}} {gp.ratio}' in text
+    assert "rlaunch_run_restart_seconds" in text and "rlaunch_run_lost_steps" in text
