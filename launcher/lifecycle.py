@@ -17,8 +17,8 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
+from launcher import attempts, ledger, records, spares
 from launcher import plan as planning
-from launcher import records
 from launcher.errors import ExitCode, Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
@@ -126,6 +126,10 @@ def up(
             "(submit `rlaunch up` itself with sbatch instead)",
             code=ExitCode.BAD_INPUT,
         )
+    # A node at health.max_strikes is swapped for a spare here, or nothing starts (exit 3, naming the node).
+    inv, struck = spares.admit(inv, ledger.read())
+    for host, spare in struck.items():
+        say(f"{host} is at health.max_strikes: spare {spare} takes its place")
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
@@ -139,6 +143,15 @@ def up(
         launcher_pid=os.getpid(),
         attempt=0,
         started_at=time.time(),
+        **(
+            {
+                "replaced": [
+                    {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
+                ]
+            }
+            if struck
+            else {}
+        ),
     )
     own_transport = transport is None
     transport = transport or make_transport(inv)
@@ -158,6 +171,8 @@ def up(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
     finally:
+        if not detach:
+            attempts.settle(record)
         record.close()
         if own_transport:
             transport.close()
@@ -177,7 +192,19 @@ def _attempts(
 ) -> Outcome:
     attempt = 0
     excluded: frozenset[str] = frozenset()
+    resume_from: str | None = None
+    tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
+    on_line = tracker.wrap(on_line)
     while True:
+        tracker.attempt = attempt
+        attempts.mark(
+            record,
+            attempt,
+            "start",
+            f"attempt {attempt} on {len(plan.nodes)} nodes",
+            hosts=plan.hosts,
+            resume_from=resume_from,
+        )
         runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event)
         say(f"preflight + push to {len(plan.nodes)} nodes")
         try:
@@ -185,6 +212,7 @@ def _attempts(
             say("starting")
             runner.start()
         except LaunchError as exc:
+            attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
             record.update_state(state="failed", reason=str(exc), ended_at=time.time())
             raise
         save_targets(record, targets_of_plan(plan))
@@ -199,6 +227,9 @@ def _attempts(
                 say("interrupted: stopping the job on every node")
                 runner.stop(reason="interrupted")
                 runner.detach_followers()
+                attempts.mark(
+                    record, attempt, "end", f"attempt {attempt}: interrupted", code=EXIT_INTERRUPTED
+                )
                 record.update_state(state="stopped", reason="interrupted", ended_at=time.time())
             return Outcome(
                 EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
@@ -207,7 +238,12 @@ def _attempts(
             runner.detach_followers()
         if outcome.code != 0:
             runner.collect_artifacts()
+        attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         _save_outcome(record, attempt, outcome)
+        failed_node = (outcome.root_cause or {}).get("node")
+        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
+        if cause and failed_node:
+            ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
         if outcome.code == 0 or attempt >= inv.restart.max_restarts:
             record.update_state(
                 state="succeeded" if outcome.code == 0 else "failed",
@@ -217,14 +253,36 @@ def _attempts(
             )
             return outcome
         attempt += 1
-        failed_node = (outcome.root_cause or {}).get("node")
         # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
         straggler = (outcome.root_cause or {}).get("kind") == "straggler"
-        if (inv.restart.exclude_failed_node or straggler) and failed_node and len(plan.nodes) > 1:
-            excluded = excluded | {failed_node}
         say(f"restart {attempt}/{inv.restart.max_restarts} in {inv.restart.backoff:g} s: {outcome.summary}")
         time.sleep(inv.restart.backoff)
-        resume_from = find_checkpoint(inv, plan, transport)
+        spare = None
+        if cause and failed_node in plan.hosts and inv.spares:
+            picked = spares.pick(
+                inv,
+                failed_node,
+                transport,
+                run_id=f"{record.run_id}-r{attempt}",
+                sources=sources,
+                head_env=head_env,
+                say=say,
+                entries=ledger.read(),
+            )
+            if picked:
+                inv, spare = picked
+                say(f"spare {spare} replaces {failed_node} (node rank and world size unchanged)")
+                replaced = record.read_state().get("replaced", [])
+                replaced.append({"attempt": attempt, "node": failed_node, "spare": spare, "cause": cause})
+                record.update_state(replaced=replaced)
+        if (
+            not spare
+            and (inv.restart.exclude_failed_node or straggler)
+            and failed_node
+            and len(plan.nodes) > 1
+        ):
+            excluded = excluded | {failed_node}
+        resume_from = find_checkpoint(inv, plan, transport, avoid=failed_node)
         say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
         plan = planning.build_plan(
             inv,
@@ -235,6 +293,7 @@ def _attempts(
             exclude=excluded,
         )
         records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
+        record.update_state(hosts=sorted({*record.read_state().get("hosts", []), *plan.hosts}))
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
@@ -265,11 +324,14 @@ def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> 
     records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
 
 
-def find_checkpoint(inv: Inventory, plan: planning.Plan, transport: Transport) -> str | None:
-    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node."""
+def find_checkpoint(
+    inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
+) -> str | None:
+    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node (or, when the
+    master is `avoid`, the failed node, from the first other node: the checkpoint is on shared storage)."""
     if not inv.job.checkpoint_dir:
         return None
-    master = plan.nodes[0]
+    master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
     result = transport.run(
         master.host,
         [master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)],
@@ -358,6 +420,8 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
     outcomes = sorted(record.root.glob("outcome-*.json"))
     if outcomes:
         out["outcome"] = json.loads(outcomes[-1].read_text())
+    if (gp := attempts.goodput_of(record)) is not None:
+        out["goodput"] = gp.to_json()
     return out
 
 

@@ -91,6 +91,7 @@ class Plan:
     collective_timeout: float | None = None
     health: dict[str, float] = field(default_factory=dict)
     restart: dict[str, Any] = field(default_factory=dict)
+    spares: list[str] = field(default_factory=list)  # stand-by hosts (inventory `spares:`), not started
 
     def node(self, host: str) -> NodePlan:
         return next(n for n in self.nodes if n.host == host)
@@ -115,6 +116,7 @@ class Plan:
             "collective_timeout": self.collective_timeout,
             "health": self.health,
             "restart": self.restart,
+            "spares": self.spares,
             "warnings": self.warnings,
             "notes": self.notes,
             "nodes": [n.to_json() for n in self.nodes],
@@ -252,6 +254,11 @@ def build_plan(
             f"health.stall_timeout ({inv.health.stall_timeout:g} s) is not shorter than the collective timeout: "
             "hangs will be reported by PyTorch's watchdog before rlaunch sees them"
         )
+    if inv.spares:
+        notes.append(
+            f"spares {', '.join(s.host for s in inv.spares)} stand by: after a node's failure the first one that "
+            "passes doctor's fast checks takes its node rank (world size and checkpoint layout unchanged)"
+        )
     if detach:
         notes.append(
             "detached: nodes do not require the launcher's heartbeat; stop the job with `rlaunch down`"
@@ -273,6 +280,7 @@ def build_plan(
         collective_timeout=collective_timeout,
         health=inv.health.model_dump(),
         restart=inv.restart.model_dump(),
+        spares=[s.host for s in inv.spares],
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -72,6 +73,11 @@ def _event_printer(event: dict[str, Any]) -> None:
     "--quiet", "-q", is_flag=True, help="Do not stream log lines (events and the summary still print)."
 )
 @click.option("--doctor/--no-doctor", default=True, show_default=True, help="Run doctor's fast checks first.")
+@click.option(
+    "--prom",
+    type=click.Path(dir_okay=False),
+    help="At the end, write the run's goodput as a Prometheus textfile.",
+)
 @guarded
 def up(
     inventory: str,
@@ -82,6 +88,7 @@ def up(
     as_json: bool,
     quiet: bool,
     doctor: bool,
+    prom: str | None,
 ) -> None:
     """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
 
@@ -115,6 +122,7 @@ def up(
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
         return
+    goodput = _goodput(run_id, prom)
     if as_json:
         click.echo(
             json.dumps(
@@ -124,6 +132,7 @@ def up(
                     "summary": outcome.summary,
                     "root_cause": outcome.root_cause,
                     "nodes": outcome.nodes,
+                    "goodput": goodput,
                 }
             )
         )
@@ -139,11 +148,32 @@ def up(
         )
         verdict = "succeeded" if outcome.code == EXIT_OK else "FAILED"
         _status(f"{verdict} in {time.time() - started:.1f} s: {outcome.summary}")
+        if goodput:
+            from launcher.cli.nodes import goodput_line
+
+            _status(goodput_line(goodput))
         if outcome.end_of_run_abort:
             _status(
                 "note: a rank aborted after training had completed (end-of-run abort); outputs are complete"
             )
     sys.exit(outcome.code)
+
+
+def _goodput(run_id: str, prom: str | None) -> dict[str, Any] | None:
+    """The finished run's goodput (settled into its state by `up`), also as a textfile when asked."""
+    from launcher import attempts, records
+
+    record = records.RunRecord.open(run_id)
+    gp = attempts.goodput_of(record)
+    if gp is None:
+        return None
+    if prom:
+        state = record.read_state()
+        try:
+            attempts.write_prometheus(Path(prom), run_id, str(state.get("cluster", "")), gp)
+        except OSError as exc:  # the job's outcome decides the exit code, not the metrics file
+            _status(f"--prom: cannot write {prom}: {exc.strerror or exc}")
+    return gp.to_json()
 
 
 @main.command()
@@ -212,6 +242,12 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         f"run {info['run_id']}: {info.get('state')}"
         + (f" — {info['summary']}" if info.get("summary") else "")
     )
+    for r in info.get("replaced", []):
+        click.echo(f"{r['spare']} replaced {r['node']} (attempt {r['attempt']}: {r['cause']})")
+    if info.get("goodput"):
+        from launcher.cli.nodes import goodput_line
+
+        click.echo(goodput_line(info["goodput"]))
     if info["nodes"]:
         rows = [
             {
