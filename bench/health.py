@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import benchmarks_md  # noqa: E402
+from e2e_helpers import wait_for, worker_pid  # noqa: E402
 from simnodes import SimCluster  # noqa: E402
 
 from cluster.inventory import from_mapping  # noqa: E402
@@ -85,30 +86,6 @@ class Trial:
 def job_pids(sim: SimCluster, node: str) -> list[int]:
     """The job's processes on a node: torchrun agents and ranks (both name train.py on their command line)."""
     return [pid for pid, cmd in sim.node_pids(node) if "train.py" in cmd]
-
-
-def worker_pid(sim: SimCluster, node: str, local_rank: int) -> int | None:
-    """A rank, found by LOCAL_RANK in its environment (as tests/test_e2e_health.py does)."""
-    for pid, cmd in sim.node_pids(node):
-        if "train.py" not in cmd or "torch.distributed.run" in cmd:
-            continue
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"LOCAL_RANK={local_rank}".encode() in environ:
-            return pid
-    return None
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def all_gone(sim: SimCluster) -> bool:

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll until `predicate()` is truthy and return its value; fail naming `what` after `timeout` seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, result: dict | None = None) -> Any:
+    """Poll until `predicate()` is truthy and return its value; fail naming `what` after `timeout` seconds, or
+    at once when `result` (a background `up`'s result holder) shows that the run already ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result is not None and "out" in result:
+            raise AssertionError(f"the run ended while waiting for {what}: {result['out'][1]}")
         value = predicate()
         if value:
             return value
@@ -35,3 +39,17 @@ def assert_nothing_left(cluster: Any, timeout: float = 30.0, nodes: Iterable[str
 def running_everywhere(cluster: Any, nodes: Iterable[str], marker: str) -> bool:
     """Whether a process whose command line holds `marker` runs on each of `nodes`."""
     return all(any(marker in cmd for _, cmd in job_pids(cluster, n)) for n in nodes)
+
+
+def worker_pid(cluster: Any, node: str, local_rank: int, marker: str = "train.py") -> int | None:
+    """A rank (not its torchrun agent) on a node, found by LOCAL_RANK in its environment."""
+    for pid, cmd in cluster.node_pids(node):
+        if marker not in cmd or "torch.distributed.run" in cmd:
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"LOCAL_RANK={local_rank}".encode() in environ:
+            return pid
+    return None

@@ -16,13 +16,13 @@ import re
 import signal
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import wait_for
 from slurm_fixture import OneNodeSlurm, slurm_missing, start_one_node_slurm
 
 from cluster.inventory import load_inventory
@@ -229,16 +229,6 @@ def test_detach_is_refused_under_srun(in_allocation: Allocation, tmp_path: Path)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def alive(pid: int) -> bool:
