@@ -514,41 +514,47 @@ class Guard:
         log(f"final state {json.dumps(self.state)}")
 
     def teardown(self, grace: float) -> tuple:
-        """SIGTERM+SIGCONT every descendant, SIGKILL survivors after `grace`.
+        """SIGTERM+SIGCONT every descendant, SIGKILL survivors after `grace`: (signalled, pids that never died).
 
-        Returns (how many processes were signalled, pids that never died). Zombies count as remaining until
-        reaped: their parents are in the tree and die too, which reparents the zombies to us.
-        """
-        poll = min(self.job["poll_interval"], 0.1)
-        termed: set = set()
-        deadline = time.time() + grace
-        while True:
+        Zombies count as remaining until reaped: their parents are in the tree and die too, which reparents the
+        zombies to us, and reaping them is ours to do."""
+
+        def remaining() -> list:
             self.reap()
-            procs = self.record_tree()
-            if not procs:
-                return len(termed), []
-            for st in procs:
-                key = (st["pid"], st["starttime"])
-                if st["state"] != "Z" and key not in termed:
-                    termed.add(key)
-                    signal_pid(st["pid"], signal.SIGTERM)
-                    signal_pid(
-                        st["pid"], signal.SIGCONT
-                    )  # a stopped process acts on SIGTERM only once continued
-            if time.time() >= deadline:
-                break
-            time.sleep(poll)
-        for _ in range(KILL_ROUNDS):
-            self.reap()
-            procs = self.record_tree()
-            if not procs:
-                return len(termed), []
-            for st in procs:
-                if st["state"] != "Z":
-                    signal_pid(st["pid"], signal.SIGKILL)
-            time.sleep(poll)
-        self.reap()
-        return len(termed), [st["pid"] for st in self.record_tree()]
+            return self.record_tree()
+
+        return terminate(remaining, grace, poll=min(self.job["poll_interval"], 0.1))
+
+
+def terminate(remaining, grace: float, poll: float = 0.1) -> tuple:
+    """The one teardown loop (the guard's own, and `stop`'s after the guard died): SIGTERM+SIGCONT each process
+    that `remaining()` lists once (a stopped process acts on SIGTERM only once continued), SIGKILL what is left
+    after `grace`, for at most KILL_ROUNDS rounds. Every signal goes through `signal_same`, so a pid reused
+    meanwhile is never hit. Returns (how many processes were signalled, pids that never died)."""
+    termed: set = set()
+    deadline = time.time() + grace
+    while True:
+        procs = remaining()
+        if not procs:
+            return len(termed), []
+        for st in procs:
+            key = (st["pid"], st["starttime"])
+            if st["state"] != "Z" and key not in termed:
+                termed.add(key)
+                signal_same(st["pid"], st["starttime"], signal.SIGTERM)
+                signal_same(st["pid"], st["starttime"], signal.SIGCONT)
+        if time.time() >= deadline:
+            break
+        time.sleep(poll)
+    for _ in range(KILL_ROUNDS):
+        procs = remaining()
+        if not procs:
+            return len(termed), []
+        for st in procs:
+            if st["state"] != "Z":
+                signal_same(st["pid"], st["starttime"], signal.SIGKILL)
+        time.sleep(poll)
+    return len(termed), [st["pid"] for st in remaining()]
 
 
 def set_child_subreaper() -> bool:
@@ -715,31 +721,11 @@ def read_reply(fd: int, timeout: float) -> dict | None:
 
 
 def kill_recorded(rundir: str, grace: float) -> list:
-    """Without a live guard: SIGTERM+SIGCONT, then SIGKILL, what is left of the recorded pids and their trees."""
+    """Without a live guard: tear down what is left of the recorded pids and their trees (`terminate`). Their new
+    parent (init or another subreaper) reaps them, so zombies are already dead here."""
     records = read_records(rundir)
-    deadline = time.time() + grace
-    termed: set = set()
-    while True:
-        procs = [st for st in job_processes([], records) if st["state"] != "Z"]
-        if not procs:
-            return []
-        for st in procs:
-            if st["pid"] not in termed:
-                termed.add(st["pid"])
-                signal_same(st["pid"], st["starttime"], signal.SIGTERM)
-                signal_same(st["pid"], st["starttime"], signal.SIGCONT)
-        if time.time() >= deadline:
-            break
-        time.sleep(0.1)
-    for _ in range(KILL_ROUNDS):
-        # Their new parent (init or another subreaper) reaps them; zombies are already dead.
-        procs = [st for st in job_processes([], records) if st["state"] != "Z"]
-        if not procs:
-            return []
-        for st in procs:
-            signal_same(st["pid"], st["starttime"], signal.SIGKILL)
-        time.sleep(0.1)
-    return [st["pid"] for st in job_processes([], records) if st["state"] != "Z"]
+    _, survivors = terminate(lambda: [st for st in job_processes([], records) if st["state"] != "Z"], grace)
+    return survivors
 
 
 def cmd_stop(rundir: str, grace: float | None) -> int:
