@@ -358,7 +358,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
     }
     if inv.profile:
         name = f"env_{inv.profile}.env"
-        sources[f"<templates>/{name}"] = resources.files("templates").joinpath(name).read_bytes()
+        sources[f"<templates>/{name}"] = resources.files("launcher.templates").joinpath(name).read_bytes()
     job = inv.job
     wanted = [("job.script", job.script), ("job.config", job.config)]
     wanted += [(f"job.files[{i}]", p) for i, p in enumerate(job.files)]
@@ -381,7 +381,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
 
         sources.update(head_sources(inv))
     for name in ("ds_z3.json", "ds_z3_offload.json", "llamafactory_lora_sft.yaml"):
-        res = resources.files("templates").joinpath(name)
+        res = resources.files("launcher.templates").joinpath(name)
         if res.is_file():
             sources[f"<templates>/{name}"] = res.read_bytes()
     return sources

@@ -101,3 +101,16 @@ def test_every_state_maps_into_the_run_vocabulary() -> None:
     assert all(FROM_GUARD[s].is_terminal() for s in protocol.TERMINAL_STATES)
     assert is_active("running") and not is_active("abandoned") and not is_active("garbage")
     assert RunState.parse("stop-failed") is RunState.STOP_FAILED
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject.toml lists packages by hand (templates/ installs as launcher.templates): none may be missing."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("launcher", "cluster")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert found | {"launcher.templates"} == listed

@@ -131,7 +131,7 @@ def main() -> None:
 @guarded
 def init(path: str, force: bool) -> None:
     """Write a commented starter cluster.yaml."""
-    import templates
+    from launcher import templates
 
     target = Path(path)
     if target.exists() and not force:
