@@ -128,7 +128,13 @@ def test_status_without_runs_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> None:
     """`pip install .` (not editable) must ship templates/ and launcher/node/ as package data."""
+    import shutil
+
     target = tmp_path / "site"
+    # Built from a copy: setuptools keeps a build/ folder in the source tree, and a stale one hides a broken list.
+    source = tmp_path / "src"
+    junk = shutil.ignore_patterns(".venv", ".git", "build", ".cache", "__pycache__", "*.egg-info", ".rlaunch")
+    shutil.copytree(ROOT, source, ignore=junk)
     build = subprocess.run(
         [
             sys.executable,
@@ -140,7 +146,7 @@ def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> 
             "--no-build-isolation",
             "--target",
             str(target),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
