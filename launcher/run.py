@@ -397,11 +397,18 @@ class Runner:
     def _observe_final(self, now: float, host: str, final: dict[str, Any]) -> None:
         """A node's final state. A guard that died without a final word (SIGKILL, OOM) says nothing about how
         the job ended, and its job may still run: that is a lost node, never a clean exit (issue 12)."""
-        if final.get("state") in (protocol.GUARD_LOST, None):
+        state, code, sig = final.get("state"), final.get("exit_code"), final.get("signal")
+        if state in (protocol.GUARD_LOST, None):
             why = final.get("reason") or "the guard ended without a final state"
             event = self.watcher.observe_lost(now, host, f"guard died: {why}")
+        elif state == protocol.LOST_LAUNCHER:
+            event = self.watcher.observe_lost(
+                now, host, f"the guard lost our heartbeat: {final.get('reason')}"
+            )
         else:
-            event = self.watcher.observe_exit(now, host, final.get("exit_code"), final.get("signal"))
+            if state == protocol.FAILED and code is None and sig is None:
+                code = 1  # the guard failed without the job's exit status (a guard error): never a clean exit
+            event = self.watcher.observe_exit(now, host, code, sig)
         if event is not None:
             self._event(event.to_dict())
 
