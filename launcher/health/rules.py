@@ -287,6 +287,11 @@ RULES: tuple[Rule, ...] = (
           r"|server socket has failed to (bind|listen)",
           "rendezvous", "fatal",
           "the port is taken (a previous run still alive, or two jobs on one MASTER_PORT)"),
+    # Warnings PyTorch prints when the store goes away under a rank, usually rank 0 leaving first at the end of a
+    # run (HeartbeatMonitor::runLoop's handleError; TCPStore's sendBytes W-line): not failures by themselves.
+    _rule("store-gone-warning", r'Failed to check the "should dump" flag on TCPStore|sendBytes failed on SocketImpl',
+          "rendezvous", "warning", "the TCPStore went away (often rank 0 exiting first at the end of a run)",
+          cascade=True),
     _rule("store-connection-lost", r"Failed to (recv|send), (got|sent) 0 bytes\. Connection was likely closed",
           "rendezvous", "fatal", "the TCPStore server went away (the master's agent or rank 0 died)",
           cascade=True),
