@@ -188,7 +188,9 @@ class JobSpec(_Strict):
         elif self.kind == "command" and not self.command:
             raise ValueError("job.kind command needs `command` (a list: [python, -c, ...])")
         if self.pretokenize and self.kind != "llamafactory":
-            raise ValueError("job.pretokenize runs LLaMA-Factory's preprocessing: it needs job.kind llamafactory")
+            raise ValueError(
+                "job.pretokenize runs LLaMA-Factory's preprocessing: it needs job.kind llamafactory"
+            )
         return self
 
 
