@@ -895,8 +895,13 @@ def _dataset_check(live: Mapping[str, Facts]) -> Check:
     }
     digests = {h: p["sha256"] for h, p in probes.items() if p.get("sha256")}
     majority, odd = odd_ones_out(digests)
+    reference = next((probes[h].get("files") or {} for h, d in digests.items() if d == majority), {})
     for host, digest in odd.items():
-        failing[host] = f"sha256 {digest[:12]}… differs from the others' {str(majority)[:12]}…"
+        # A LLaMA-Factory job's datasets come per file (launcher/node/facts.py dataset_probe): name the files.
+        files = probes[host].get("files") or {}
+        differ = sorted(p for p in set(files) | set(reference) if files.get(p) != reference.get(p))
+        which = f" ({', '.join(differ[:3])})" if differ else ""
+        failing[host] = f"sha256 {digest[:12]}… differs from the others' {str(majority)[:12]}…{which}"
     return _check(
         "dataset_same",
         "error",
@@ -1015,7 +1020,7 @@ def doctor_args(
     token: str,
     *,
     fast: bool = False,
-    dataset: str | None = None,
+    dataset: str | dict[str, Any] | None = None,
     tool_timeout: float = 10.0,
     torch_timeout: float = 60.0,
 ) -> Callable[[str], dict[str, Any]]:
@@ -1057,7 +1062,7 @@ def run_doctor(
     script: bytes,
     *,
     fast: bool = False,
-    dataset: str | None = None,
+    dataset: str | dict[str, Any] | None = None,
     timeout: float = 120.0,
     tool_timeout: float = 10.0,
     torch_timeout: float = 60.0,

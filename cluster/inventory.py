@@ -181,6 +181,7 @@ class JobSpec(_Strict):
     files: list[str] = Field(default_factory=list)  # extra head-node files pushed next to the job
     checkpoint_dir: str | None = None
     dataloader_workers: int | None = Field(None, ge=0)
+    pretokenize: bool = False  # llamafactory: tokenize once before training (launcher/jobs/lf_pretokenize.py)
 
     @field_validator("args", "command", mode="before")
     @classmethod
@@ -201,6 +202,10 @@ class JobSpec(_Strict):
                 raise ValueError("job.kind llamafactory needs `config` (the LLaMA-Factory yaml)")
         elif self.kind == "command" and not self.command:
             raise ValueError("job.kind command needs `command` (a list: [python, -c, ...])")
+        if self.pretokenize and self.kind != "llamafactory":
+            raise ValueError(
+                "job.pretokenize runs LLaMA-Factory's preprocessing: it needs job.kind llamafactory"
+            )
         return self
 
 

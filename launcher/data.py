@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -86,8 +87,13 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def check_dataset(path: str | Path, format: Format | None = None) -> DataReport:
-    """Validate every record; never raises for the file's content (the report carries the problems)."""
+def check_dataset(
+    path: str | Path, format: Format | None = None, remap: Callable[[Any], Any] | None = None
+) -> DataReport:
+    """Validate every record; never raises for the file's content (the report carries the problems).
+
+    `remap`: turns a record with dataset_info.json column/tag names into the default names checked here.
+    """
     report = DataReport(path=str(path))
     try:
         raw = Path(path).read_bytes()
@@ -108,6 +114,8 @@ def check_dataset(path: str | Path, format: Format | None = None) -> DataReport:
     if not records:
         report.error = "no records"
         return report
+    if remap is not None:
+        records = [(line, r if isinstance(r, str) else remap(r)) for line, r in records]
     report.total = len(records)
     report.format = format or _detect(records)
     if report.format is None:

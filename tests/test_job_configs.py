@@ -342,3 +342,80 @@ def test_invalid_job_configs_exit_2_with_one_line_naming_the_file(
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], proc.stderr
+
+
+# ---------------------------------------------------------------------------------------- job.pretokenize
+
+
+def test_pretokenize_adds_tokenized_path_and_runs_before_torchrun(in_tmp: Path) -> None:
+    write_yaml(in_tmp / "cfg" / "sft.yaml", output_dir="/shared/out")
+    plan = plan_for(in_tmp, {"pretokenize": True})
+    for node in plan.nodes:
+        assert rendered(plan, node.host)["tokenized_path"] == "/shared/out-tokenized"
+        assert node.argv[1:4] == [
+            f"{node.run_dir}/lf_pretokenize.py",
+            f"{node.run_dir}/llamafactory.yaml",
+            str(node.node_rank),
+        ]
+        assert node.argv[4] == node.host and node.argv[6] == "--"
+        assert node.argv[8:10] == ["-m", "torch.distributed.run"]
+        assert any(f.path == "lf_pretokenize.py" for f in node.files)
+    assert changed(plan, "tokenized_path") == [
+        "llamafactory.yaml tokenized_path: (unset) → /shared/out-tokenized (job.pretokenize: tokenized once before "
+        "training; every rank loads it instead of tokenizing)"
+    ]
+    assert any("a tokenizes once" in n for n in plan.notes)
+
+    write_yaml(in_tmp / "cfg" / "sft.yaml", output_dir="/shared/out", tokenized_path="/shared/tok")
+    plan = plan_for(in_tmp, {"pretokenize": True})
+    assert rendered(plan, "a")["tokenized_path"] == "/shared/tok" and not changed(plan, "tokenized_path")
+
+    write_yaml(in_tmp / "cfg" / "sft.yaml", output_dir="saves/out")
+    with pytest.raises(planning.PlanError, match=r"job\.pretokenize needs an absolute tokenized_path"):
+        plan_for(in_tmp, {"pretokenize": True})
+
+
+def test_pretokenize_is_for_llamafactory_only(tmp_path: Path) -> None:
+    from cluster.inventory import InventoryError
+
+    (tmp_path / "train.py").write_text("pass\n")
+    with pytest.raises(InventoryError, match=r"job\.pretokenize"):
+        inventory(tmp_path, {"kind": "torchrun", "script": "train.py", "pretokenize": True})
+
+
+def test_fingerprint_covers_data_files_folders_tokenizer_and_cutoff(tmp_path: Path) -> None:
+    from launcher.jobs import lf_pretokenize as pt
+
+    data = tmp_path / "data"
+    (data / "shards").mkdir(parents=True)
+    (data / "a.jsonl").write_text('{"instruction": "1", "output": "2"}\n')
+    (data / "shards" / "0.json").write_text("[]")
+    info = {
+        "a": {"file_name": "a.jsonl"},
+        "b": {"file_name": "shards", "formatting": "sharegpt"},
+        "h": {"hf_hub_url": "x/y"},
+    }
+    (data / "dataset_info.json").write_text(json.dumps(info))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "tokenizer.json").write_text("{}")
+    config = {
+        "dataset": "a, b,h",
+        "dataset_dir": str(data),
+        "model_name_or_path": str(model),
+        "cutoff_len": 128,
+    }
+    base = pt.fingerprint(config)
+    assert set(base["data"]) == {
+        str(data / "dataset_info.json"),
+        str(data / "a.jsonl"),
+        str(data / "shards" / "0.json"),
+        "<h>",
+    }
+    assert pt.fingerprint(config) == base  # stable
+
+    (data / "shards" / "0.json").write_text("[{}]")
+    assert pt.differences(pt.fingerprint(config), base) == [f"data {data / 'shards' / '0.json'}"]
+    assert pt.differences(pt.fingerprint({**config, "cutoff_len": 256}), base)[0] == "args cutoff_len"
+    (model / "tokenizer.json").write_text('{"v": 2}')
+    assert "tokenizer tokenizer.json" in pt.differences(pt.fingerprint(config), base)

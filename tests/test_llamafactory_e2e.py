@@ -205,7 +205,7 @@ def test_the_users_own_deepspeed_json_and_output_dir_as_written(
     checkpoints land where the yaml says."""
     own = shared_dir / "own"
     ds = json.loads((ROOT / "templates" / "ds_z3.json").read_text())
-    ds = {k: v for k, v in ds.items() if not k.startswith("_comment")}
+    # The top-level "_comment" stays: a copy of our template, as a user would push it.
     ds["zero_optimization"] = {
         k: v for k, v in ds["zero_optimization"].items() if not k.startswith("_comment")
     }
@@ -241,3 +241,53 @@ def test_the_users_own_deepspeed_json_and_output_dir_as_written(
     )
     assert states["ds_config"]["zero_optimization"]["stage3_max_live_parameters"] == 123456789
     assert states["ds_config"]["zero_optimization"]["stage3_max_reuse_distance"] == 987654321
+
+
+@pytest.mark.slow
+@pytest.mark.ssh
+def test_pretokenize_once_then_every_rank_loads_it_and_a_second_run_reuses_it(
+    sim3: Any, shared_dir: Path, tiny: TinyAssets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher import lifecycle
+
+    out = shared_dir / "pretok-out"
+    config = lf_yaml(tiny, shared_dir / "pretok.yaml", max_steps=2, save_steps=2, output_dir=str(out))
+    config_data = yaml.safe_load(config.read_text())
+    config_data.pop("deepspeed")  # plain DDP: the tokenizing is what this test is about
+    config.write_text(yaml.safe_dump(config_data))
+    job = {
+        "kind": "llamafactory",
+        "config": str(config),
+        "nproc_per_node": 1,
+        "timeout": 300,
+        "pretokenize": True,
+    }
+    job["dataloader_workers"] = 0
+    inv = from_mapping(sim3.inventory_dict(job=job, env=node_env(shared_dir), profile="cpu"))
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    tokenized = Path(f"{out}-tokenized")
+
+    def run() -> list[tuple[str, int | None, str]]:
+        lines: list[tuple[str, int | None, str]] = []
+        _, outcome = lifecycle.up(inv, on_line=lambda h, r, t: lines.append((h, r, t)), head_env={})
+        assert outcome.code == 0, outcome.summary
+        return lines
+
+    first = run()
+    said = [(h, t) for h, r, t in first if "rlaunch pretokenize:" in t]
+    assert [h for h, t in said if "tokenizing once into" in t] == ["node1"], said
+    assert sum("matches node rank 0's" in t for _, t in said) == 2  # node2 and node3 compared fingerprints
+    assert any(r is not None and f"Loaded tokenized dataset from {tokenized}" in t for _, r, t in first)
+    assert not any(
+        r is not None and "Running tokenizer on dataset" in t for _, r, t in first
+    )  # no rank tokenized
+    assert (tokenized / "dataset_dict.json").is_file()
+    written = (tokenized / "rlaunch-fingerprint.json").stat().st_mtime_ns
+
+    second = run()
+    assert any(h == "node1" and "rlaunch pretokenize: reusing" in t for h, _, t in second)
+    assert not any("tokenizing once" in t for _, _, t in second)
+    assert any(r is not None and "Loaded tokenized dataset from" in t for _, r, t in second)
+    assert (
+        tokenized / "rlaunch-fingerprint.json"
+    ).stat().st_mtime_ns == written  # the Arrow dataset: written once

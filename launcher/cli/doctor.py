@@ -30,7 +30,11 @@ def facts_script() -> bytes:
 @inventory_options
 @click.option("--local", is_flag=True, help="Check this machine only, without SSH (Slurm prolog form).")
 @click.option("--fast", is_flag=True, help="Only the checks `up` runs as preflight.")
-@click.option("--dataset", help="A dataset path on the nodes whose sha256 must match everywhere.")
+@click.option(
+    "--dataset",
+    help="A dataset path on the nodes whose sha256 must match everywhere "
+    "(default for llamafactory jobs: the yaml's datasets, resolved through dataset_info.json on each node).",
+)
 @click.option(
     "--timeout", type=float, default=120.0, show_default=True, help="Per-node time limit in seconds."
 )
@@ -72,8 +76,12 @@ def doctor(
                 "master": inv.master.model_copy(update={"node": None}),
             }
         )
+    from launcher.jobs.lfdata import job_dataset_spec
+
+    # Without --dataset, a llamafactory job's datasets: each node resolves them through its dataset_info.json.
+    spec = dataset or job_dataset_spec(inv)
     with make_transport(inv) as transport:
-        report = run_doctor(inv, transport, facts_script(), fast=fast, dataset=dataset, timeout=timeout)
+        report = run_doctor(inv, transport, facts_script(), fast=fast, dataset=spec, timeout=timeout)
     if as_json:
         click.echo(report.to_json())
     else:
@@ -122,11 +130,15 @@ def data() -> None:
 def data_check(file: str, fmt: str | None, as_json: bool) -> None:
     """Validate a LLaMA-Factory dataset (alpaca or sharegpt; JSON or JSONL): one line per bad record.
 
+    FILE may be a LLaMA-Factory yaml: its `dataset:` names are resolved through dataset_info.json.
+
     \b
     Exit: 0 all records good · 1 bad records · 2 unreadable, unparseable or empty file
     """
     from launcher.data import check_dataset
 
+    if file.endswith((".yaml", ".yml")):
+        sys.exit(_check_yaml_datasets(file, as_json))
     report = check_dataset(file, fmt)  # type: ignore[arg-type]
     if as_json:
         click.echo(report.to_json())
@@ -134,3 +146,27 @@ def data_check(file: str, fmt: str | None, as_json: bool) -> None:
         for line in report.lines():
             click.echo(line)
     sys.exit(report.exit_code)
+
+
+def _check_yaml_datasets(file: str, as_json: bool) -> int:
+    """Every dataset a LLaMA-Factory yaml names; the worst exit code of its files."""
+    import json
+    from pathlib import Path
+
+    from launcher.jobs.lfdata import DatasetSpecError, check_yaml_datasets
+
+    try:
+        reports, notes = check_yaml_datasets(file, Path.cwd())
+    except DatasetSpecError as exc:
+        raise UserError(str(exc)) from None
+    if as_json:
+        click.echo(
+            json.dumps({"files": [json.loads(r.to_json()) for r in reports], "notes": notes}, indent=2)
+        )
+    else:
+        for report in reports:
+            for line in report.lines():
+                click.echo(line)
+        for note in notes:
+            click.echo(note)
+    return max((r.exit_code for r in reports), default=0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ NO_DEEPSPEED = "none"
 # Head-side copy of the json the yaml's `deepspeed:` names, and the path it was found at (plan.load_sources).
 YAML_DS = "<llamafactory.yaml deepspeed>"
 YAML_DS_PATH = "<llamafactory.yaml deepspeed path>"
+PRETOKENIZE = "lf_pretokenize.py"
+PRETOKENIZE_SOURCE = f"<rlaunch>/{PRETOKENIZE}"
 RUN_DIR_DS = f"<run dir>/{DS_CONFIG_FILE}"  # how the per-node path of the pushed json is shown in the plan
 # HF TrainingArguments defaults, used when the yaml leaves them out.
 _HF_MICRO, _HF_ACCUM = 8, 1
@@ -91,6 +94,14 @@ def ds_candidates(value: str, yaml_path: Path, cwd: Path) -> list[Path]:
 
 def head_sources(inv: Inventory) -> dict[str, bytes]:
     """The json the yaml names under `deepspeed:` (when job.deepspeed does not override it), read on the head."""
+    job = inv.job
+    found: dict[str, bytes] = {}
+    if job.kind == "llamafactory" and job.pretokenize:
+        found[PRETOKENIZE_SOURCE] = resources.files("launcher.jobs").joinpath(PRETOKENIZE).read_bytes()
+    return {**found, **_yaml_deepspeed(inv)}
+
+
+def _yaml_deepspeed(inv: Inventory) -> dict[str, bytes]:
     job = inv.job
     if job.kind != "llamafactory" or not job.config or job.deepspeed:
         return {}
@@ -217,6 +228,9 @@ def render_config(
     _check_precision(job, inv, ctx, config)
     _workers(job, inv, ctx, config, rendered, changes, warnings)
 
+    if job.pretokenize:
+        _tokenized_path(job, rendered, changes)
+
     if ctx.resume_from:
         why = "the latest complete checkpoint rlaunch found on restart"
         _set(rendered, changes, "resume_from_checkpoint", ctx.resume_from, why)
@@ -228,6 +242,21 @@ def render_config(
             "keep trainer_log.jsonl: the resumed steps append",
         )
     return rendered, files, changes, notes, warnings
+
+
+def _tokenized_path(job: JobSpec, rendered: dict[str, Any], changes: list[Change]) -> None:
+    """Where the Arrow dataset goes: the yaml's tokenized_path, else next to output_dir (both shared storage)."""
+    given = rendered.get("tokenized_path")
+    out = rendered.get("output_dir")
+    if given is None and isinstance(out, str) and posixpath.isabs(out):
+        why = "job.pretokenize: tokenized once before training; every rank loads it instead of tokenizing"
+        _set(rendered, changes, "tokenized_path", out.rstrip("/") + "-tokenized", why)
+    elif not (isinstance(given, str) and posixpath.isabs(given)):
+        raise LlamaFactoryConfigError(
+            "job.pretokenize needs an absolute tokenized_path (or output_dir) on storage every node shares",
+            file=job.config,
+            field="tokenized_path",
+        )
 
 
 def _check_precision(job: JobSpec, inv: Inventory, ctx: NodeContext, config: dict[str, Any]) -> None:
@@ -279,8 +308,20 @@ class LlamaFactoryJob:
         )
         files = [*files, FileSpec(LF_CONFIG_FILE, text.encode()), *extra_files(job, ctx)]
         env = {"RLAUNCH_OUTPUT_DIR": str(rendered["output_dir"])} if rendered.get("output_dir") else {}
+        argv = torchrun_argv(ctx, [*LF_ENTRY, ctx.remote(LF_CONFIG_FILE), *job.args])
+        if job.pretokenize:
+            # Node rank 0 tokenizes (or reuses), the others wait for it and compare fingerprints, then torchrun.
+            wait = max(600.0, inv.health.startup_timeout or inv.health.stall_timeout)
+            head = [ctx.python, ctx.remote(PRETOKENIZE), ctx.remote(LF_CONFIG_FILE), str(ctx.node_rank)]
+            argv = [*head, ctx.node.host, f"{wait:g}", "--", *argv]
+            files.append(FileSpec(PRETOKENIZE, ctx.sources[PRETOKENIZE_SOURCE]))
+            if ctx.node_rank == 0:
+                notes.append(
+                    f"llamafactory: job.pretokenize: {ctx.node.host} tokenizes once (or reuses a tokenized_path "
+                    "whose fingerprint matches); the other nodes wait for it and compare dataset fingerprints"
+                )
         return JobRender(
-            argv=torchrun_argv(ctx, [*LF_ENTRY, ctx.remote(LF_CONFIG_FILE), *job.args]),
+            argv=argv,
             env=env,
             files=files,
             warnings=warnings,

@@ -240,6 +240,46 @@ def read_markers(ckpt_dir: str | None, token: str) -> dict:
     return {"seen": sorted(seen), "error": None}
 
 
+def dataset_probe(spec: str | dict | None) -> dict | None:
+    """A path's sha256, or for a LLaMA-Factory job ({dataset_dir, names}) every file its names resolve to through
+    dataset_info.json as this node sees them (file or folder entries), combined into one sha256."""
+    if not isinstance(spec, dict):
+        return sha256_of(spec)
+    data_dir = os.path.expanduser(str(spec.get("dataset_dir") or "data"))
+    info_path = os.path.join(data_dir, "dataset_info.json")
+    label = f"{data_dir} ({', '.join(spec.get('names') or [])})"
+    try:
+        with open(info_path, encoding="utf-8") as fh:
+            info = json.load(fh)
+    except (OSError, ValueError) as exc:
+        return {
+            "path": label,
+            "sha256": None,
+            "size": None,
+            "error": f"{info_path}: {getattr(exc, 'strerror', None) or exc}",
+        }
+    paths = [info_path]
+    for name in spec.get("names") or []:
+        entry = info.get(name) if isinstance(info, dict) else None
+        if not isinstance(entry, dict):
+            return {"path": label, "sha256": None, "size": None, "error": f"{name} is not in {info_path}"}
+        if entry.get("file_name"):
+            target = os.path.join(data_dir, str(entry["file_name"]))
+            if os.path.isdir(target):
+                paths += sorted(os.path.join(d, f) for d, _, fs in os.walk(target) for f in fs)
+            else:
+                paths.append(target)
+    files = {}
+    for path in paths:
+        one = sha256_of(path) or {}
+        if one.get("error"):
+            return {"path": label, "sha256": None, "size": None, "error": f"{path}: {one['error']}"}
+        files[path] = one["sha256"]
+    combined = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    size = sum(os.path.getsize(p) for p in files)
+    return {"path": label, "sha256": combined, "size": size, "error": None, "files": files}
+
+
 def sha256_of(path: str | None) -> dict | None:
     if not path:
         return None
@@ -420,7 +460,7 @@ def collect(args: dict) -> dict:
         "workdir": writable(workdir),
         "ckpt": writable(args.get("ckpt_dir")),
         "marker": write_marker(args.get("ckpt_dir"), node, token),
-        "dataset": None if fast else sha256_of(args.get("dataset")),
+        "dataset": None if fast else dataset_probe(args.get("dataset")),
         "master_connect": master_connect,
         "master_listen": master_listen,
     }
