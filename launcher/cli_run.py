@@ -208,6 +208,8 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         f"run {info['run_id']}: {info.get('state')}"
         + (f" — {info['summary']}" if info.get("summary") else "")
     )
+    if info.get("stragglers"):
+        click.echo(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
     if info["nodes"]:
         rows = [
             {
