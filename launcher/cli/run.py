@@ -248,6 +248,8 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         from launcher.cli.nodes import goodput_line
 
         click.echo(goodput_line(info["goodput"]))
+    if info.get("stragglers"):
+        click.echo(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
     if info["nodes"]:
         rows = [
             {

@@ -205,7 +205,7 @@ class Progress:
                 if self._straggling[node] == s.straggler_confirm:
                     found[node] = (
                         f"{node} is a straggler: its ranks are busy {mine:.2f} s per step, the other nodes' "
-                        f"median {others:.2f} s (+{100 * (mine / others - 1) if others else 100:.0f} %) over "
+                        f"median {others:.2f} s (+{mine - others:.2f} s per step) over "
                         f"the last {s.straggler_window:.0f} s; the others wait for it in every collective"
                     )
             else:
