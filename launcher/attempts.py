@@ -141,24 +141,25 @@ def write_prometheus(path: Path, run_id: str, cluster: str, gp: goodput.Goodput)
 
 
 def settle(record: RunRecord) -> goodput.Goodput | None:
-    """When `up` returns: the run's goodput into its state and, per node, into the ledger."""
+    """When `up` returns: the run's goodput into its state and, per node, into the ledger. Called on the way
+    out of `up` (also when it raises): a full disk here must not hide the run's own outcome."""
     try:
         gp = goodput_of(record)
+        if gp is None:
+            return None
+        record.update_state(goodput=gp.to_json())
+        now = time.time()
+        ledger.append(
+            {
+                "kind": "goodput",
+                "host": host,
+                "run_id": record.run_id,
+                "time": now,
+                "total_s": round(part["total_s"], 2),
+                "productive_s": round(part["productive_s"], 2),
+            }
+            for host, part in sorted(gp.by_node.items())
+        )
     except (OSError, ValueError):
         return None
-    if gp is None:
-        return None
-    record.update_state(goodput=gp.to_json())
-    now = time.time()
-    ledger.append(
-        {
-            "kind": "goodput",
-            "host": host,
-            "run_id": record.run_id,
-            "time": now,
-            "total_s": round(part["total_s"], 2),
-            "productive_s": round(part["productive_s"], 2),
-        }
-        for host, part in sorted(gp.by_node.items())
-    )
     return gp

@@ -33,12 +33,14 @@ CKPT_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d+)/*$", re.IGNORECASE)
 
 def parse_progress(text: str) -> tuple[int | None, float | None] | None:
     """(step, loss) of a progress line, either may be None; None when the line shows no progress."""
-    if "tep" not in text and "oss" not in text and "/" not in text:  # cheap: most lines are neither
+    # Substring tests first: this runs for every line of every rank, and most lines are neither.
+    maybe_step, maybe_loss, maybe_bar = "tep" in text, "oss" in text, "<" in text and "/" in text
+    if not (maybe_step or maybe_loss or maybe_bar):
         return None
     step = loss = None
-    if (m := STEP.search(text)) or (m := TQDM.search(text)):
+    if (maybe_step and (m := STEP.search(text))) or (maybe_bar and (m := TQDM.search(text))):
         step = int(m.group(1))
-    if m := LOSS.search(text):
+    if maybe_loss and (m := LOSS.search(text)):
         loss = float(m.group(1))
     if step is None and loss is None:
         return None

@@ -143,15 +143,7 @@ def up(
         launcher_pid=os.getpid(),
         attempt=0,
         started_at=time.time(),
-        **(
-            {
-                "replaced": [
-                    {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
-                ]
-            }
-            if struck
-            else {}
-        ),
+        replaced=[{"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()],
     )
     own_transport = transport is None
     transport = transport or make_transport(inv)
@@ -327,8 +319,8 @@ def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> 
 def find_checkpoint(
     inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
 ) -> str | None:
-    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node (or, when the
-    master is `avoid`, the failed node, from the first other node: the checkpoint is on shared storage)."""
+    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node; from the next node
+    when the master is `avoid` (the node that just failed): the checkpoint is on shared storage."""
     if not inv.job.checkpoint_dir:
         return None
     master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
