@@ -21,6 +21,22 @@ def home() -> Path:
     return Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch")
 
 
+def write_crash_report(text: str) -> Path:
+    """Save a traceback where only we can read it: a fresh 0600 file (mkstemp: O_EXCL, no symlink followed)
+    under RLAUNCH_HOME/crash, or $TMPDIR when that is not writable. A predictable name in a shared /tmp let
+    another user plant a symlink there and have us overwrite its target."""
+    for parent in (home() / "crash", Path(tempfile.gettempdir())):
+        try:
+            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix="rlaunch-crash-", suffix=".txt", dir=parent)
+        except OSError:
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return Path(name)
+    raise OSError("no writable directory for a crash report")
+
+
 def new_run_id(now: float | None = None) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     return f"{stamp}-{secrets.token_hex(2)}"

@@ -193,3 +193,142 @@ def test_signal_same_refuses_a_reused_pid(strangers_process: subprocess.Popen) -
     assert not guard_module.signal_same(strangers_process.pid, st["starttime"] + 1, signal.SIGKILL)
     assert not guard_module.signal_same(1, 0, signal.SIGKILL)
     assert strangers_process.poll() is None
+
+
+# ------------------------------------------------------------------------------------------ 8, 9. hostile input
+def cli(
+    *args: str, env: dict | None = None, cwd: Path = ROOT, user: bool = False
+) -> subprocess.CompletedProcess:
+    """The CLI in a child capped at 2 GiB of address space: a resource bomb fails fast instead of eating the box."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    argv = [sys.executable, "-m", "launcher.cli", *args]
+    return subprocess.run(
+        otheruser.as_other(argv) if user else argv,
+        cwd=cwd,
+        capture_output=True,
+        timeout=120,
+        preexec_fn=cap,
+        env=env if env is not None else {**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def assert_one_line_exit_2(done: subprocess.CompletedProcess, *words: str) -> None:
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, err
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (BOMB + "nodes: [{host: n1}]\njob: {kind: command, command: [x]}\n", ["values"]),
+        ("a: &a [*a]\nnodes: [{host: n1}]\n", ["nested"]),
+        ("a: " + "[" * 3000 + "]" * 3000 + "\n", ["nested"]),
+        ("nodes: [{host: n1, gpus: 200000000}]\njob: {kind: command, command: [x]}\n", ["limit"]),
+        ('nodes: [{host: n1, gpus: "0-200000000"}]\njob: {kind: command, command: [x]}\n', ["limit"]),
+    ],
+    ids=["alias-bomb", "recursive-alias", "deep-nesting", "gpu-count", "gpu-range"],
+)
+def test_inventory_bombs_are_bad_input(tmp_path: Path, text: str, words: list[str]) -> None:
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(text)
+    assert_one_line_exit_2(cli("plan", str(inventory)), *words)
+
+
+def test_hostfile_and_slurm_bombs_are_bad_input(tmp_path: Path) -> None:
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text("job: {kind: command, command: [x]}\n")
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("n1 slots=99999999999\n")
+    assert_one_line_exit_2(cli("plan", str(inventory), "--hostfile", str(hostfile)), "slots")
+    hostfile.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\xff\xfe" * 100)
+    assert_one_line_exit_2(cli("plan", str(inventory), "--hostfile", str(hostfile)), "hostfile")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    for extra in (
+        {"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_GPUS_ON_NODE": "200000000000"},
+        {"SLURM_JOB_NODELIST": "n[0-999999999]"},
+    ):
+        env = {**base, "PYTHONPATH": str(ROOT), **extra}
+        assert_one_line_exit_2(cli("plan", str(inventory), "--from-slurm", env=env), "SLURM_")
+    env_bytes = {os.fsencode(k): os.fsencode(v) for k, v in base.items()}
+    env_bytes.update({b"PYTHONPATH": os.fsencode(ROOT), b"SLURM_JOB_NODELIST": b"n\xff[1-2]"})
+    assert_one_line_exit_2(cli("plan", str(inventory), "--from-slurm", env=env_bytes), "SLURM_JOB_NODELIST")
+
+
+def test_classify_reads_a_giant_line_in_bounded_memory(tmp_path: Path) -> None:
+    log = tmp_path / "giant.log"
+    with log.open("wb") as f:
+        f.truncate(3 << 30)  # 3 GiB of NUL bytes and no newline (sparse: costs no disk), above the 2 GiB cap
+        f.seek(3 << 30)
+        f.write(b"\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp, unhandled system error\n")
+    done = cli("logs", "classify", str(log))
+    assert done.returncode in (0, 1), done.stderr.decode()
+    assert b"Traceback" not in done.stderr and b"MemoryError" not in done.stderr
+
+
+def test_classify_of_an_unreadable_file_is_bad_input(tmp_path: Path) -> None:
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        secret = shared / "root-only.log"
+        secret.write_text("x\n")
+        secret.chmod(0o600)
+        done = cli("logs", "classify", str(secret), user=True, cwd=shared)
+        assert_one_line_exit_2(done, "cannot read")
+
+
+def test_plan_prints_markup_in_arguments_literally(tmp_path: Path) -> None:
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "nodes": [{"host": "n1"}],
+                "job": {
+                    "kind": "command",
+                    "command": ["echo", "[blink red]hidden[/blink red]", "[/]", "[bold]"],
+                },
+            }
+        )
+    )
+    done = cli("plan", str(inventory))
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert "[blink red]hidden[/blink red]" in out and "[/]" in out and "[bold]" in out
+
+
+# ------------------------------------------------------------------------------------------ 5. crash reports
+def test_crash_report_is_private_and_never_follows_a_planted_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher.cli import guarded
+
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        victim = tmp_path / "victim"
+        victim.write_text("precious\n")
+        otheruser.run_as_other(["ln", "-s", str(victim), str(shared / f"rlaunch-crash-{os.getpid()}.txt")])
+        monkeypatch.setenv("TMPDIR", str(shared))
+        monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+
+        @guarded
+        def broken() -> None:
+            raise RuntimeError("a bug")
+
+        with pytest.raises(SystemExit) as info:
+            broken()
+        assert info.value.code == 3
+        assert victim.read_text() == "precious\n"
+        reports = list((tmp_path / "home" / "crash").iterdir())
+        assert len(reports) == 1 and reports[0].stat().st_mode & 0o777 == 0o600
+        assert "RuntimeError: a bug" in reports[0].read_text()
