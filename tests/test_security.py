@@ -332,3 +332,34 @@ def test_crash_report_is_private_and_never_follows_a_planted_link(
         reports = list((tmp_path / "home" / "crash").iterdir())
         assert len(reports) == 1 and reports[0].stat().st_mode & 0o777 == 0o600
         assert "RuntimeError: a bug" in reports[0].read_text()
+
+
+# ------------------------------------------------------------------------------------------ 11. run records
+def test_run_ids_cannot_leave_the_record_directory(tmp_path: Path) -> None:
+    """`rlaunch status ../../x` opened a record outside RLAUNCH_HOME and ran its plan's argv[0]."""
+    home = tmp_path / "home"
+    (home / "runs").mkdir(parents=True)
+    evil = tmp_path / "x"
+    evil.mkdir()
+    marker = tmp_path / "ran"
+    (evil / "state.json").write_text(json.dumps({"state": "running", "run_id": "x"}))
+    plan = {"nodes": [{"host": "n1", "address": "127.0.0.1", "python": f"/bin/touch {marker}"}]}
+    (evil / "plan.json").write_text(json.dumps(plan))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RLAUNCH_HOME": str(home)}
+    for run_id in ("../../x", str(evil), "..", "a/../../x"):
+        done = cli("status", run_id, env=env)
+        assert_one_line_exit_2(done, "not a run id")
+    assert not marker.exists()
+
+
+def test_run_records_are_private(tmp_path: Path) -> None:
+    from launcher import records
+
+    rec = records.RunRecord.create("20260101-000000-abcd", {"nodes": []}, base=tmp_path / "home")
+    rec.append_log("n1", "a line with a secret in its environment")
+    rec.append_event({"k": "x"})
+    rec.append_gpu("n1", {"t": 1})
+    rec.close()
+    for path in [tmp_path / "home", *(tmp_path / "home").rglob("*")]:
+        want = 0o700 if path.is_dir() else 0o600
+        assert path.stat().st_mode & 0o777 == want, path
