@@ -175,6 +175,17 @@ class RunRecord:
             with _open_private(path) as f:
                 f.write(json.dumps(snapshot, sort_keys=True) + "\n")
 
+    def artifact_path(self, host: str, rel: object) -> Path | None:
+        """Where a file collected from `host` goes (artifacts/<host>/<rel>), or None when `rel` is not a plain
+        relative path or would resolve outside that directory."""
+        if not isinstance(rel, str) or not rel or "\0" in rel or rel.startswith("/"):
+            return None
+        if any(part in ("", ".", "..") for part in rel.split("/")):
+            return None
+        base = (self.root / "artifacts" / host).resolve()
+        target = (base / rel).resolve()
+        return target if target.is_relative_to(base) and target != base else None
+
     def log_path(self, host: str) -> Path:
         return self.root / "logs" / f"{host}.log"
 

@@ -363,3 +363,41 @@ def test_run_records_are_private(tmp_path: Path) -> None:
     for path in [tmp_path / "home", *(tmp_path / "home").rglob("*")]:
         want = 0o700 if path.is_dir() else 0o600
         assert path.stat().st_mode & 0o777 == want, path
+
+
+# ------------------------------------------------------------------------------------------ 7. collect_artifacts
+def test_collected_artifacts_stay_inside_the_run_record(tmp_path: Path) -> None:
+    """A hostile node answers the collect step with paths that climb out of the record."""
+    import base64
+
+    from cluster.local import LocalTransport
+    from cluster.transport import Endpoint
+    from launcher import records
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import Runner
+
+    escaped = tmp_path / "escaped"
+    reply = {
+        "../../../../escaped": base64.b64encode(b"pwned").decode(),
+        str(escaped): base64.b64encode(b"pwned").decode(),
+        "nccl_trace_rank_0": base64.b64encode(b"trace").decode(),
+    }
+    node = tmp_path / "hostile-python"
+    node.write_text(f"#!/bin/sh\ncat >/dev/null\necho '{json.dumps(reply)}'\n")
+    node.chmod(0o755)
+    inv = from_mapping(
+        {
+            "transport": "local",
+            "python": str(node),
+            "workdir": str(tmp_path / "work"),
+            "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+            "job": {"kind": "command", "command": ["true"]},
+        }
+    )
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    record = records.RunRecord.create(plan.run_id, plan.to_json(), base=tmp_path / "home")
+    saved = Runner(plan, LocalTransport(Endpoint.all_from(inv)), record).collect_artifacts()
+    record.close()
+    assert saved == ["n1/nccl_trace_rank_0"]
+    assert not escaped.exists() and not (tmp_path / "home" / "escaped").exists()
+    assert not list(tmp_path.rglob("escaped"))
