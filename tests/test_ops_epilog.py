@@ -52,7 +52,9 @@ def run_epilog(tmp_path: Path, device: Path, **env: str) -> subprocess.Completed
     bindir.mkdir(exist_ok=True)
     (bindir / "scontrol").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" "--" >>"{calls}"\n')
     (bindir / "sinfo").write_text("#!/bin/bash\necho 'idle|none'\n")
-    for tool in ("scontrol", "sinfo"):
+    # squeue -h -j ID -w NODE -t STATES -o %A: only job 43 runs on this node.
+    (bindir / "squeue").write_text("#!/bin/bash\n[[ $3 == 43 && $5 == n1 ]] && echo 43\nexit 0\n")
+    for tool in ("scontrol", "sinfo", "squeue"):
         (bindir / tool).chmod(0o755)
     base = {
         "PATH": os.environ["PATH"],
@@ -61,6 +63,7 @@ def run_epilog(tmp_path: Path, device: Path, **env: str) -> subprocess.Completed
         "RLAUNCH_SYSLOG": "0",
         "RLAUNCH_SCONTROL": str(bindir / "scontrol"),
         "RLAUNCH_SINFO": str(bindir / "sinfo"),
+        "RLAUNCH_SQUEUE": str(bindir / "squeue"),
         "RLAUNCH_GPU_DEVICES": f"{tmp_path}/none-such {device.parent}/renderD*",
         "RLAUNCH_EPILOG_GRACE": "2",
         "SLURMD_NODENAME": "n1",
@@ -193,3 +196,26 @@ def test_a_grace_that_is_not_an_integer_is_never_evaluated(tmp_path: Path, devic
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     assert "is not a whole number of seconds" in done.stderr
+
+
+def test_a_claimed_job_that_does_not_run_here_keeps_nothing(
+    tmp_path: Path, device: Path, holders: list
+) -> None:
+    """SLURM_JOB_ID comes from the process's own environment: claiming a job that is not running protects nothing."""
+    liar = hold(holders, device, SLURM_JOB_ID="999999")
+    done = run_epilog(tmp_path, device)
+    assert done.returncode == 0, done.stderr
+    assert gone(liar)
+    assert "claims job 999999, which does not run on n1" in done.stderr
+
+
+def test_a_newline_in_a_command_line_cannot_forge_a_log_line(
+    tmp_path: Path, device: Path, holders: list
+) -> None:
+    forged = "2026-01-01T00:00:00Z rlaunch-epilog node=n1 job=42 all clear"
+    hold(holders, device, prefix=("bash", "-c", 'exec -a "$0" "$@"', f"x\n{forged}\n"), SLURM_JOB_ID="42")
+    done = run_epilog(tmp_path, device)
+    assert done.returncode == 0, done.stderr
+    log = (tmp_path / "epilog.log").read_text()
+    assert "all clear" in log
+    assert not any(line.startswith("2026-01-01") for line in log.splitlines())
