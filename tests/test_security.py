@@ -401,3 +401,56 @@ def test_collected_artifacts_stay_inside_the_run_record(tmp_path: Path) -> None:
     assert saved == ["n1/nccl_trace_rank_0"]
     assert not escaped.exists() and not (tmp_path / "home" / "escaped").exists()
     assert not list(tmp_path.rglob("escaped"))
+
+
+# ------------------------------------------------------------------------------------------ 11. paramiko noise
+NOT_SSH = r"""
+import socket, sys, threading
+from cluster.ssh import SSHTransport
+from cluster.transport import Endpoint
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+def answer():
+    for _ in range(2):
+        conn, _ = server.accept()
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\n" * 20)
+        conn.close()
+threading.Thread(target=answer, daemon=True).start()
+ep = Endpoint(host="web", address="127.0.0.1", port=server.getsockname()[1], known_hosts="", connect_timeout=5)
+with SSHTransport({"web": ep}) as t:
+    print(t.run("web", ["true"], timeout=10).error)
+"""
+
+
+def test_a_failed_handshake_prints_one_line_and_no_paramiko_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", NOT_SSH],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "SSH" in done.stdout and len(done.stdout.strip().splitlines()) == 1
+    assert done.stderr == ""  # paramiko's "Exception (client): Error reading SSH protocol banner" + traceback
+
+
+def test_doctor_sends_env_values_on_stdin_not_the_command_line(tmp_path: Path) -> None:
+    """Any local user on a node can read a command line in `ps`; the inventory's env holds tokens."""
+    from cluster.doctor import gather
+    from cluster.local import LocalTransport
+    from cluster.transport import Endpoint
+
+    argv_log = tmp_path / "argv"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >"{argv_log}"\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    secret = "hunter2-token-value"
+    args = {"node": "n1", "token": "t", "env": {"HF_TOKEN": secret}, "fast": True, "workdir": str(tmp_path)}
+    transport = LocalTransport({"n1": Endpoint(host="n1", address="127.0.0.1")})
+    script = (ROOT / "launcher" / "node" / "facts.py").read_bytes()
+    facts = gather(transport, ["n1"], script, args, 120, python_for={"n1": str(python)})
+    assert facts["n1"].error is None, facts["n1"].error
+    assert secret not in argv_log.read_text()
