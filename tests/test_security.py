@@ -454,3 +454,68 @@ def test_doctor_sends_env_values_on_stdin_not_the_command_line(tmp_path: Path) -
     facts = gather(transport, ["n1"], script, args, 120, python_for={"n1": str(python)})
     assert facts["n1"].error is None, facts["n1"].error
     assert secret not in argv_log.read_text()
+
+
+# ------------------------------------------------------------------------------------------ 6. one run per node
+def local_inventory(tmp_path: Path, cluster: str, command: list[str]) -> object:
+    return from_mapping(
+        {
+            "cluster": cluster,
+            "transport": "local",
+            "python": sys.executable,
+            "workdir": str(tmp_path / "work"),
+            "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+            "job": {"kind": "command", "command": command},
+        }
+    )
+
+
+def test_a_second_inventory_naming_the_same_host_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher import lifecycle
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    # argv[0] is python: `down` finds the node's interpreter there (lifecycle.targets_of)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    run_id, outcome = lifecycle.up(local_inventory(tmp_path, "a", sleeper), detach=True)
+    try:
+        assert outcome.code == 0, outcome.summary
+        with pytest.raises(lifecycle.LaunchError) as info:
+            lifecycle.up(local_inventory(tmp_path, "another-name", ["true"]))
+        assert info.value.code == 2 and run_id in str(info.value)
+    finally:
+        _, results = lifecycle.down(run_id)
+    assert all(error is None for _, error in results.values()), results
+
+
+HOLD_N1 = """
+import sys, time
+from launcher import hostlock
+with hostlock.hold(["n1"]):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_concurrent_up_waits_for_the_host_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from launcher import hostlock, lifecycle
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(hostlock, "WAIT_S", 0.5)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_N1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(lifecycle.LaunchError) as info:
+            lifecycle.up(local_inventory(tmp_path, "a", ["true"]))
+        assert info.value.code == 2 and "another rlaunch on this head is starting a run on n1" in str(
+            info.value
+        )
+    finally:
+        holder.communicate("", timeout=30)
