@@ -519,3 +519,21 @@ def test_a_concurrent_up_waits_for_the_host_lock(tmp_path: Path, monkeypatch: py
         )
     finally:
         holder.communicate("", timeout=30)
+
+
+def test_resume_refuses_a_checkpoint_dir_another_user_can_write() -> None:
+    """A planted checkpoint is code: the resumed job unpickles it as the launching user."""
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        ckpt = shared / "ckpt"
+        otheruser.run_as_other(["mkdir", "-m", "0777", str(ckpt)])
+        otheruser.run_as_other(["mkdir", str(ckpt / "step-3")])
+        otheruser.run_as_other(["touch", str(ckpt / "step-3" / "state.pt")])
+        otheruser.run_as_other(["sh", "-c", f"echo step-3 > {ckpt}/latest"])
+        script = (ROOT / "launcher" / "node" / "ckpt.py").read_text()
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(ckpt), "1"], capture_output=True, text=True, timeout=60
+        )
+        reply = json.loads(done.stdout.strip().splitlines()[-1])
+        assert reply["latest"] is None
+        assert f"{ckpt} is owned by uid {otheruser.ensure().pw_uid}, mode 0777" in reply["refused"]
