@@ -62,6 +62,8 @@ class NodePlan:
             "gpus": list(self.gpus),
             "ranks": [self.ranks.start, self.ranks.stop - 1],
             "run_dir": self.run_dir,
+            # `down`/`status` run the guard with this; without it they took argv[0], the job's own command.
+            "python": self.python,
             "env": self.redacted_env(),
             "command": self.command,
             "argv": self.argv,

@@ -476,9 +476,8 @@ def test_a_second_inventory_naming_the_same_host_is_refused(
     from launcher import lifecycle
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    # argv[0] is python: `down` finds the node's interpreter there (lifecycle.targets_of)
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    run_id, outcome = lifecycle.up(local_inventory(tmp_path, "a", sleeper), detach=True)
+    # argv[0] is not python: `down` once ran the job's own command in place of the guard's interpreter
+    run_id, outcome = lifecycle.up(local_inventory(tmp_path, "a", ["sleep", "60"]), detach=True)
     try:
         assert outcome.code == 0, outcome.summary
         with pytest.raises(lifecycle.LaunchError) as info:
