@@ -451,6 +451,17 @@ def _decode(result: Result) -> dict[str, Any] | str:
     return f"no facts in the probe's output ({result.why()})"
 
 
+def with_args(script: bytes, args: Mapping[str, Any]) -> bytes:
+    """The probe plus its arguments as one program for `python -` on stdin. The arguments hold the inventory's
+    `env:` values (tokens, passwords): on the command line any local user on the node could read them in `ps`."""
+    loader = (
+        "import sys\n"
+        f"sys.argv[1:] = ['--json-args', {json.dumps(args)!r}]\n"
+        f"exec(compile({script!r}, 'facts.py', 'exec'), {{'__name__': '__main__'}})\n"
+    )
+    return loader.encode()
+
+
 def gather(
     transport: Transport,
     hosts: Iterable[str],
@@ -469,9 +480,7 @@ def gather(
         node_args.setdefault("node", host)
         python = (python_for or {}).get(host, "python3")
         sent = time.time()
-        result = transport.run(
-            host, [python, "-", "--json-args", json.dumps(node_args)], stdin=script, timeout=timeout
-        )
+        result = transport.run(host, [python, "-"], stdin=with_args(script, node_args), timeout=timeout)
         times[host] = (sent, time.time())
         return result
 

@@ -23,6 +23,10 @@ JOB_KINDS = ("torchrun", "deepspeed", "llamafactory", "command")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Host names as DNS/SSH know them, plus IPv6 literals; anything else could smuggle options into ssh/scp.
 HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
+# Caps on sizes taken from input (docs/security.md): far above any real node, far below a MemoryError.
+MAX_GPUS = 1024  # GPU ids per node, and the largest id
+MAX_NODES = 16384
+MAX_HOSTFILE_BYTES = 4 << 20
 
 
 class InventoryError(Exception):
@@ -76,20 +80,28 @@ def parse_gpus(value: Any) -> tuple[int, ...]:
     if isinstance(value, int):
         if value < 0:
             raise ValueError("GPU count cannot be negative")
+        if value > MAX_GPUS:
+            raise ValueError(f"GPU count {value} is above the limit of {MAX_GPUS} per node")
         return tuple(range(value))
     if isinstance(value, list):
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-            raise ValueError(f"GPU list {value} must hold non-negative integers")
+        if len(value) > MAX_GPUS or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_GPUS for v in value
+        ):
+            raise ValueError(f"GPU list must hold at most {MAX_GPUS} ids, each from 0 to {MAX_GPUS - 1}")
         ids = tuple(value)
     elif isinstance(value, str):
         ids_list: list[int] = []
         for part in value.replace(" ", "").split(","):
-            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            m = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", part)
             if not m:
                 raise ValueError(f'cannot parse GPU range \'{value}\' (write e.g. "0-3" or "0,2,4-5")')
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
             if hi < lo:
                 raise ValueError(f"GPU range '{part}' runs backwards")
+            if hi >= MAX_GPUS or len(ids_list) + hi - lo >= MAX_GPUS:
+                raise ValueError(
+                    f"GPU range '{part}' goes past the limit of {MAX_GPUS} ids (0-{MAX_GPUS - 1})"
+                )
             ids_list.extend(range(lo, hi + 1))
         ids = tuple(ids_list)
     else:
@@ -351,11 +363,20 @@ def parse_hostfile(text: str, source: str = "<hostfile>") -> list[dict[str, Any]
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        m = re.fullmatch(r"(\S+)\s+slots\s*=\s*(\d+)", line)
+        m = re.fullmatch(r"(\S+)\s+slots\s*=\s*(\d{1,9})", line)
         if not m:
             raise InventoryError(
                 f"expected 'HOST slots=N', got {raw.strip()!r}", file=source, line=number, field="slots"
             )
+        if int(m.group(2)) > MAX_GPUS:
+            raise InventoryError(
+                f"slots={m.group(2)} is above the limit of {MAX_GPUS}",
+                file=source,
+                line=number,
+                field="slots",
+            )
+        if len(nodes) >= MAX_NODES:
+            raise InventoryError(f"more than {MAX_NODES} hosts", file=source, line=number)
         nodes.append({"host": m.group(1), "gpus": int(m.group(2))})
     if not nodes:
         raise InventoryError("hostfile lists no hosts", file=source)
@@ -370,18 +391,47 @@ def nodes_from_slurm(environ: Mapping[str, str]) -> list[dict[str, Any]]:
             "--from-slurm: SLURM_JOB_NODELIST is not set (run inside an allocation: salloc/sbatch)",
             field="SLURM_JOB_NODELIST",
         )
+    if not nodelist.isascii() or not nodelist.isprintable() or len(nodelist) > 65536:
+        raise InventoryError("is not a printable ASCII host list", field="SLURM_JOB_NODELIST")
+    if _hostlist_size(nodelist) > MAX_NODES:
+        raise InventoryError(f"names more than {MAX_NODES} hosts", field="SLURM_JOB_NODELIST")
     try:
         hosts = hostlist.expand_hostlist(nodelist)
     except hostlist.BadHostlist as exc:
         raise InventoryError(f"cannot expand {nodelist!r}: {exc}", field="SLURM_JOB_NODELIST") from None
     gpus_raw = environ.get("SLURM_GPUS_ON_NODE", "0")
     try:
-        gpus = int(gpus_raw)
+        gpus = int(gpus_raw) if len(gpus_raw) <= 9 else MAX_GPUS + 1
+        if gpus > MAX_GPUS:
+            raise InventoryError(
+                f"SLURM_GPUS_ON_NODE={gpus_raw[:20]!r} is above the limit of {MAX_GPUS}",
+                field="SLURM_GPUS_ON_NODE",
+            )
     except ValueError:
         raise InventoryError(
             f"SLURM_GPUS_ON_NODE={gpus_raw!r} is not a number", field="SLURM_GPUS_ON_NODE"
         ) from None
     return [{"host": h, "gpus": gpus} for h in hosts]
+
+
+def _hostlist_size(nodelist: str) -> int:
+    """An upper bound on how many names a Slurm host list expands to, without expanding it."""
+    total = 0
+    for term in re.split(r",(?![^\[]*\])", nodelist):
+        size = 1
+        for group in re.findall(r"\[([^\]]*)\]", term):
+            width = 0
+            for part in group.split(","):
+                lo, _, hi = part.partition("-")
+                if lo.isdigit() and hi.isdigit() and len(lo) <= 9 and len(hi) <= 9:
+                    width += max(0, int(hi) - int(lo)) + 1
+                else:
+                    width += 1 if not hi else MAX_NODES + 1
+            size *= width
+            if size > MAX_NODES:
+                return size
+        total += size
+    return total
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -414,9 +464,17 @@ def load_inventory(
     if hostfile is not None:
         hf = Path(hostfile)
         try:
-            data["nodes"] = parse_hostfile(hf.read_text(), str(hf))
+            with hf.open("rb") as handle:
+                raw = handle.read(MAX_HOSTFILE_BYTES + 1)
         except OSError as exc:
             raise InventoryError(f"cannot read hostfile: {exc.strerror}", file=str(hf)) from None
+        if len(raw) > MAX_HOSTFILE_BYTES or b"\0" in raw:
+            raise InventoryError("not a hostfile (binary or larger than 4 MiB)", file=str(hf))
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InventoryError("not a text file (not UTF-8)", file=str(hf)) from None
+        data["nodes"] = parse_hostfile(text, str(hf))
     elif from_slurm is not None:
         data["nodes"] = nodes_from_slurm(from_slurm)
     return from_mapping(data, source=source, lines=located, base_dir=str(path.resolve().parent))

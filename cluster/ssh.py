@@ -15,6 +15,7 @@ import base64
 import contextlib
 import errno
 import hashlib
+import logging
 import os
 import select
 import shlex
@@ -105,13 +106,25 @@ class SSHTransport(Transport):
             raise TransportError(
                 ep.host, f"identity file {ep.identity_file} for {ep.host} not found: fix ssh.identity_file"
             )
+        if ep.host_key_policy == "accept-new" and not ep.known_hosts:
+            # OpenSSH records first-seen keys in UserKnownHostsFile; with none, "accept-new" would trust every
+            # key on every connection and remember nothing: no better than no checking at all.
+            raise TransportError(
+                ep.host,
+                "ssh.host_key_policy accept-new needs a known_hosts file to remember keys in (set ssh.known_hosts)",
+            )
         sock = _tcp_socket(ep)
         client = paramiko.SSHClient()
+        if os.path.isfile(GLOBAL_KNOWN_HOSTS):
+            # OpenSSH also trusts the system-wide file (GlobalKnownHostsFile); keys there are never written to.
+            with contextlib.suppress(OSError, paramiko.SSHException):
+                client.load_system_host_keys(GLOBAL_KNOWN_HOSTS)
         if ep.known_hosts and os.path.exists(ep.known_hosts):
             try:
                 client.load_host_keys(ep.known_hosts)
             except (OSError, paramiko.SSHException) as exc:
                 sock.close()
+                client.close()  # also ends its reader thread, which would log about the dead socket
                 raise TransportError(ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}") from None
         if ep.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(_AcceptNew(ep, self._known_hosts_lock))
@@ -134,6 +147,7 @@ class SSHTransport(Transport):
             )
         except paramiko.BadHostKeyException as exc:
             sock.close()
+            client.close()  # also ends its reader thread, which would log about the dead socket
             raise TransportError(
                 ep.host,
                 f"HOST KEY CHANGED for {where}: it now presents {exc.key.get_name()} {_fingerprint(exc.key)}, "
@@ -142,6 +156,7 @@ class SSHTransport(Transport):
             ) from None
         except paramiko.AuthenticationException as exc:
             sock.close()
+            client.close()  # also ends its reader thread, which would log about the dead socket
             key = ep.identity_file or "paramiko's default keys"
             raise TransportError(
                 ep.host,
@@ -150,6 +165,7 @@ class SSHTransport(Transport):
             ) from None
         except paramiko.SSHException as exc:
             sock.close()
+            client.close()  # also ends its reader thread, which would log about the dead socket
             if "not found in known_hosts" in str(exc):
                 raise TransportError(
                     ep.host,
@@ -160,6 +176,7 @@ class SSHTransport(Transport):
             raise TransportError(ep.host, f"SSH handshake with {where} failed: {exc}") from None
         except (OSError, EOFError) as exc:
             sock.close()
+            client.close()  # also ends its reader thread, which would log about the dead socket
             raise TransportError(ep.host, f"connection to {where} failed during SSH setup: {exc}") from None
         transport = client.get_transport()
         assert transport is not None
@@ -327,6 +344,14 @@ class SSHProcess(RemoteProcess):
         self._done.wait(5.0)
 
 
+# paramiko logs banner tracebacks and "Socket exception: Bad file descriptor" from its reader thread; with no
+# handler, Python's last-resort handler prints them on the user's terminal mid-`up`. Every failure we care about
+# reaches us as an exception and becomes one line, so its log goes nowhere unless the user configures logging.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"  # OpenSSH's default GlobalKnownHostsFile (ssh_config(5))
+
+
 class _AcceptNew(paramiko.MissingHostKeyPolicy):
     """OpenSSH's StrictHostKeyChecking=accept-new: remember first-seen keys (changed keys never reach here)."""
 
@@ -339,7 +364,9 @@ class _AcceptNew(paramiko.MissingHostKeyPolicy):
             return
         line = f"{_known_hosts_name(self.ep)} {key.get_name()} {key.get_base64()}\n"
         with self.lock:
-            path = self.ep.known_hosts
+            # Like OpenSSH, write through a symlinked known_hosts (dotfiles managers link it) instead of replacing
+            # the link with a regular file.
+            path = os.path.realpath(self.ep.known_hosts)
             old = ""
             with contextlib.suppress(FileNotFoundError), open(path) as f:
                 old = f.read()

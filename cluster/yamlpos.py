@@ -14,6 +14,12 @@ import yaml
 
 Loc = tuple[str | int, ...]
 
+# Hostile-input caps (docs/security.md): an inventory is a few KB. Aliases make a small file expand
+# exponentially (a "billion laughs") or into a cycle, so converted values are counted as well as nested.
+MAX_BYTES = 4 << 20
+MAX_VALUES = 200_000
+MAX_DEPTH = 64
+
 
 class YamlError(Exception):
     def __init__(self, message: str, line: int | None = None):
@@ -37,8 +43,12 @@ class Located:
 
 
 def load(text: str) -> Located:
+    if len(text) > MAX_BYTES:
+        raise YamlError(f"file is larger than {MAX_BYTES >> 20} MiB; an inventory is a few KB")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise YamlError(f"nested more than {MAX_DEPTH} levels deep") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -49,15 +59,24 @@ def load(text: str) -> Located:
     if root is None:
         out.value = {}
         return out
-    out.value = _convert(root, (), out.lines)
+    out.value = _convert(root, (), out.lines, [0])
     return out
 
 
 def load_file(path: Path) -> Located:
-    return load(path.read_text())
+    with path.open("rb") as handle:
+        raw = handle.read(MAX_BYTES + 1)
+    return load(raw.decode("utf-8"))
 
 
-def _convert(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
+def _convert(node: yaml.Node, loc: Loc, lines: dict[Loc, int], count: list[int]) -> Any:
+    count[0] += 1
+    if count[0] > MAX_VALUES:
+        raise YamlError(f"more than {MAX_VALUES} values (aliases expanding?)", node.start_mark.line + 1)
+    if len(loc) > MAX_DEPTH:
+        raise YamlError(
+            f"nested more than {MAX_DEPTH} levels deep (a recursive alias?)", node.start_mark.line + 1
+        )
     lines[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
@@ -66,11 +85,11 @@ def _convert(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
             if key in result:
                 raise YamlError(f"duplicate key '{key}'", key_node.start_mark.line + 1)
             child = (*loc, key)
-            result[key] = _convert(value_node, child, lines)
+            result[key] = _convert(value_node, child, lines, count)
             lines[child] = key_node.start_mark.line + 1
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, (*loc, i), lines) for i, item in enumerate(node.value)]
+        return [_convert(item, (*loc, i), lines, count) for i, item in enumerate(node.value)]
     return _scalar(node)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
-from launcher import attempts, ledger, records, spares
+from launcher import attempts, hostlock, ledger, records, spares
 from launcher import plan as planning
 from launcher.errors import ExitCode, Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
@@ -74,7 +74,8 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
             continue
         if not is_active(state.get("state")):
             continue
-        if state.get("cluster") != inv.cluster or not hosts & set(state.get("hosts", [])):
+        # By host, not by cluster name: two inventories naming the same hosts share the nodes.
+        if not hosts & set(state.get("hosts", [])):
             continue
         pid = state.get("launcher_pid")
         if not state.get("detached") and pid and not _pid_alive(int(pid)):
@@ -115,11 +116,6 @@ def up(
     """Launch the inventory's job; with restarts per `restart:`. Returns (run id, outcome)."""
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
-    if not force and (busy := check_lock(inv)):
-        raise LaunchError(
-            f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
-            code=ExitCode.BAD_INPUT,
-        )
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
         raise LaunchError(
             "--detach is not possible with transport slurm: the job lives in the launcher's srun steps "
@@ -133,18 +129,30 @@ def up(
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
-    record = records.RunRecord.create(run_id, plan.to_json())
-    records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
-    record.update_state(
-        state="starting",
-        cluster=inv.cluster,
-        hosts=plan.hosts,
-        detached=detach,
-        launcher_pid=os.getpid(),
-        attempt=0,
-        started_at=time.time(),
-        replaced=[{"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()],
-    )
+    try:
+        # From the check until our record says "starting", no other `up` on this head may check (launcher/hostlock.py).
+        with hostlock.hold(plan.hosts):
+            if not force and (busy := check_lock(inv)):
+                raise LaunchError(
+                    f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
+                    code=ExitCode.BAD_INPUT,
+                )
+            record = records.RunRecord.create(run_id, plan.to_json())
+            records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
+            record.update_state(
+                state="starting",
+                cluster=inv.cluster,
+                hosts=plan.hosts,
+                detached=detach,
+                launcher_pid=os.getpid(),
+                attempt=0,
+                started_at=time.time(),
+                replaced=[
+                    {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
+                ],
+            )
+    except hostlock.HostBusy as exc:
+        raise LaunchError(str(exc), code=ExitCode.BAD_INPUT) from None
     own_transport = transport is None
     transport = transport or make_transport(inv)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -15,10 +16,56 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+# What `new_run_id` makes, and what a user may type for one (a prefix included): a run id names a directory
+# under RLAUNCH_HOME/runs, so "../x" or "/x" would open a record (and run its plan's commands) from elsewhere.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class BadRunId(FileNotFoundError):
+    """Not a run id: a FileNotFoundError so every verb reports it like an unknown run (exit 2)."""
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id) or ".." in run_id:
+        raise BadRunId(
+            f"'{run_id}' is not a run id (letters, digits, '-', '_' and '.'; see `rlaunch status --all`)"
+        )
+    return run_id
+
+
+def _private_dir(path: Path) -> None:
+    """mkdir -p with 0700 on every directory created: records hold environments and logs."""
+    if not path.is_dir():
+        _private_dir(path.parent)
+        path.mkdir(mode=0o700, exist_ok=True)
+
+
+def _open_private(path: Path) -> TextIO:
+    """Append-open a record file, created 0600."""
+    return open(
+        os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600), "a", encoding="utf-8"
+    )
+
 
 def home() -> Path:
     """Where run records live: $RLAUNCH_HOME, else ./.rlaunch (next to the user's project, like .git)."""
     return Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch")
+
+
+def write_crash_report(text: str) -> Path:
+    """Save a traceback where only we can read it: a fresh 0600 file (mkstemp: O_EXCL, no symlink followed)
+    under RLAUNCH_HOME/crash, or $TMPDIR when that is not writable. A predictable name in a shared /tmp let
+    another user plant a symlink there and have us overwrite its target."""
+    for parent in (home() / "crash", Path(tempfile.gettempdir())):
+        try:
+            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix="rlaunch-crash-", suffix=".txt", dir=parent)
+        except OSError:
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return Path(name)
+    raise OSError("no writable directory for a crash report")
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -26,8 +73,8 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
-def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o600) -> None:
+    _private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -55,8 +102,10 @@ class RunRecord:
     # --- creation and lookup -------------------------------------------------------------------------
     @classmethod
     def create(cls, run_id: str, plan_json: dict[str, Any], base: Path | None = None) -> RunRecord:
-        root = (base or home()) / "runs" / run_id
-        (root / "logs").mkdir(parents=True, exist_ok=False)
+        root = (base or home()) / "runs" / check_run_id(run_id)
+        _private_dir(root.parent)
+        root.mkdir(mode=0o700)
+        (root / "logs").mkdir(mode=0o700)
         rec = cls(root)
         write_atomic(root / "plan.json", json.dumps(plan_json, indent=1))
         rec.write_state({"run_id": run_id, "state": "planned", "created_at": time.time()})
@@ -70,7 +119,7 @@ class RunRecord:
             if not ids:
                 raise FileNotFoundError(f"no runs recorded under {runs} (start one with `rlaunch up`)")
             run_id = ids[-1]
-        root = runs / run_id
+        root = runs / check_run_id(run_id)
         if not (root / "state.json").is_file():
             matches = [r for r in list_run_ids(base) if r.startswith(run_id)]
             if len(matches) != 1:
@@ -100,7 +149,7 @@ class RunRecord:
     def append_event(self, event: dict[str, Any]) -> None:
         with self._lock:
             if self._events is None:
-                self._events = open(self.root / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+                self._events = _open_private(self.root / "events.jsonl")
             self._events.write(json.dumps(event, sort_keys=True) + "\n")
             self._events.flush()
 
@@ -114,7 +163,7 @@ class RunRecord:
         with self._lock:
             f = self._logs.get(host)
             if f is None:
-                f = self._logs[host] = open(self.log_path(host), "a", encoding="utf-8")  # noqa: SIM115
+                f = self._logs[host] = _open_private(self.log_path(host))
             f.write(line + "\n")
             f.flush()
 
@@ -122,9 +171,20 @@ class RunRecord:
         """Periodic amd-smi / rocm-smi snapshots, kept for post-mortems (gpu/<host>.jsonl)."""
         with self._lock:
             path = self.root / "gpu" / f"{host}.jsonl"
-            path.parent.mkdir(exist_ok=True)
-            with open(path, "a", encoding="utf-8") as f:
+            _private_dir(path.parent)
+            with _open_private(path) as f:
                 f.write(json.dumps(snapshot, sort_keys=True) + "\n")
+
+    def artifact_path(self, host: str, rel: object) -> Path | None:
+        """Where a file collected from `host` goes (artifacts/<host>/<rel>), or None when `rel` is not a plain
+        relative path or would resolve outside that directory."""
+        if not isinstance(rel, str) or not rel or "\0" in rel or rel.startswith("/"):
+            return None
+        if any(part in ("", ".", "..") for part in rel.split("/")):
+            return None
+        base = (self.root / "artifacts" / host).resolve()
+        target = (base / rel).resolve()
+        return target if target.is_relative_to(base) and target != base else None
 
     def log_path(self, host: str) -> Path:
         return self.root / "logs" / f"{host}.log"

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from launcher.plan import Plan
 
@@ -18,34 +19,44 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.st
 
 
 def plan_table(plan: Plan, show_env: bool = True) -> None:
+    # Everything from the inventory is printed as plain Text, never parsed as markup: `[blink red]x[/]` in
+    # job.args must show as written (a dry run that hides arguments lies), and `[/]` must not crash rich.
     out.print(
-        f"[bold]plan[/] run {plan.run_id} · cluster {plan.cluster} · {plan.job_kind} · "
-        f"{len(plan.nodes)} nodes · world size {plan.world_size} · master {plan.master_addr}:{plan.master_port}"
+        Text.assemble(
+            ("plan", "bold"),
+            f" run {plan.run_id} · cluster {plan.cluster} · {plan.job_kind} · {len(plan.nodes)} nodes · "
+            f"world size {plan.world_size} · master {plan.master_addr}:{plan.master_port}",
+        )
     )
     table = Table(show_lines=False, header_style="bold")
     for col in ("node", "address", "node_rank", "ranks", "nproc", "GPUs", "files"):
         table.add_column(col)
     for n in plan.nodes:
         table.add_row(
-            n.host,
-            n.address,
-            str(n.node_rank),
-            f"{n.ranks.start}-{n.ranks.stop - 1}",
-            str(n.nproc),
-            ",".join(map(str, n.gpus)) or "cpu",
-            ", ".join(f.path for f in n.files),
+            *map(
+                Text,
+                (
+                    n.host,
+                    n.address,
+                    str(n.node_rank),
+                    f"{n.ranks.start}-{n.ranks.stop - 1}",
+                    str(n.nproc),
+                    ",".join(map(str, n.gpus)) or "cpu",
+                    ", ".join(f.path for f in n.files),
+                ),
+            )
         )
     out.print(table)
     first = plan.nodes[0]
-    out.print(f"[bold]command[/] (node {first.host}): {first.command}")
+    out.print(Text.assemble(("command", "bold"), f" (node {first.host}): {first.command}"))
     if show_env:
-        out.print(f"[bold]environment[/] (node {first.host}; secrets shown as ***):")
+        out.print(Text.assemble(("environment", "bold"), f" (node {first.host}; secrets shown as ***):"))
         for k, v in sorted(first.redacted_env().items()):
             out.print(f"  {k}={v}", markup=False)
     for note in plan.notes:
-        out.print(f"[cyan]note:[/] {_esc(note)}")
+        out.print(Text.assemble(("note:", "cyan"), f" {note}"))
     for warning in plan.warnings:
-        out.print(f"[yellow]warning:[/] {_esc(warning)}")
+        out.print(Text.assemble(("warning:", "yellow"), f" {warning}"))
 
 
 def summary_table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
@@ -53,7 +64,7 @@ def summary_table(rows: list[dict[str, Any]], columns: list[str], title: str | N
     for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*(str(row.get(c, "")) for c in columns))
+        table.add_row(*(Text(str(row.get(c, ""))) for c in columns))
     out.print(table)
 
 

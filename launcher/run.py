@@ -454,10 +454,22 @@ class Runner:
                 files = json.loads(result.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 continue
+            if not isinstance(files, dict):
+                continue
             for rel, data in files.items():
-                target = self.record.root / "artifacts" / host / rel
+                # The reply is a node's word: a path that is absolute, climbs out with `..`, or resolves outside
+                # this run's record (a symlink) would let a node write anywhere the launcher can.
+                target = self.record.artifact_path(host, rel)
+                if target is None or not isinstance(data, str):
+                    self._event(
+                        {"kind": "info", "severity": "warning", "text": f"{host}: refused artifact {rel!r}"}
+                    )
+                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(base64.b64decode(data))
+                try:
+                    target.write_bytes(base64.b64decode(data, validate=True))
+                except ValueError:
+                    continue
                 saved.append(f"{host}/{rel}")
         if saved:
             self._event(

@@ -22,12 +22,16 @@ rl_load_defaults() {
 }
 
 rl_log() {
-  local line
-  line="$(date -u +%Y-%m-%dT%H:%M:%SZ) ${RL_TAG:-rlaunch} node=${RL_NODE:-?} job=${SLURM_JOB_ID:--} $*"
+  local line msg="$*" job=${SLURM_JOB_ID:--}
+  # Command lines and environments are a user's words: a newline or escape in them must not forge or hide a line
+  # in root's log.
+  msg=${msg//[[:cntrl:]]/?}
+  job=${job//[[:cntrl:]]/?}
+  line="$(date -u +%Y-%m-%dT%H:%M:%SZ) ${RL_TAG:-rlaunch} node=${RL_NODE:-?} job=$job $msg"
   printf '%s\n' "$line" >&2
   if mkdir -p "$(dirname "$RLAUNCH_LOG")" 2>/dev/null; then printf '%s\n' "$line" >>"$RLAUNCH_LOG" 2>/dev/null; fi
   if [[ ${RLAUNCH_SYSLOG:-1} == 1 ]] && command -v logger >/dev/null; then
-    logger -t "${RL_TAG:-rlaunch}" -- "$*" 2>/dev/null || true
+    logger -t "${RL_TAG:-rlaunch}" -- "$msg" 2>/dev/null || true
   fi
 }
 

@@ -112,3 +112,38 @@ def test_textfile_for_node_exporter(tmp_path: Path, env: dict[str, str]) -> None
     (sample,) = families["rlaunch_ops_last_exit_code"].samples
     assert sample.value == 1 and sample.labels == {"job_kind": "cron"}
     assert families["rlaunch_ops_last_success"].samples[0].value == 0
+
+
+def test_lock_in_a_directory_others_can_write_is_refused(tmp_path: Path, env: dict[str, str]) -> None:
+    """/run/lock is world-writable: another user planted a symlink there and root truncated its target."""
+    import otheruser
+
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        target = tmp_path / "precious"
+        target.write_text("precious\n")
+        otheruser.run_as_other(["ln", "-s", str(target), str(shared / "cron.lock")])
+        done = run_cron({**env, "RLAUNCH_CRON_LOCK": str(shared / "cron.lock")}, "true")
+        assert done.returncode == 3, done.stdout
+        assert f"lock directory {shared} must be owned by uid 0 and not writable by others" in done.stdout
+        assert target.read_text() == "precious\n"
+        planted = shared / "locks"
+        otheruser.run_as_other(["mkdir", "-m", "0700", str(planted)])
+        done = run_cron({**env, "RLAUNCH_CRON_LOCK": str(planted / "cron.lock")}, "true")
+        assert done.returncode == 3 and "must be owned by uid 0" in done.stdout
+
+
+def test_a_skipped_run_is_logged_and_counted(tmp_path: Path, env: dict[str, str]) -> None:
+    import fcntl
+
+    lock = Path(env["RLAUNCH_CRON_LOCK"])
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = run_cron(
+            env, "true", RLAUNCH_TEXTFILE_DIR=str(textfiles), RLAUNCH_LOG=str(tmp_path / "ops.log")
+        )
+    assert done.returncode == 75
+    assert "SKIP" in (tmp_path / "ops.log").read_text()
+    assert "75" in next(textfiles.glob("*cron*.prom")).read_text()

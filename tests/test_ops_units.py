@@ -32,7 +32,7 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
     assert done.returncode == 0 and "rlaunch-validate" not in done.stderr, done.stderr
     timer = (OPS / "systemd" / "rlaunch-validate.timer").read_text()
     assert "Persistent=true" in timer and "RandomizedDelaySec=" in timer
-    assert "SuccessExitStatus=75" in service  # the lock-busy exit of rlaunch-cron
+    assert "SuccessExitStatus=75" not in service  # a skipped run (lock busy) must show as a failure
 
 
 def test_alert_rules_use_metrics_we_write(tmp_path: Path) -> None:

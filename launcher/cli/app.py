@@ -68,8 +68,9 @@ def guarded(fn: F) -> F:
         except (click.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # a bug: keep the traceback out of the user's face, but keep it
-            crash = Path(os.environ.get("TMPDIR", "/tmp")) / f"rlaunch-crash-{os.getpid()}.txt"
-            crash.write_text(traceback.format_exc())
+            from launcher.records import write_crash_report
+
+            crash = write_crash_report(traceback.format_exc())
             fail(
                 f"internal error: {type(exc).__name__}: {_escape(str(exc))} (details in {crash})", EXIT_INFRA
             )

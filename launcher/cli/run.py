@@ -323,6 +323,8 @@ def _classify(file: str | None, as_json: bool) -> None:
         fail(f"{file}: file not found", EXIT_BAD_INPUT)
     except IsADirectoryError:
         fail(f"{file}: is a directory", EXIT_BAD_INPUT)
+    except OSError as exc:
+        fail(f"{file}: cannot read: {exc.strerror or exc}", EXIT_BAD_INPUT)
     for flag in flags:
         data = {"line": flag.line, "category": flag.category, "severity": flag.severity, "text": flag.text}
         if as_json:

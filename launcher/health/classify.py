@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TextIO
 
 from launcher.health.rules import classify
 
@@ -72,7 +73,24 @@ def classify_lines(lines: Iterable[str]) -> list[Flag]:
     return flags
 
 
+MAX_LINE_CHARS = 64 * 1024  # a longer line is classified by its head: one giant line must not fill memory
+
+
+def bounded_lines(handle: TextIO, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of `handle`, each cut to `limit` characters; the rest of an over-long line is read in chunks
+    and dropped, so memory stays bounded whatever the file holds."""
+    while True:
+        line = handle.readline(limit)
+        if not line:
+            return
+        yield line
+        while not line.endswith("\n"):
+            line = handle.readline(limit)
+            if not line:
+                return
+
+
 def classify_file(path: str | Path) -> list[Flag]:
     """classify_lines over a log file; undecodable bytes are replaced, never fatal."""
     with open(path, encoding="utf-8", errors="replace") as handle:
-        return classify_lines(handle)
+        return classify_lines(bounded_lines(handle))
