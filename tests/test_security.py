@@ -311,7 +311,7 @@ def test_plan_prints_markup_in_arguments_literally(tmp_path: Path) -> None:
 def test_crash_report_is_private_and_never_follows_a_planted_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from launcher.cli import guarded
+    from launcher.cli.app import guarded
 
     otheruser.ensure()
     with otheruser.shared_sticky_dir() as shared:

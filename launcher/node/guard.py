@@ -189,7 +189,10 @@ _RANKS: dict = {}  # (pid, starttime) -> global rank or None, read once from /pr
 
 
 def rank_of(st: dict) -> int | None:
-    """The RANK a launcher (torchrun, DeepSpeed) gave this process, read from its environment once."""
+    """The RANK a launcher (torchrun, DeepSpeed) gave this process, read from its environment once found.
+
+    "No rank" is never cached: between fork and exec a new process still shows its parent's environment (and
+    keeps its start time across exec), so a rank seen that early would otherwise stay rank-less for good."""
     key = (st["pid"], st["starttime"])
     if key not in _RANKS:
         rank = None
@@ -200,6 +203,8 @@ def rank_of(st: dict) -> int | None:
                         rank = int(item[5:])
         except OSError:
             pass
+        if rank is None:
+            return None
         _RANKS[key] = rank
     return _RANKS[key]
 
