@@ -485,7 +485,7 @@ def test_a_second_inventory_naming_the_same_host_is_refused(
         assert info.value.code == 2 and run_id in str(info.value)
     finally:
         _, results = lifecycle.down(run_id)
-    assert all(error is None for _, error in results.values()), results
+    assert all(r.ok for r in results.values()), results
 
 
 HOLD_N1 = """
