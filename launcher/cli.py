@@ -150,7 +150,7 @@ def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, 
 
 # --------------------------------------------------------------------------------------------------------
 # The other verbs live in their own modules, each adding its commands to `main` (imported last: they import it).
-from launcher import cli_doctor, cli_run, cli_validate  # noqa: E402, F401
+from launcher import cli_detach, cli_doctor, cli_run, cli_validate  # noqa: E402, F401
 
 if __name__ == "__main__":
     # Run as `python -m launcher.cli`: verbs registered themselves on the importable module, not on __main__.

@@ -64,7 +64,10 @@ def _sigterm_as_interrupt() -> None:
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @inventory_options
 @click.option(
-    "--detach", "-d", is_flag=True, help="Start and return; nodes then run without the launcher's heartbeat."
+    "--detach",
+    "-d",
+    is_flag=True,
+    help="Start, leave a supervisor (watch, verdict, restart) and return; see `attach`, `supervise`.",
 )
 @click.option("--force", is_flag=True, help="Start even if a run of this cluster is recorded as running.")
 @click.option("--json", "as_json", is_flag=True, help="Stream log lines and the final summary as JSON lines.")
@@ -110,7 +113,7 @@ def up(
         fail(str(exc).replace("[", r"\["), exc.code)
     if detach:
         _status(
-            f"run {run_id} started detached: `rlaunch status {run_id}`, `rlaunch logs -f {run_id}`, `rlaunch down {run_id}`"
+            f"{outcome.summary}: `rlaunch attach {run_id}`, `rlaunch status {run_id}`, `rlaunch down {run_id}`"
         )
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
@@ -208,6 +211,13 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         f"run {info['run_id']}: {info.get('state')}"
         + (f" — {info['summary']}" if info.get("summary") else "")
     )
+    if info.get("supervised") is True:
+        click.echo(f"supervised by pid {info.get('supervisor_pid')} (log: {info.get('supervisor_log')})")
+    elif info.get("supervised") is False:
+        click.echo(
+            f"UNSUPERVISED: supervisor pid {info.get('supervisor_pid')} is gone; the job runs on, ending itself on "
+            f"a local failure; `rlaunch attach {info['run_id']}` or `rlaunch supervise {info['run_id']}` restores it"
+        )
     if info["nodes"]:
         rows = [
             {

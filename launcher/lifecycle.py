@@ -167,22 +167,30 @@ def _attempts(
     on_line: LineSink | None,
     on_event: Callable[[dict[str, Any]], None] | None,
     say: Callable[[str], None],
+    *,
+    first_attempt: int = 0,
+    adopt: Mapping[str, int] | None = None,
+    on_runner: Callable[[Runner], None] | None = None,
 ) -> Outcome:
-    attempt = 0
-    excluded: frozenset[str] = frozenset()
+    """Start, watch, restart. `adopt` (the detached supervisor): the plan's guards already run; follow them from
+    these byte offsets instead of starting anything for the first attempt."""
+    attempt = first_attempt
+    supervising = adopt is not None
+    # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
+    excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     while True:
         runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event)
-        say(f"preflight + push to {len(plan.nodes)} nodes")
-        try:
-            runner.push()
-            say("starting")
-            runner.start()
-        except LaunchError as exc:
-            record.update_state(state="failed", reason=str(exc), ended_at=time.time())
-            raise
-        record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
-        if detach:
-            return Outcome(0, f"started run {record.run_id} (detached)")
+        if on_runner is not None:
+            on_runner(runner)
+        if adopt is not None:
+            for host, offset in adopt.items():
+                if host in runner.nodes:
+                    runner.nodes[host].offset = int(offset)
+            adopt = None
+        else:
+            _launch(runner, plan, record, attempt, say)
+        if detach and not supervising:
+            return _leave_supervisor(record, say)
         try:
             runner.attach()
             outcome = runner.watch()
@@ -222,8 +230,36 @@ def _attempts(
             head_env=head_env,
             resume_from=resume_from,
             exclude=excluded,
+            detach=detach,
         )
         records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
+
+
+def _launch(
+    runner: Runner, plan: planning.Plan, record: records.RunRecord, attempt: int, say: Callable[[str], None]
+) -> None:
+    say(f"preflight + push to {len(plan.nodes)} nodes")
+    try:
+        runner.push()
+        say("starting")
+        runner.start()
+    except LaunchError as exc:
+        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        raise
+    record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
+
+
+def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
+    """`up --detach`: hand the started run to a daemonized supervisor (launcher/supervise.py) and return."""
+    from launcher import supervise
+
+    try:
+        pid = supervise.spawn(record.root)
+    except (RuntimeError, OSError, ValueError) as exc:
+        # The job runs (its guards end it on a local failure); only the head's watch is missing.
+        say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
+        return Outcome(0, f"started run {record.run_id} (detached, unsupervised)")
+    return Outcome(0, f"started run {record.run_id} (detached, supervisor pid {pid})")
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
@@ -285,6 +321,12 @@ def down(
 ) -> tuple[str, dict[str, tuple[dict | None, str | None]]]:
     record, inv, plan_json = open_run(run_id)
     grace = inv.health.grace if grace is None else grace
+    from launcher import supervise
+
+    # A detached run's supervisor stops the job as Ctrl-C would (and so never mistakes it for a failure to restart);
+    # the guards' stop below then finds nothing left, or cleans up if the supervisor could not.
+    supervise.stop(record.root, timeout=grace + 40)
+    plan_json = record.plan_json()  # a restart may have replaced the plan meanwhile
     with make_transport(inv) as transport:
         results = guard_all(
             transport, targets_of(plan_json), "stop", "--grace", str(grace), timeout=grace + 30
@@ -302,6 +344,12 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
     record, inv, plan_json = open_run(run_id)
     state = record.read_state()
     out: dict[str, Any] = {"run_id": record.run_id, **state, "nodes": {}}
+    supervised = False
+    if state.get("detached") and state.get("state") in ("starting", "running"):
+        from launcher import supervise
+
+        supervised = supervise.supervisor_alive(state)
+        out["supervised"] = supervised
     if live and state.get("state") in ("starting", "running"):
         with make_transport(inv) as transport:
             for host, (info, err) in guard_all(
@@ -309,7 +357,8 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
             ).items():
                 out["nodes"][host] = info if info else {"state": "unknown", "error": err}
         node_states = [n.get("state") for n in out["nodes"].values()]
-        if node_states and all(s in ("succeeded", "failed", "stopped", "lost-launcher") for s in node_states):
+        ended = ("succeeded", "failed", "stopped", "lost-launcher")
+        if not supervised and node_states and all(s in ended for s in node_states):
             final = "succeeded" if all(s == "succeeded" for s in node_states) else "failed"
             record.update_state(state=final)
             out["state"] = final
@@ -343,6 +392,16 @@ def follow_logs(
     """Re-attach to a running job's logs (no heartbeats, no teardown: watching only). Ends when the job ends."""
     record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
+    from launcher import supervise
+
+    if supervise.supervisor_alive(record.read_state()):
+        # The supervisor already follows every node into the record: read it there (one follower per node).
+        supervise.tail_record(
+            record.root,
+            lambda host, rank, text: on_line(host, text) if pattern is None or pattern.search(text) else None,
+            node=node,
+        )
+        return
     offsets = record.read_state().get("offsets", {})
     targets = [t for t in targets_of(plan_json) if node is None or t.host == node]
     done = threading.Event()
