@@ -20,6 +20,8 @@ from launcher.jobs.base import PROFILE_ARCH, FileSpec, NodeContext, adapter_for
 
 REDACTED = "***"
 GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
+# Edge health: pushed beside guard.py and loaded by it from the run directory (see launcher/node/edge.py).
+EDGE_FILES = {"edge.py": "<rlaunch>/edge.py", "rules.py": "<rlaunch>/rules.py"}
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 
 
@@ -213,6 +215,7 @@ def build_plan(
             FileSpec("env.sh", _env_sh(env), mode=0o600, secret=True),
             FileSpec("job.json", _job_json(render.argv, env, run_dir, inv, detach), mode=0o600, secret=True),
             FileSpec("guard.py", sources[GUARD], mode=0o755),
+            *(FileSpec(name, sources[key], mode=0o644) for name, key in EDGE_FILES.items() if key in sources),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(
@@ -317,6 +320,9 @@ def _job_json(argv: list[str], env: Mapping[str, str], run_dir: str, inv: Invent
         "heartbeat_timeout": 0 if detach else inv.health.heartbeat_timeout,
         "grace": inv.health.grace,
         "poll_interval": 0.2,
+        # The guard's own node-local health rules (edge.py); head_timeout: how fresh a head's heartbeat must be
+        # for the guard to defer to the head.
+        "edge": {"stall_timeout": inv.health.stall_timeout, "head_timeout": inv.health.heartbeat_timeout},
     }
     return json.dumps(spec, indent=1, sort_keys=True).encode()
 
@@ -338,6 +344,8 @@ def _check_unique(files: list[FileSpec], host: str, source: str) -> None:
 def load_sources(inv: Inventory) -> dict[str, bytes]:
     """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
     sources: dict[str, bytes] = {GUARD: resources.files("launcher.node").joinpath("guard.py").read_bytes()}
+    sources[EDGE_FILES["edge.py"]] = resources.files("launcher.node").joinpath("edge.py").read_bytes()
+    sources[EDGE_FILES["rules.py"]] = resources.files("launcher.health").joinpath("rules.py").read_bytes()
     if inv.profile:
         name = f"env_{inv.profile}.env"
         sources[f"<templates>/{name}"] = resources.files("templates").joinpath(name).read_bytes()

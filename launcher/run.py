@@ -20,6 +20,7 @@ from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport
 from launcher.health.classify import parse_rank_prefix
+from launcher.health.events import Event
 from launcher.health.watch import ProcSample, Watcher
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
@@ -251,10 +252,32 @@ class Runner:
             elif kind == "exit":
                 final = rec.get("state") or {}
                 self.nodes[host].final = final
+                if isinstance(final.get("edge"), dict):
+                    self._edge_decision(host, final["edge"])
                 event = self.watcher.observe_exit(now, host, final.get("exit_code"), final.get("signal"))
                 if event is not None:
                     self._event(event.to_dict())
         self._changed.set()
+
+    def _edge_decision(self, host: str, edge: dict[str, Any]) -> None:
+        """The node's guard ended its node by the node-local rules (launcher/node/edge.py): say so, and feed the
+        finding to the watcher like the head's own observation, so the cross-node root cause stays right."""
+        local = edge.get("local_rank")
+        rank = self.plan.rank_of(host, int(local)) if isinstance(local, int) else None
+        when = float(edge.get("time") or time.time())
+        self._event(
+            {"kind": "info", "severity": "info", "node": host, "text": f"guard: {edge.get('reason')}"}
+        )
+        if edge.get("kind") == "line":
+            event = self.watcher.observe_line(when, host, rank, str(edge.get("text", "")))
+        elif edge.get("kind") in ("stopped", "stall"):
+            event = self.watcher._record(  # the guard confirmed it already; no second sample needed
+                Event(when, host, rank, str(edge["kind"]), None, "fatal", str(edge.get("text", "")))
+            )
+        else:
+            event = None
+        if event is not None:
+            self._event(event.to_dict())
 
     def _summary_rank(self, host: str, text: str) -> int | None:
         """Attribute torchrun's failure summary ("rank : 3 (local_rank: 1)", "exitcode : -9", "traceback :

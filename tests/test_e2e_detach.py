@@ -166,3 +166,25 @@ def test_detached_restart_resumes_with_identical_losses(sim3: Any) -> None:
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
+
+def test_unsupervised_nodes_end_a_stopped_job_themselves_and_the_record_shows_why(sim3: Any) -> None:
+    inv = from_mapping(two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"]))
+    run_id, _ = lifecycle.up(inv, detach=True)
+    pid = wait_for(lambda: worker_pid(sim3, "node2", 0), 90, "rank 2 on node2")
+    log = records.RunRecord.open(run_id).log_path("node1")
+    wait_for(lambda: log.exists() and "step=" in log.read_text(), 60, "training steps in the record")
+    os.kill(int(state_of(run_id)["supervisor_pid"]), signal.SIGKILL)
+    wait_for(lambda: supervisor_gone(run_id), 10, "the supervisor to die")
+    os.kill(pid, signal.SIGSTOP)  # the node's namespace (sim3's teardown) kills it if this test fails
+    assert_nothing_left(sim3, timeout=60)  # no head watches: the guards ended the job by themselves
+    assert state_of(run_id)["state"] == "running"  # ... and nobody has written the record yet
+    started = cli("supervise", run_id)  # a new supervisor reads the guards' final states
+    assert started.returncode == 0, started.stderr
+    final = wait_for(lambda: ended(run_id), 60, "the verdict")
+    assert final["state"] == "failed"
+    outcome = json.loads((records.RunRecord.open(run_id).root / "outcome-0.json").read_text())
+    root = outcome["root_cause"]
+    assert root["node"] == "node2" and root["kind"] == "stopped" and root["rank"] == 2, outcome["summary"]
+    assert outcome["nodes"]["node2"]["state"] == "failed"
+    events = records.RunRecord.open(run_id).events()
+    assert any("guard: edge health: stopped (local rank 0)" in e.get("text", "") for e in events)

@@ -64,6 +64,10 @@ RUNNING, SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER = (
 )
 # Reported (never written) when the guard died without writing a final state, e.g. it was SIGKILLed.
 GUARD_LOST = "guard-lost"
+# Edge health (edge.py, pushed beside this file with the head's rules.py): the key of the guard's own decision in
+# state.json and in the follower's exit record.
+EDGE_FILE = "edge.py"
+EDGE_KEY = "edge"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -250,6 +254,7 @@ def load_job(rundir: str) -> dict:
             "heartbeat_timeout": float(job.get("heartbeat_timeout") or 0),
             "grace": float(job.get("grace", 10)),
             "poll_interval": float(job.get("poll_interval") or 0.2),
+            EDGE_KEY: job.get(EDGE_KEY) if isinstance(job.get(EDGE_KEY), dict) else None,
         }
     except (TypeError, ValueError) as e:
         raise ValueError(f"job.json: {e}") from e
@@ -303,6 +308,8 @@ class Guard:
         }
         # Kept open for the guard's life: appended to on every poll.
         self.pids_file = open(path_in(rundir, "pids"), "a")  # noqa: SIM115
+        self.edge = load_edge(rundir, job)
+        self.procs: list = []
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
@@ -387,7 +394,7 @@ class Guard:
             self.reap()
             if time.time() >= next_record:
                 # A full /proc walk costs a few ms on a busy node: not every poll. Teardown walks every round.
-                self.record_tree()
+                self.procs = self.record_tree()
                 next_record = time.time() + RECORD_EVERY_S
             if self.stop_requested:
                 self.finish(STOPPED, "guard received SIGTERM/SIGINT")
@@ -399,7 +406,23 @@ class Guard:
             if self.heartbeat_expired():
                 self.finish(LOST_LAUNCHER, "no heartbeat for {:.1f} s".format(self.job["heartbeat_timeout"]))
                 return
+            decision = self.edge_decision()
+            if decision is not None:
+                self.state[EDGE_KEY] = decision
+                self.finish(FAILED, decision["reason"])
+                return
             time.sleep(poll)
+
+    def edge_decision(self) -> dict | None:
+        """The node-local health rules (edge.py): a decision to tear this node down, or None."""
+        if self.edge is None:
+            return None
+        try:
+            return self.edge.check(time.time(), self.procs)
+        except Exception:  # a bug in the rules must not take the job down: the head still watches
+            log("edge health disabled after an error:\n" + traceback.format_exc())
+            self.edge = None
+            return None
 
     def finish(self, state: str, reason: str) -> None:
         log(f"tearing down: {state} ({reason})")
@@ -449,6 +472,26 @@ class Guard:
             time.sleep(poll)
         self.reap()
         return len(termed), [st["pid"] for st in self.record_tree()]
+
+
+def load_edge(rundir: str, job: dict):
+    """RUNDIR/edge.py's EdgeHealth for this job, or None (not pushed, switched off, or it does not load)."""
+    path = path_in(rundir, EDGE_FILE)
+    if not job.get(EDGE_KEY) or not os.path.isfile(path):
+        return None
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("rlaunch_edge", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["rlaunch_edge"] = module
+        spec.loader.exec_module(module)
+        edge = module.make(rundir, job)
+    except Exception:
+        log("edge health unavailable:\n" + traceback.format_exc())
+        return None
+    log("edge health on" if edge is not None else "edge health off (no rules.py)")
+    return edge
 
 
 def set_child_subreaper() -> bool:
