@@ -75,6 +75,12 @@ def _sigterm_as_interrupt() -> None:
     "--quiet", "-q", is_flag=True, help="Do not stream log lines (events and the summary still print)."
 )
 @click.option("--doctor/--no-doctor", default=True, show_default=True, help="Run doctor's fast checks first.")
+@click.option(
+    "--ranks",
+    default=None,
+    help="Whose healthy lines the terminal shows: all | global ranks 0,3 | node02:* | node02:1 "
+    "(default: the first node's local rank 0; flagged lines of every rank always show; `logs` has every line).",
+)
 @guarded
 def up(
     inventory: str,
@@ -85,6 +91,7 @@ def up(
     as_json: bool,
     quiet: bool,
     doctor: bool,
+    ranks: str | None,
 ) -> None:
     """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
 
@@ -108,6 +115,7 @@ def up(
             on_event=None if as_json else _event_printer,
             on_status=_status,
             doctor=doctor,
+            ranks=ranks,
         )
     except LaunchError as exc:
         fail(str(exc).replace("[", r"\["), exc.code)
@@ -242,17 +250,24 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
 @click.option("--follow", "-f", is_flag=True, help="Keep streaming until the job ends.")
 @click.option("--node", help="Only this node.")
 @click.option("--grep", help="Only lines matching this regular expression.")
+@click.option("--rank", type=int, default=None, help="Only this global rank's lines (torchrun's prefixes).")
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON lines (with `classify`: one object per flagged line)."
 )
 @guarded
 def logs(
-    run_id: str | None, file: str | None, follow: bool, node: str | None, grep: str | None, as_json: bool
+    run_id: str | None,
+    file: str | None,
+    follow: bool,
+    node: str | None,
+    grep: str | None,
+    rank: int | None,
+    as_json: bool,
 ) -> None:
-    """Show a run's logs (default: the latest), or classify any log file.
+    """Show a run's logs (default: the latest): every line of every rank, read from the nodes; or classify a file.
 
     \b
-    rlaunch logs [RUN] [-f] [--node N] [--grep RE]
+    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE]
     rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
     """
     if run_id == "classify":
@@ -269,7 +284,7 @@ def logs(
             re.compile(grep)
         except re.error as exc:
             fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
-    for host, line in lifecycle.read_logs(run_id, node, grep):
+    for host, line in lifecycle.read_logs(run_id, node, grep, rank):
         click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {line}")
     if follow:
         lifecycle.follow_logs(

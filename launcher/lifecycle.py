@@ -20,7 +20,16 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
 from launcher import plan as planning
 from launcher import records
-from launcher.run import EXIT_INFRA, EXIT_INTERRUPTED, LaunchError, LineSink, Outcome, Runner, node_script
+from launcher.run import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    LaunchError,
+    LineSink,
+    Outcome,
+    Runner,
+    node_script,
+    show_specs,
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,7 @@ def up(
     run_id: str | None = None,
     transport: Transport | None = None,
     doctor: bool = False,
+    ranks: str | None = None,
 ) -> tuple[str, Outcome]:
     """Launch the inventory's job; with restarts per `restart:`. Returns (run id, outcome)."""
     say = on_status or (lambda text: None)
@@ -122,6 +132,10 @@ def up(
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
+    try:
+        show_specs(plan, ranks)
+    except ValueError as exc:
+        raise LaunchError(str(exc), code=2) from None
     record = records.RunRecord.create(run_id, plan.to_json())
     records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
     record.update_state(
@@ -132,6 +146,7 @@ def up(
         launcher_pid=os.getpid(),
         attempt=0,
         started_at=time.time(),
+        ranks=ranks,
     )
     own_transport = transport is None
     transport = transport or make_transport(inv)
@@ -179,7 +194,8 @@ def _attempts(
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     while True:
-        runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event)
+        ranks = record.read_state().get("ranks")
+        runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event, ranks=ranks)
         if on_runner is not None:
             on_runner(runner)
         if adopt is not None:
@@ -368,15 +384,45 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
     return out
 
 
-def read_logs(run_id: str | None, node: str | None = None, grep: str | None = None) -> list[tuple[str, str]]:
-    record = records.RunRecord.open(run_id)
+def read_logs(
+    run_id: str | None, node: str | None = None, grep: str | None = None, rank: int | None = None
+) -> list[tuple[str, str]]:
+    """Every line of the run, read from the nodes' own logs (each attempt's out.log): the head's record holds only
+    what the followers forwarded. A node that cannot be reached falls back to the record's copy."""
+    record, inv, plan_json = open_run(run_id)
+    state = record.read_state()
     pattern = re.compile(grep) if grep else None
+    hosts = [n.host for n in inv.nodes if node is None or n.host == node]
+    firsts = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
+    local: dict[str, str] = {h: "all" for h in hosts}
+    if rank is not None:
+        nproc = {n["host"]: int(n["nproc"]) for n in plan_json["nodes"]}
+        local = {h: str(rank - firsts[h]) for h in hosts if h in firsts and 0 <= rank - firsts[h] < nproc[h]}
+    plan_ids = [record.run_id] + [
+        f"{record.run_id}-r{k}" for k in range(1, int(state.get("attempt") or 0) + 1)
+    ]
+    python = {t.host: t.python for t in targets_of(plan_json)}
     out: list[tuple[str, str]] = []
-    for path in sorted((record.root / "logs").glob("*.log")):
-        host = path.stem
-        if node and host != node:
+    with make_transport(inv) as transport:
+        group = transport.run_all(
+            list(local),
+            lambda h: [
+                python.get(h, "python3"),
+                "-c",
+                node_script("logcat.py"),
+                local[h],
+                grep or "",
+                *(f"{inv.workdir.rstrip('/')}/{p}/{h}" for p in plan_ids),
+            ],
+            timeout=120,
+        )
+    for host in local:
+        result = group.results.get(host)
+        if result is not None and result.ok:
+            out += [(host, line) for line in result.stdout.splitlines()]
             continue
-        for line in path.read_text(errors="replace").splitlines():
+        path = record.log_path(host)
+        for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
             if pattern is None or pattern.search(line):
                 out.append((host, line))
     return out
@@ -389,19 +435,13 @@ def follow_logs(
     node: str | None = None,
     grep: str | None = None,
 ) -> None:
-    """Re-attach to a running job's logs (no heartbeats, no teardown: watching only). Ends when the job ends."""
+    """Re-attach to a running job's logs, every line (no heartbeats, no teardown: watching only). Ends when the job
+    ends. A live supervisor records what it needs itself: then nothing here is written to the record."""
     record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
     from launcher import supervise
 
-    if supervise.supervisor_alive(record.read_state()):
-        # The supervisor already follows every node into the record: read it there (one follower per node).
-        supervise.tail_record(
-            record.root,
-            lambda host, rank, text: on_line(host, text) if pattern is None or pattern.search(text) else None,
-            node=node,
-        )
-        return
+    recording = not supervise.supervisor_alive(record.read_state())
     offsets = record.read_state().get("offsets", {})
     targets = [t for t in targets_of(plan_json) if node is None or t.host == node]
     done = threading.Event()
@@ -414,9 +454,10 @@ def follow_logs(
         except ValueError:
             return
         if rec.get("k") == "line":
-            offsets[host] = rec.get("off", offsets.get(host, 0))
             text = rec.get("text", "")
-            record.append_log(host, text)
+            if recording:
+                offsets[host] = rec.get("off", offsets.get(host, 0))
+                record.append_log(host, text)
             if pattern is None or pattern.search(text):
                 on_line(host, text)
         elif rec.get("k") == "exit":
@@ -449,7 +490,8 @@ def follow_logs(
         finally:
             for p in procs:
                 p.close()
-            record.update_state(offsets=offsets)
+            if recording:
+                record.update_state(offsets=offsets)
             record.close()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import threading
 import time
@@ -79,8 +80,11 @@ class Runner:
         *,
         on_line: LineSink | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        ranks: str | None = None,
     ):
         self.plan = plan
+        # What each node's follower forwards (launcher/node/edge.py): None = every line, as before.
+        self.show = None if forward_everything() else show_specs(plan, ranks)
         self.transport = transport
         self.record = record
         self.on_line = on_line or (lambda host, rank, text: None)
@@ -206,6 +210,7 @@ class Runner:
             node.run_dir,
             "--offset",
             str(state.offset),
+            *(["--show", self.show[node.host]] if self.show is not None else []),
         ]
         state.follower = self.transport.start(
             node.host, argv, lambda stream, line, host=node.host: self._on_follow(host, stream, line)
@@ -222,6 +227,10 @@ class Runner:
             return
         kind = rec.get("k")
         now = float(rec.get("t") or time.time())
+        if (kind == "line" and "f" in rec) or kind == "activity":
+            self._on_forwarded(host, kind, rec, now)
+            self._changed.set()
+            return
         with self._lock:
             if kind == "started":
                 self.nodes[host].guard_pid = int(rec["guard_pid"])
@@ -258,6 +267,33 @@ class Runner:
                 if event is not None:
                     self._event(event.to_dict())
         self._changed.set()
+
+    def _on_forwarded(self, host: str, kind: str, rec: dict[str, Any], now: float) -> None:
+        """What a filtering follower sends: lines it classified ("f": the rule that matched, or None for a healthy
+        line the terminal shows) and activity summaries. Healthy lines are not classified again here."""
+        if kind == "activity":
+            with self._lock:
+                self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
+                for key, when in (rec.get("progress") or {}).items():
+                    rank = None if key == "-" else self.plan.rank_of(host, int(key))
+                    self.watcher.observe_activity(float(when), host, rank, lines=0)
+            return
+        text = str(rec.get("text", ""))
+        local, rest = parse_rank_prefix(text)  # outside the lock: the only per-line parsing on the head
+        flagged = rec.get("f") is not None
+        with self._lock:
+            self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
+            rank = self.plan.rank_of(host, local) if local is not None else self._summary_rank(host, text)
+            self.record.append_log(host, text)
+            if flagged:
+                event = self.watcher.observe_line(now, host, rank, rest)
+            else:
+                self.watcher.observe_activity(now, host, rank)
+                event = None
+        if not rec.get("ctx"):
+            self.on_line(host, rank, rest if local is not None else text)
+        if event is not None:
+            self._event(event.to_dict())
 
     def _edge_decision(self, host: str, edge: dict[str, Any]) -> None:
         """The node's guard ended its node by the node-local rules (launcher/node/edge.py): say so, and feed the
@@ -474,6 +510,51 @@ class Runner:
         else:
             code = EXIT_FAILED
         return Outcome(code, verdict.summary, root, nodes, bool(verdict.end_of_run_aborts))
+
+
+def forward_everything() -> bool:
+    """RLAUNCH_FORWARD_ALL=1: every line crosses SSH and is classified on the head (the pre-edge path; bench/)."""
+    return os.environ.get("RLAUNCH_FORWARD_ALL") == "1"
+
+
+def show_specs(plan: Plan, ranks: str | None) -> dict[str, str]:
+    """`--ranks` → each node's follower `--show`: which local ranks' healthy lines reach the terminal.
+
+    None (default): the first node's local rank 0, as torchrun and DeepSpeed users expect of a large job (every
+    flagged line of every rank is shown anyway). "all"; global ranks "0,3"; "node02:*" or "node02:1" (local ranks of
+    one node, as torchrun's --local-ranks-filter counts them); items combine with commas."""
+    wanted: dict[str, set[int] | str] = {n.host: set() for n in plan.nodes}
+    if ranks is None:
+        wanted[plan.nodes[0].host] = {0}
+    for item in (ranks or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item == "all":
+            wanted = dict.fromkeys(wanted, "all")
+            break
+        host, sep, local = item.rpartition(":")
+        if sep:
+            if host not in wanted:
+                raise ValueError(f"--ranks {item}: no node '{host}' in this run")
+            if local == "*":
+                wanted[host] = "all"
+            elif local.isdigit() and wanted[host] != "all":
+                wanted[host].add(int(local))  # type: ignore[union-attr]
+            else:
+                raise ValueError(f"--ranks {item}: expected NODE:* or NODE:LOCAL_RANK")
+        elif item.isdigit() and int(item) < plan.world_size:
+            node = next(n for n in plan.nodes if int(item) in n.ranks)
+            if wanted[node.host] != "all":
+                wanted[node.host].add(int(item) - node.first_rank)  # type: ignore[union-attr]
+        else:
+            raise ValueError(
+                f"--ranks {item}: expected all, a global rank below {plan.world_size}, or NODE:*"
+            )
+    return {
+        host: spec if isinstance(spec, str) else (",".join(map(str, sorted(spec))) or "none")
+        for host, spec in wanted.items()
+    }
 
 
 def _duration(final: dict[str, Any] | None) -> float | None:

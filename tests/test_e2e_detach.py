@@ -17,6 +17,7 @@ import pytest
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records, supervise
 from launcher.health.classify import parse_rank_prefix
+from launcher.run import LaunchError
 from tests.test_e2e_health import assert_nothing_left, two_nodes, wait_for, worker_pid
 
 pytestmark = pytest.mark.ssh
@@ -188,3 +189,40 @@ def test_unsupervised_nodes_end_a_stopped_job_themselves_and_the_record_shows_wh
     assert outcome["nodes"]["node2"]["state"] == "failed"
     events = records.RunRecord.open(run_id).events()
     assert any("guard: edge health: stopped (local rank 0)" in e.get("text", "") for e in events)
+
+
+def chatty(cluster: Any, lines: int) -> Any:
+    data = two_nodes(cluster, [], nproc=2)
+    code = (
+        "import os\n"
+        f"for i in range({lines}):\n"
+        "    for r in (0, 1):\n"
+        "        print(f'[default{r}]:chat {os.environ[\"NODE_RANK\"]} {r} {i}', flush=True)\n"
+    )
+    data["job"] = {"kind": "command", "command": [sys.executable, "-c", code], "nproc_per_node": 2}
+    return from_mapping(data)
+
+
+def test_chatty_run_forwards_what_the_terminal_shows_and_logs_has_every_line(sim3: Any) -> None:
+    inv = chatty(sim3, 300)
+    shown: list = []
+    run_id, outcome = lifecycle.up(inv, on_line=lambda h, r, t: shown.append((h, r, t)))
+    assert outcome.code == 0, outcome.summary
+    assert {(h, r) for h, r, _ in shown} == {("node1", 0)}  # default: the first node's local rank 0
+    assert len(shown) == 300
+    every = lifecycle.read_logs(run_id)
+    assert len([line for _, line in every if ":chat " in line]) == 2 * 2 * 300  # 100 % retrievable
+    rank3 = lifecycle.read_logs(run_id, rank=3)
+    assert len(rank3) == 300 and all(
+        h == "node2" and line.startswith("[default1]:chat 1 1 ") for h, line in rank3
+    )
+    assert len(lifecycle.read_logs(run_id, node="node1", grep=r"chat 0 1 29\d$")) == 10
+    shown.clear()
+    run_id, outcome = lifecycle.up(
+        chatty(sim3, 20), on_line=lambda h, r, t: shown.append((h, r, t)), ranks="node2:*,1"
+    )
+    assert outcome.code == 0 and {(h, r) for h, r, _ in shown} == {("node2", 2), ("node2", 3), ("node1", 1)}
+    with pytest.raises(LaunchError) as bad:
+        lifecycle.up(chatty(sim3, 1), ranks="node9:*")
+    assert bad.value.code == 2 and "node9" in str(bad.value)
+    assert_nothing_left(sim3)

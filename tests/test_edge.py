@@ -6,6 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from launcher.health import classify, rules
 from launcher.node import edge
 
@@ -99,3 +101,43 @@ def test_silence_counts_only_on_a_node_that_kept_printing(tmp_path: Path) -> Non
     assert h.check(136.0 + 29, []) is None
     decision = h.check(136.0 + 31, [])
     assert decision is not None and decision["kind"] == "stall"
+
+
+def test_the_forwarder_passes_on_flagged_lines_with_context_and_the_shown_rank(tmp_path: Path) -> None:
+    fwd = edge.Forwarder(edge.load_rules(str(rundir(tmp_path))), show="0", context=2)
+    out = []
+    for i, text in enumerate(["[default0]:step=1", "[default1]:a", "[default1]:b", "[default1]:c", FATAL]):
+        out += fwd.line(float(i), 10 * (i + 1), text)
+    assert [(r["text"], r.get("ctx", False), r["f"]) for r in out[:3]] == [
+        ("[default0]:step=1", False, None),
+        ("[default1]:b", True, None),
+        ("[default1]:c", True, None),
+    ]
+    assert out[3]["f"]["rule"] and out[3]["off"] == 50
+    summary = fwd.summary(9.0)
+    assert (
+        summary["off"] == 50
+        and summary["lines"] == {"0": 1, "1": 4}
+        and set(summary["progress"]) == {"0", "1"}
+    )
+    assert fwd.summary(10.0) is None  # nothing new
+    assert edge.Forwarder(fwd.rules, show="none").line(0.0, 1, "[default0]:x") == []
+    assert edge.Forwarder(fwd.rules, show="all").line(0.0, 1, "[default5]:x")[0]["f"] is None
+
+
+def test_ranks_option_maps_to_each_node_s_local_ranks() -> None:
+    from launcher.plan import NodePlan, Plan
+    from launcher.run import show_specs
+
+    nodes = [
+        NodePlan(h, h, i, 2, (), 2 * i, f"/r/{h}", "python3", [], {}, [])
+        for i, h in enumerate(["node01", "node02"])
+    ]
+    plan = Plan("r", "c", "torchrun", "a", 1, 4, nodes, "ssh", "/r", False)
+    assert show_specs(plan, None) == {"node01": "0", "node02": "none"}
+    assert show_specs(plan, "all") == {"node01": "all", "node02": "all"}
+    assert show_specs(plan, "0,3") == {"node01": "0", "node02": "1"}
+    assert show_specs(plan, "node02:*,1") == {"node01": "1", "node02": "all"}
+    for bad in ("node09:*", "7", "x", "node02:y"):
+        with pytest.raises(ValueError):
+            show_specs(plan, bad)

@@ -230,3 +230,78 @@ def make(rundir: str, job: dict, now: float | None = None):
     if rules is None:
         return None
     return EdgeHealth(rundir, rules, config, time.time() if now is None else now)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Forwarding only what the head needs
+
+
+def parse_show(spec: str) -> object:
+    """The follower's --show: "all", "none" or comma-separated local ranks ("0,3")."""
+    if spec in ("all", "none"):
+        return spec
+    return frozenset(int(part) for part in spec.split(",") if part.strip().isdigit())
+
+
+class Forwarder:
+    """Classifies the node's lines where they are printed and passes on only what the head needs: flagged lines
+    (with up to `context` preceding lines), completion markers, the lines the terminal shows (`show`), and once a
+    second an activity summary per local rank (lines seen, last progress, last consumed byte offset) that keeps the
+    head's stall clock and re-attach offset right. Every line stays in RUNDIR/out.log for `rlaunch logs`."""
+
+    def __init__(self, rules, show: str = "all", context: int = 5) -> None:
+        self.rules = rules
+        self.show = parse_show(show)
+        self.context: list = []
+        self.context_max = context
+        self.counts: dict = {}
+        self.progress: dict = {}
+        self.offset = 0
+
+    def shown(self, local: int | None) -> bool:
+        if self.show == "all":
+            return True
+        if self.show == "none":
+            return False
+        return (0 if local is None else local) in self.show  # unprefixed lines go with local rank 0
+
+    def line(self, now: float, offset: int, raw: str) -> list:
+        """The records to emit for one line of out.log (often none)."""
+        self.offset = offset
+        local, text = strip_prefixes(raw)
+        key = "-" if local is None else str(local)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        match = self.rules.classify(text)
+        if self.rules.is_progress(text, match):
+            self.progress[key] = now
+        record = {"k": "line", "t": now, "off": offset, "text": raw}
+        if match is not None:
+            record["f"] = {"rule": match.rule, "severity": match.severity}
+        elif self.rules.is_completion_marker(text):
+            record["f"] = {"rule": "completion", "severity": "info"}
+        elif self.shown(local):
+            record["f"] = None  # healthy: the head shows and records it, without classifying it again
+        else:
+            self.context.append(record)
+            del self.context[: -self.context_max]
+            return []
+        out = []
+        if record["f"] is not None and match is not None:
+            for ctx in self.context:
+                out.append(dict(ctx, f=None, ctx=True))
+        self.context.clear()
+        out.append(record)
+        return out
+
+    def summary(self, now: float) -> dict | None:
+        if not self.counts and not self.progress:
+            return None
+        record = {
+            "k": "activity",
+            "t": now,
+            "off": self.offset,
+            "lines": self.counts,
+            "progress": self.progress,
+        }
+        self.counts, self.progress = {}, {}
+        return record

@@ -68,6 +68,9 @@ GUARD_LOST = "guard-lost"
 # state.json and in the follower's exit record.
 EDGE_FILE = "edge.py"
 EDGE_KEY = "edge"
+# Follower record: per-local-rank line counts, last progress and the consumed offset (edge.Forwarder), sent instead
+# of the healthy lines the terminal does not show.
+ACTIVITY = "activity"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -474,19 +477,27 @@ class Guard:
         return len(termed), [st["pid"] for st in self.record_tree()]
 
 
+def edge_module(rundir: str):
+    """RUNDIR/edge.py as a module, or None when it was not pushed (an older run directory)."""
+    path = path_in(rundir, EDGE_FILE)
+    if not os.path.isfile(path):
+        return None
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rlaunch_edge", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rlaunch_edge"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_edge(rundir: str, job: dict):
     """RUNDIR/edge.py's EdgeHealth for this job, or None (not pushed, switched off, or it does not load)."""
-    path = path_in(rundir, EDGE_FILE)
-    if not job.get(EDGE_KEY) or not os.path.isfile(path):
+    if not job.get(EDGE_KEY):
         return None
     try:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("rlaunch_edge", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["rlaunch_edge"] = module
-        spec.loader.exec_module(module)
-        edge = module.make(rundir, job)
+        module = edge_module(rundir)
+        edge = None if module is None else module.make(rundir, job)
     except Exception:
         log("edge health unavailable:\n" + traceback.format_exc())
         return None
@@ -782,7 +793,20 @@ class LogTail:
         return out
 
 
-def cmd_follow(rundir: str, offset: int) -> int:
+def make_forwarder(rundir: str, show: str | None):
+    """edge.Forwarder for `follow --show SPEC`; None (every line forwarded, as before) without --show or rules."""
+    if show is None:
+        return None
+    try:
+        module = edge_module(rundir)
+        rules = None if module is None else module.load_rules(rundir)
+        return None if rules is None else module.Forwarder(rules, show)
+    except Exception:
+        log("forwarding every line: " + traceback.format_exc().splitlines()[-1])
+        return None
+
+
+def cmd_follow(rundir: str, offset: int, show: str | None = None) -> int:
     heartbeat = path_in(rundir, "heartbeat")
     touch(heartbeat)
     deadline = time.time() + STATE_WAIT_S
@@ -794,7 +818,9 @@ def cmd_follow(rundir: str, offset: int) -> int:
         if pid is None:
             emit({"k": "exit", "t": time.time(), "state": {"state": None, "reason": "no state.json"}})
             return EXIT_FAILED
-        follow_loop(rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset))
+        follow_loop(
+            rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset), make_forwarder(rundir, show)
+        )
     except BrokenPipeError:
         # The launcher went away: exit quietly, and keep Python from complaining while flushing at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -869,7 +895,7 @@ class GpuWatch:
         return {"tool": name, "rc": done.returncode, "text": done.stdout[:65536]}
 
 
-def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None:
+def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object = None) -> None:
     heartbeat = path_in(rundir, "heartbeat")
     gpu = GpuWatch()
     try:
@@ -881,7 +907,15 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
     while True:
         finished = not is_alive(pid, start)
         for off, text in tail.read(final=finished):
-            emit({"k": "line", "t": time.time(), "off": off, "text": text})
+            if fwd is None:
+                emit({"k": "line", "t": time.time(), "off": off, "text": text})
+            else:
+                for record in fwd.line(time.time(), off, text):
+                    emit(record)
+        if fwd is not None and (finished or time.time() >= next_procs):
+            summary = fwd.summary(time.time())
+            if summary is not None:
+                emit(summary)
         if finished:
             _, _, state = guard_identity(rundir)
             state = dict(state or {})
@@ -930,6 +964,11 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("rundir")
     parser.add_argument("--offset", type=int, default=0, help="follow: byte offset in out.log to start from")
     parser.add_argument("--grace", type=float, default=None, help="stop: seconds between SIGTERM and SIGKILL")
+    parser.add_argument(
+        "--show",
+        default=None,
+        help="follow: forward only flagged lines, activity and these local ranks (all|none|0,3)",
+    )
     args = parser.parse_args(argv)
     rundir = os.path.abspath(args.rundir)
     if not os.path.isdir(rundir):
@@ -938,7 +977,7 @@ def main(argv: list | None = None) -> int:
     if args.command in ("start", "run"):
         return cmd_start(rundir, attached=args.command == "run")
     if args.command == "follow":
-        return cmd_follow(rundir, args.offset)
+        return cmd_follow(rundir, args.offset, args.show)
     if args.command == "stop":
         return cmd_stop(rundir, args.grace)
     return cmd_status(rundir)

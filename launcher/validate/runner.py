@@ -137,7 +137,8 @@ def run_workload(
     inv = workload_inventory(base, hosts, script, args, nproc=nproc, env=env, stall_timeout=stall_timeout)
     collect = _Collector()
     try:
-        run_id, outcome = lifecycle.up(inv, on_line=collect, run_id=_run_id(name))
+        # ranks="all": every rank's lines reach the checks (the default forwards only the first node's rank 0).
+        run_id, outcome = lifecycle.up(inv, on_line=collect, run_id=_run_id(name), ranks="all")
     except LaunchError as exc:
         if exc.code == 2:
             raise
