@@ -358,6 +358,10 @@ def notes(args: argparse.Namespace, load_before: tuple[float, float, float]) -> 
         f"{platform.release()}, Python {platform.python_version()}. Load average {load_before[0]:.1f} before / "
         f'{os.getloadavg()[0]:.1f} after (shared with other engineers\' test runs). "of which feeders" is the '
         "same feed into a no-op callback (the bench's own threads, not the head's cost); \"net\" subtracts it. "
+        "Before: every line crosses and is classified on the head (RLAUNCH_FORWARD_ALL=1). Now: each node's "
+        "Forwarder (launcher/node/edge.py) classifies there (node CPU, spent building the batches, outside the "
+        "window) and delivers flagged lines, the first node's rank 0 and one activity summary per node per second; "
+        "µs per printed line divides the head's CPU by every line the ranks printed, forwarded or not. "
         "The real row includes paramiko's decryption and reader threads and the heartbeats, and runs next to the "
         "simulated nodes' guards and jobs on the same cores."
     )
