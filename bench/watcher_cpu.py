@@ -44,9 +44,11 @@ from cluster.inventory import from_mapping  # noqa: E402
 from cluster.transport import make_transport  # noqa: E402
 from launcher import lifecycle, records  # noqa: E402
 from launcher import plan as planning  # noqa: E402
+from launcher.health import rules as rules_module  # noqa: E402
 from launcher.health.classify import parse_rank_prefix  # noqa: E402
 from launcher.health.rules import classify  # noqa: E402
 from launcher.health.watch import Watcher  # noqa: E402
+from launcher.node.edge import Forwarder  # noqa: E402
 from launcher.run import Runner  # noqa: E402
 
 TRAIN = str(ROOT / "examples" / "train.py")
@@ -96,8 +98,13 @@ def make_runner(nodes: int, ranks: int, home: Path) -> Runner:
     return Runner(plan, make_transport(inv), record)
 
 
-def batches_for(host: str, first_rank: int, ranks: int, rate: float, seconds: float) -> list[list[str]]:
-    """The JSON lines one node's follower delivers, tick by tick."""
+def batches_for(
+    host: str, first_rank: int, ranks: int, rate: float, seconds: float, show: str | None = None
+) -> list[list[str]]:
+    """The JSON lines one node's follower delivers, tick by tick. `show` (edge forwarding, the default path now):
+    the node-side Forwarder (launcher/node/edge.py) classifies every line here, while the batches are built (node
+    CPU, outside the measured window), and only its records are delivered; None: every line (the path before)."""
+    fwd = None if show is None else Forwarder(rules_module, show)
     base, offset, n = time.time(), 0, 0
     per_tick = max(1, round(rate * ranks * TICK_S))
     out: list[list[str]] = []
@@ -108,10 +115,16 @@ def batches_for(host: str, first_rank: int, ranks: int, rate: float, seconds: fl
             local = n % ranks
             text = rank_text(local, first_rank + local, n // ranks)
             offset += len(text.encode()) + 1
-            batch.append(json.dumps({"k": "line", "t": t, "off": offset, "text": text}))
+            if fwd is None:
+                batch.append(json.dumps({"k": "line", "t": t, "off": offset, "text": text}))
+            else:
+                batch += [json.dumps(record) for record in fwd.line(t, offset, text)]
             n += 1
         if tick % round(1 / TICK_S) == 0:
             batch.append(procs_record(t, ranks))
+            summary = None if fwd is None else fwd.summary(t)
+            if summary is not None:
+                batch.append(json.dumps(summary))
         out.append(batch)
     return out
 
@@ -132,7 +145,10 @@ class Feed:
 
 
 def feed(
-    feeds: dict[str, list[list[str]]], callback: Callable[[str, str, str], None], start: threading.Event
+    feeds: dict[str, list[list[str]]],
+    callback: Callable[[str, str, str], None],
+    start: threading.Event,
+    lines_offered: int = 0,
 ) -> Feed:
     """One thread per node delivers its batches every TICK_S (catching up without sleep when behind)."""
     done_at: list[float] = []
@@ -157,7 +173,7 @@ def feed(
     start.set()
     for thread in threads:
         thread.join()
-    lines = sum(
+    lines = lines_offered or sum(
         1 for batches in feeds.values() for batch in batches for line in batch if '"k": "line"' in line
     )
     # The window is the feed's nominal length (the last burst is due one tick before its end), or longer if the
@@ -166,14 +182,22 @@ def feed(
     return Feed(time.process_time() - cpu0, max(nominal, max(done_at) - wall0), lines)
 
 
-def in_process(nodes: int, ranks: int, rate: float, seconds: float, home: Path) -> dict[str, Any]:
+def in_process(nodes: int, ranks: int, rate: float, seconds: float, home: Path, edge: bool) -> dict[str, Any]:
     runner = make_runner(nodes, ranks, home)
-    feeds = {n.host: batches_for(n.host, n.first_rank, ranks, rate, seconds) for n in runner.plan.nodes}
-    idle = feed(feeds, lambda host, stream, line: None, threading.Event())
+    feeds = {
+        n.host: batches_for(
+            n.host, n.first_rank, ranks, rate, seconds, (runner.show or {}).get(n.host) if edge else None
+        )
+        for n in runner.plan.nodes
+    }
+    offered = (
+        round(seconds / TICK_S) * max(1, round(rate * ranks * TICK_S)) * nodes
+    )  # lines printed, all paths
+    idle = feed(feeds, lambda host, stream, line: None, threading.Event(), offered)
     watch_result: dict[str, Any] = {}
     watcher = threading.Thread(target=lambda: watch_result.update(outcome=runner.watch()), daemon=True)
     watcher.start()
-    real = feed(feeds, runner._on_follow, threading.Event())
+    real = feed(feeds, runner._on_follow, threading.Event(), offered)
     for host in feeds:  # every node ends cleanly: the real watch loop returns
         exit_record = {"k": "exit", "t": time.time(), "state": {"state": "succeeded", "exit_code": 0}}
         runner._on_follow(host, "stdout", json.dumps(exit_record))
@@ -185,6 +209,7 @@ def in_process(nodes: int, ranks: int, rate: float, seconds: float, home: Path) 
     target = nodes * ranks * rate
     return {
         "nodes": nodes,
+        "path": "edge forwarding (now)" if edge else "every line to the head (before)",
         "target": target,
         "lines_per_s": real.lines_per_s,
         "cpu_per_wall": real.cpu_per_wall,
@@ -301,13 +326,13 @@ def real_run(nodes: int, ranks: int, rate: float, seconds: float) -> dict[str, A
 # ---------------------------------------------------------------------------------------------- report
 def table(rows: list[dict[str, Any]], real: dict[str, Any] | None) -> str:
     lines = [
-        "| nodes | setup | lines/s offered | lines/s handled | head CPU s per wall s | of which feeders "
-        "| CPU µs per line (net) | kept up |",
+        "| nodes | setup | lines/s offered | lines/s printed and handled | head CPU s per wall s "
+        "| of which feeders | CPU µs per printed line (net) | kept up |",
         "|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['nodes']} | in process (`_on_follow` + `watch()`) | {r['target']:.0f} | {r['lines_per_s']:.0f} "
+            f"| {r['nodes']} | in process, {r['path']} | {r['target']:.0f} | {r['lines_per_s']:.0f} "
             f"| {r['cpu_per_wall']:.3f} | {r['idle_per_wall']:.3f} | {r['net_us_per_line']:.0f} "
             f"| {'no' if r['behind'] else 'yes'} |"
         )
@@ -333,6 +358,10 @@ def notes(args: argparse.Namespace, load_before: tuple[float, float, float]) -> 
         f"{platform.release()}, Python {platform.python_version()}. Load average {load_before[0]:.1f} before / "
         f'{os.getloadavg()[0]:.1f} after (shared with other engineers\' test runs). "of which feeders" is the '
         "same feed into a no-op callback (the bench's own threads, not the head's cost); \"net\" subtracts it. "
+        "Before: every line crosses and is classified on the head (RLAUNCH_FORWARD_ALL=1). Now: each node's "
+        "Forwarder (launcher/node/edge.py) classifies there (node CPU, spent building the batches, outside the "
+        "window) and delivers flagged lines, the first node's rank 0 and one activity summary per node per second; "
+        "µs per printed line divides the head's CPU by every line the ranks printed, forwarded or not. "
         "The real row includes paramiko's decryption and reader threads and the heartbeats, and runs next to the "
         "simulated nodes' guards and jobs on the same cores."
     )
@@ -361,8 +390,13 @@ def main() -> None:
         os.environ["RLAUNCH_HOME"] = str(home / "home")  # run records of the real run
         rows = []
         for n in (int(s) for s in args.nodes.split(",") if s):
-            rows.append(in_process(n, args.ranks, args.rate, args.seconds, home))
-            print(f"in process, {n} nodes: {rows[-1]}", file=sys.stderr, flush=True)
+            for edge in (False, True):  # side by side in the same run
+                os.environ.pop("RLAUNCH_FORWARD_ALL", None)
+                if not edge:
+                    os.environ["RLAUNCH_FORWARD_ALL"] = "1"
+                rows.append(in_process(n, args.ranks, args.rate, args.seconds, home, edge))
+                os.environ.pop("RLAUNCH_FORWARD_ALL", None)
+                print(f"in process, {n} nodes: {rows[-1]}", file=sys.stderr, flush=True)
         costs = per_line_costs(args.ranks, home)
         real = real_run(args.real, args.ranks, args.rate, args.seconds) if args.real else None
         if real:

@@ -115,14 +115,17 @@ class GuardClient:
         offset: int = 0,
         attached: bool = False,
         on_other: RawSink | None = None,
+        show: str | None = None,
     ) -> RemoteProcess:
-        """Stream the guard's records (`run` for attached guards, else `follow` from `offset`)."""
+        """Stream the guard's records (`run` for attached guards, else `follow` from `offset`); `show` names the
+        local ranks whose healthy lines are forwarded (edge forwarding; None: every line)."""
         verb = protocol.RUN if attached else protocol.FOLLOW
         argv = protocol.guard_argv(
             target.python,
             target.run_dir,
             verb,
             offset=None if attached else offset,
+            show=None if attached else show,
             unbuffered=True,
         )
 

@@ -30,6 +30,7 @@ from launcher.run import (
     Outcome,
     Runner,
     node_script,
+    show_specs,
     targets_of_plan,
     teardown_shield,
 )
@@ -38,8 +39,24 @@ from launcher.states import is_active
 TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
 
 
-def save_targets(record: records.RunRecord, targets: list[GuardTarget]) -> None:
-    records.write_atomic(record.root / TARGETS_FILE, json.dumps([t.to_json() for t in targets], indent=1))
+def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
+    """The current attempt's node targets (what down/status/follow talk to), and each attempt's (what `logs`
+    reads every line from)."""
+    data = json.dumps([t.to_json() for t in targets], indent=1)
+    records.write_atomic(record.root / f"targets-{attempt}.json", data)
+    records.write_atomic(record.root / TARGETS_FILE, data)
+
+
+def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
+    """Every attempt's node targets, in order (runs recorded before per-attempt targets: the current ones)."""
+    paths = sorted(record.root.glob("targets-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    out = []
+    for path in paths:
+        try:
+            out.append([GuardTarget.from_json(item) for item in json.loads(path.read_text())])
+        except (ValueError, TypeError) as exc:
+            raise Infra(f"run {record.run_id}: unusable node targets in {path}: {exc}") from None
+    return out or [targets_of(record)]
 
 
 def targets_of(record: records.RunRecord) -> list[GuardTarget]:
@@ -112,6 +129,7 @@ def up(
     run_id: str | None = None,
     transport: Transport | None = None,
     doctor: bool = False,
+    ranks: str | None = None,
 ) -> tuple[str, Outcome]:
     """Launch the inventory's job; with restarts per `restart:`. Returns (run id, outcome)."""
     say = on_status or (lambda text: None)
@@ -130,6 +148,10 @@ def up(
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
     try:
+        show_specs(plan, ranks)
+    except ValueError as exc:
+        raise LaunchError(str(exc), code=ExitCode.BAD_INPUT) from None
+    try:
         # From the check until our record says "starting", no other `up` on this head may check (launcher/hostlock.py).
         with hostlock.hold(plan.hosts):
             if not force and (busy := check_lock(inv)):
@@ -147,6 +169,7 @@ def up(
                 launcher_pid=os.getpid(),
                 attempt=0,
                 started_at=time.time(),
+                ranks=ranks,
                 replaced=[
                     {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
                 ],
@@ -189,36 +212,43 @@ def _attempts(
     on_line: LineSink | None,
     on_event: Callable[[dict[str, Any]], None] | None,
     say: Callable[[str], None],
+    *,
+    first_attempt: int = 0,
+    adopt: Mapping[str, int] | None = None,
+    on_runner: Callable[[Runner], None] | None = None,
 ) -> Outcome:
-    attempt = 0
-    excluded: frozenset[str] = frozenset()
+    """Start, watch, restart. `adopt` (the detached supervisor): the plan's guards already run; follow them from
+    these byte offsets instead of starting anything for the first attempt."""
+    attempt = first_attempt
+    supervising = adopt is not None
+    # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
+    excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from: str | None = None
     tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
     on_line = tracker.wrap(on_line)
     while True:
         tracker.attempt = attempt
-        attempts.mark(
-            record,
-            attempt,
-            "start",
-            f"attempt {attempt} on {len(plan.nodes)} nodes",
-            hosts=plan.hosts,
-            resume_from=resume_from,
-        )
-        runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event)
-        say(f"preflight + push to {len(plan.nodes)} nodes")
-        try:
-            runner.push()
-            say("starting")
-            runner.start()
-        except LaunchError as exc:
-            attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
-            record.update_state(state="failed", reason=str(exc), ended_at=time.time())
-            raise
-        save_targets(record, targets_of_plan(plan))
-        record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
-        if detach:
-            return Outcome(0, f"started run {record.run_id} (detached)")
+        ranks = record.read_state().get("ranks")
+        runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event, ranks=ranks)
+        if on_runner is not None:
+            on_runner(runner)
+        if adopt is not None:
+            for host, offset in adopt.items():
+                if host in runner.nodes:
+                    runner.nodes[host].offset = int(offset)
+            adopt = None
+        else:
+            attempts.mark(
+                record,
+                attempt,
+                "start",
+                f"attempt {attempt} on {len(plan.nodes)} nodes",
+                hosts=plan.hosts,
+                resume_from=resume_from,
+            )
+            _launch(runner, plan, record, attempt, say)
+        if detach and not supervising:
+            return _leave_supervisor(record, say)
         try:
             runner.attach()
             outcome = runner.watch()
@@ -291,9 +321,40 @@ def _attempts(
             head_env=head_env,
             resume_from=resume_from,
             exclude=excluded,
+            detach=detach,
         )
         records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
         record.update_state(hosts=sorted({*record.read_state().get("hosts", []), *plan.hosts}))
+
+
+def _launch(
+    runner: Runner, plan: planning.Plan, record: records.RunRecord, attempt: int, say: Callable[[str], None]
+) -> None:
+    say(f"preflight + push to {len(plan.nodes)} nodes")
+    # Recorded before anything starts: a `down` or `status` from another terminal must reach a starting guard.
+    save_targets(record, targets_of_plan(plan), attempt)
+    try:
+        runner.push()
+        say("starting")
+        runner.start()
+    except LaunchError as exc:
+        attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
+        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        raise
+    record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
+
+
+def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
+    """`up --detach`: hand the started run to a daemonized supervisor (launcher/supervise.py) and return."""
+    from launcher import supervise
+
+    try:
+        pid = supervise.spawn(record.root)
+    except (RuntimeError, OSError, ValueError) as exc:
+        # The job runs (its guards end it on a local failure); only the head's watch is missing.
+        say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
+        return Outcome(0, f"started run {record.run_id} (detached, unsupervised)")
+    return Outcome(0, f"started run {record.run_id} (detached, supervisor pid {pid})")
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
@@ -356,7 +417,12 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
     the job remains there."""
     record, inv, _ = open_run(run_id)
     grace = inv.health.grace if grace is None else grace
-    targets = targets_of(record)
+    from launcher import supervise
+
+    # A detached run's supervisor stops the job as Ctrl-C would (and so never mistakes it for a failure to restart);
+    # the guards' stop below then finds nothing left, or cleans up if the supervisor could not.
+    supervise.stop(record.root, timeout=grace + 40)
+    targets = targets_of(record)  # a restart may have replaced them meanwhile
     with make_transport(inv) as transport, teardown_shield():
         replies = GuardClient(transport).stop(targets, grace=grace)
     unreachable = sorted(h for h, r in replies.items() if not r.ok)
@@ -397,13 +463,20 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
     record, inv, _ = open_run(run_id)
     state = record.read_state()
     out: dict[str, Any] = {"run_id": record.run_id, **state, "nodes": {}}
+    supervised = False
+    if state.get("detached") and is_active(state.get("state")):
+        from launcher import supervise
+
+        supervised = supervise.supervisor_alive(state)
+        out["supervised"] = supervised
     if live and is_active(state.get("state")):
         targets = targets_of(record)
         with make_transport(inv) as transport:
             guards = GuardClient(transport)
             for host, reply in guards.status(targets).items():
                 out["nodes"][host] = reply.data if reply.ok else {"state": "unknown", "error": reply.error}
-            settled = settle({h: n.get("state") for h, n in out["nodes"].items()})
+            # A live supervisor settles its run itself (verdict, restart); without one, status does.
+            settled = None if supervised else settle({h: n.get("state") for h, n in out["nodes"].items()})
             if settled is not None:
                 # Nodes still running (and a dead guard's orphans) are stopped before the nodes count as free.
                 unfinished = [
@@ -425,15 +498,44 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
     return out
 
 
-def read_logs(run_id: str | None, node: str | None = None, grep: str | None = None) -> list[tuple[str, str]]:
-    record = records.RunRecord.open(run_id)
+def read_logs(
+    run_id: str | None, node: str | None = None, grep: str | None = None, rank: int | None = None
+) -> list[tuple[str, str]]:
+    """Every line of the run, read from the nodes' own logs (each attempt's out.log): the head's record holds only
+    what the followers forwarded. A node that cannot be reached falls back to the record's copy."""
+    record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
+    history = targets_by_attempt(record)
+    ran = list(dict.fromkeys(t.host for attempt in history for t in attempt))  # spares included
+    hosts = [h for h in ran if node is None or h == node]
+    firsts = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
+    local: dict[str, str] = {h: "all" for h in hosts}
+    if rank is not None:
+        nproc = {n["host"]: int(n["nproc"]) for n in plan_json["nodes"]}
+        local = {h: str(rank - firsts[h]) for h in hosts if h in firsts and 0 <= rank - firsts[h] < nproc[h]}
+    python = {t.host: t.python for attempt in history for t in attempt}
+    run_dirs = {h: [t.run_dir for attempt in history for t in attempt if t.host == h] for h in local}
     out: list[tuple[str, str]] = []
-    for path in sorted((record.root / "logs").glob("*.log")):
-        host = path.stem
-        if node and host != node:
+    with make_transport(inv) as transport:
+        group = transport.run_all(
+            list(local),
+            lambda h: [
+                python.get(h, "python3"),
+                "-c",
+                node_script("logcat.py"),
+                local[h],
+                grep or "",
+                *run_dirs[h],
+            ],
+            timeout=120,
+        )
+    for host in local:
+        result = group.results.get(host)
+        if result is not None and result.ok:
+            out += [(host, line) for line in result.stdout.splitlines()]
             continue
-        for line in path.read_text(errors="replace").splitlines():
+        path = record.log_path(host)
+        for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
             if pattern is None or pattern.search(line):
                 out.append((host, line))
     return out
@@ -446,9 +548,13 @@ def follow_logs(
     node: str | None = None,
     grep: str | None = None,
 ) -> None:
-    """Re-attach to a running job's logs (no heartbeats, no teardown: watching only). Ends when the job ends."""
+    """Re-attach to a running job's logs, every line (no heartbeats, no teardown: watching only). Ends when the job
+    ends. A live supervisor records what it needs itself: then nothing here is written to the record."""
     record, inv, _ = open_run(run_id)
     pattern = re.compile(grep) if grep else None
+    from launcher import supervise
+
+    recording = not supervise.supervisor_alive(record.read_state())
     offsets = record.read_state().get("offsets", {})
     targets = [t for t in targets_of(record) if node is None or t.host == node]
     done = threading.Event()
@@ -457,9 +563,10 @@ def follow_logs(
 
     def handle(host: str, rec: dict[str, Any]) -> None:
         if rec.get("k") == protocol.K_LINE:
-            offsets[host] = rec.get("off", offsets.get(host, 0))
             text = rec.get("text", "")
-            record.append_log(host, text)
+            if recording:
+                offsets[host] = rec.get("off", offsets.get(host, 0))
+                record.append_log(host, text)
             if pattern is None or pattern.search(text):
                 on_line(host, text)
         elif rec.get("k") == protocol.K_EXIT:
@@ -478,7 +585,8 @@ def follow_logs(
         finally:
             for p in procs:
                 p.close()
-            record.update_state(offsets=offsets)
+            if recording:
+                record.update_state(offsets=offsets)
             record.close()
 
 

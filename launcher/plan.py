@@ -21,6 +21,8 @@ from launcher.jobs.base import PROFILE_ARCH, FileSpec, JobConfigError, NodeConte
 REDACTED = "***"
 GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
 PROTOCOL = "<rlaunch>/protocol.py"  # the head↔guard contract, pushed beside the guard (it imports it)
+# Edge health: pushed beside guard.py and loaded by it from the run directory (see launcher/node/edge.py).
+EDGE_FILES = {"edge.py": "<rlaunch>/edge.py", "rules.py": "<rlaunch>/rules.py"}
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 
 
@@ -221,6 +223,7 @@ def build_plan(
             FileSpec("job.json", _job_json(render.argv, env, run_dir, inv, detach), mode=0o600, secret=True),
             FileSpec("guard.py", sources[GUARD], mode=0o755),
             FileSpec("protocol.py", sources[PROTOCOL], mode=0o644),
+            *(FileSpec(name, sources[key], mode=0o644) for name, key in EDGE_FILES.items() if key in sources),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(
@@ -331,6 +334,9 @@ def _job_json(argv: list[str], env: Mapping[str, str], run_dir: str, inv: Invent
         "heartbeat_timeout": 0 if detach else inv.health.heartbeat_timeout,
         "grace": inv.health.grace,
         "poll_interval": 0.2,
+        # The guard's own node-local health rules (edge.py); head_timeout: how fresh a head's heartbeat must be
+        # for the guard to defer to the head.
+        "edge": {"stall_timeout": inv.health.stall_timeout, "head_timeout": inv.health.heartbeat_timeout},
     }
     return json.dumps(spec, indent=1, sort_keys=True).encode()
 
@@ -355,6 +361,8 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
     sources: dict[str, bytes] = {
         GUARD: node_files.joinpath("guard.py").read_bytes(),
         PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
+        EDGE_FILES["edge.py"]: node_files.joinpath("edge.py").read_bytes(),
+        EDGE_FILES["rules.py"]: resources.files("launcher.health").joinpath("rules.py").read_bytes(),
     }
     if inv.profile:
         name = f"env_{inv.profile}.env"

@@ -6,6 +6,7 @@ events and logs are append-only JSON lines / text, flushed per write.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -136,7 +137,10 @@ class RunRecord:
             write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
 
     def update_state(self, **changes: Any) -> dict[str, Any]:
-        with self._lock:
+        # The lock file serialises read-modify-write across processes too: a detached run's supervisor, `status`
+        # and `down` may update the same state.json at once.
+        with self._lock, open(self.root / ".state.lock", "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             state = json.loads((self.root / "state.json").read_text())
             state.update(changes)
             write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))

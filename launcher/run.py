@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import re
 import signal
 import sys
@@ -26,6 +27,7 @@ from launcher.errors import ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
+from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, Watcher
 from launcher.node import protocol
@@ -144,8 +146,11 @@ class Runner:
         *,
         on_line: LineSink | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        ranks: str | None = None,
     ):
         self.plan = plan
+        # What each node's follower forwards (launcher/node/edge.py): None = every line, as before.
+        self.show = None if forward_everything() else show_specs(plan, ranks)
         self.transport = transport
         self.record = record
         self.on_line = on_line or (lambda host, rank, text: None)
@@ -256,7 +261,11 @@ class Runner:
     def _attach(self, node: NodePlan) -> None:
         state = self.nodes[node.host]
         state.follower = self.guards.follow(
-            self.targets[node.host], self._on_record, offset=state.offset, on_other=self._on_other
+            self.targets[node.host],
+            self._on_record,
+            offset=state.offset,
+            on_other=self._on_other,
+            show=self.show[node.host] if self.show is not None else None,
         )
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
@@ -273,6 +282,10 @@ class Runner:
     def _on_record(self, host: str, rec: dict[str, Any]) -> None:
         kind = rec.get("k")
         now = float(rec.get("t") or time.time())
+        if (kind == "line" and "f" in rec) or kind == "activity":
+            self._on_forwarded(host, kind, rec, now)
+            self._changed.set()
+            return
         with self._lock:
             self.nodes[host].last_heard = time.time()
             if kind == protocol.K_STARTED:
@@ -305,8 +318,57 @@ class Runner:
             elif kind == protocol.K_EXIT:
                 final = rec.get("state") or {}
                 self.nodes[host].final = final
+                if isinstance(final.get("edge"), dict):
+                    self._edge_decision(host, final["edge"])
                 self._observe_final(now, host, final)
         self._changed.set()
+
+    def _on_forwarded(self, host: str, kind: str, rec: dict[str, Any], now: float) -> None:
+        """What a filtering follower sends: lines it classified ("f": the rule that matched, or None for a healthy
+        line the terminal shows) and activity summaries. Healthy lines are not classified again here."""
+        if kind == "activity":
+            with self._lock:
+                self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
+                for key, when in (rec.get("progress") or {}).items():
+                    rank = None if key == "-" else self.plan.rank_of(host, int(key))
+                    self.watcher.observe_activity(float(when), host, rank, lines=0)
+            return
+        text = str(rec.get("text", ""))
+        local, rest = parse_rank_prefix(text)  # outside the lock: the only per-line parsing on the head
+        flagged = rec.get("f") is not None
+        with self._lock:
+            self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
+            rank = self.plan.rank_of(host, local) if local is not None else self._summary_rank(host, text)
+            self.record.append_log(host, text)
+            if flagged:
+                event = self.watcher.observe_line(now, host, rank, rest)
+            else:
+                self.watcher.observe_activity(now, host, rank)
+                event = None
+        if not rec.get("ctx"):
+            self.on_line(host, rank, rest if local is not None else text)
+        if event is not None:
+            self._event(event.to_dict())
+
+    def _edge_decision(self, host: str, edge: dict[str, Any]) -> None:
+        """The node's guard ended its node by the node-local rules (launcher/node/edge.py): say so, and feed the
+        finding to the watcher like the head's own observation, so the cross-node root cause stays right."""
+        local = edge.get("local_rank")
+        rank = self.plan.rank_of(host, int(local)) if isinstance(local, int) else None
+        when = float(edge.get("time") or time.time())
+        self._event(
+            {"kind": "info", "severity": "info", "node": host, "text": f"guard: {edge.get('reason')}"}
+        )
+        if edge.get("kind") == "line":
+            event = self.watcher.observe_line(when, host, rank, str(edge.get("text", "")))
+        elif edge.get("kind") in ("stopped", "stall"):
+            event = self.watcher._record(  # the guard confirmed it already; no second sample needed
+                Event(when, host, rank, str(edge["kind"]), None, "fatal", str(edge.get("text", "")))
+            )
+        else:
+            event = None
+        if event is not None:
+            self._event(event.to_dict())
 
     def _summary_rank(self, host: str, text: str) -> int | None:
         """Attribute torchrun's failure summary ("rank : 3 (local_rank: 1)", "exitcode : -9", "traceback :
@@ -528,6 +590,51 @@ def _progress_settings(health: dict[str, Any]) -> Settings:
         hang_factor=float(health.get("hang_factor", 10.0)),
         progress_regex=health.get("progress_regex"),
     )
+
+
+def forward_everything() -> bool:
+    """RLAUNCH_FORWARD_ALL=1: every line crosses SSH and is classified on the head (the pre-edge path; bench/)."""
+    return os.environ.get("RLAUNCH_FORWARD_ALL") == "1"
+
+
+def show_specs(plan: Plan, ranks: str | None) -> dict[str, str]:
+    """`--ranks` → each node's follower `--show`: which local ranks' healthy lines reach the terminal.
+
+    None (default): the first node's local rank 0, as torchrun and DeepSpeed users expect of a large job (every
+    flagged line of every rank is shown anyway). "all"; global ranks "0,3"; "node02:*" or "node02:1" (local ranks of
+    one node, as torchrun's --local-ranks-filter counts them); items combine with commas."""
+    wanted: dict[str, set[int] | str] = {n.host: set() for n in plan.nodes}
+    if ranks is None:
+        wanted[plan.nodes[0].host] = {0}
+    for item in (ranks or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item == "all":
+            wanted = dict.fromkeys(wanted, "all")
+            break
+        host, sep, local = item.rpartition(":")
+        if sep:
+            if host not in wanted:
+                raise ValueError(f"--ranks {item}: no node '{host}' in this run")
+            if local == "*":
+                wanted[host] = "all"
+            elif local.isdigit() and wanted[host] != "all":
+                wanted[host].add(int(local))  # type: ignore[union-attr]
+            else:
+                raise ValueError(f"--ranks {item}: expected NODE:* or NODE:LOCAL_RANK")
+        elif item.isdigit() and int(item) < plan.world_size:
+            node = next(n for n in plan.nodes if int(item) in n.ranks)
+            if wanted[node.host] != "all":
+                wanted[node.host].add(int(item) - node.first_rank)  # type: ignore[union-attr]
+        else:
+            raise ValueError(
+                f"--ranks {item}: expected all, a global rank below {plan.world_size}, or NODE:*"
+            )
+    return {
+        host: spec if isinstance(spec, str) else (",".join(map(str, sorted(spec))) or "none")
+        for host, spec in wanted.items()
+    }
 
 
 def _duration(final: dict[str, Any] | None) -> float | None:

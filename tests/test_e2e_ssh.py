@@ -174,7 +174,7 @@ def test_hostile_env_values_are_carried_not_executed(sim3: Any) -> None:
     }
     data["env"] = {"EVIL": evil}
     lines: list[str] = []
-    _, outcome = lifecycle.up(from_mapping(data), on_line=lambda h, r, t: lines.append(t))
+    _, outcome = lifecycle.up(from_mapping(data), on_line=lambda h, r, t: lines.append(t), ranks="all")
     assert outcome.code == 0, outcome.summary
     assert lines.count("EVIL=" + evil) == 3
     for node in sim3.nodes:

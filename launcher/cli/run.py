@@ -65,7 +65,10 @@ def _event_printer(event: dict[str, Any]) -> None:
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @inventory_options
 @click.option(
-    "--detach", "-d", is_flag=True, help="Start and return; nodes then run without the launcher's heartbeat."
+    "--detach",
+    "-d",
+    is_flag=True,
+    help="Start, leave a supervisor (watch, verdict, restart) and return; see `attach`, `supervise`.",
 )
 @click.option("--force", is_flag=True, help="Start even if a run of this cluster is recorded as running.")
 @click.option("--json", "as_json", is_flag=True, help="Stream log lines and the final summary as JSON lines.")
@@ -78,6 +81,12 @@ def _event_printer(event: dict[str, Any]) -> None:
     type=click.Path(dir_okay=False),
     help="At the end, write the run's goodput as a Prometheus textfile.",
 )
+@click.option(
+    "--ranks",
+    default=None,
+    help="Whose healthy lines the terminal shows: all | global ranks 0,3 | node02:* | node02:1 "
+    "(default: the first node's local rank 0; flagged lines of every rank always show; `logs` has every line).",
+)
 @guarded
 def up(
     inventory: str,
@@ -89,6 +98,7 @@ def up(
     quiet: bool,
     doctor: bool,
     prom: str | None,
+    ranks: str | None,
 ) -> None:
     """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
 
@@ -112,12 +122,13 @@ def up(
             on_event=None if as_json else _event_printer,
             on_status=_status,
             doctor=doctor,
+            ranks=ranks,
         )
     except LaunchError as exc:
         fail(str(exc).replace("[", r"\["), exc.code)
     if detach:
         _status(
-            f"run {run_id} started detached: `rlaunch status {run_id}`, `rlaunch logs -f {run_id}`, `rlaunch down {run_id}`"
+            f"{outcome.summary}: `rlaunch attach {run_id}`, `rlaunch status {run_id}`, `rlaunch down {run_id}`"
         )
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
@@ -250,6 +261,13 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         click.echo(goodput_line(info["goodput"]))
     if info.get("stragglers"):
         click.echo(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
+    if info.get("supervised") is True:
+        click.echo(f"supervised by pid {info.get('supervisor_pid')} (log: {info.get('supervisor_log')})")
+    elif info.get("supervised") is False:
+        click.echo(
+            f"UNSUPERVISED: supervisor pid {info.get('supervisor_pid')} is gone; the job runs on, ending itself on "
+            f"a local failure; `rlaunch attach {info['run_id']}` or `rlaunch supervise {info['run_id']}` restores it"
+        )
     if info["nodes"]:
         rows = [
             {
@@ -274,17 +292,24 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
 @click.option("--follow", "-f", is_flag=True, help="Keep streaming until the job ends.")
 @click.option("--node", help="Only this node.")
 @click.option("--grep", help="Only lines matching this regular expression.")
+@click.option("--rank", type=int, default=None, help="Only this global rank's lines (torchrun's prefixes).")
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON lines (with `classify`: one object per flagged line)."
 )
 @guarded
 def logs(
-    run_id: str | None, file: str | None, follow: bool, node: str | None, grep: str | None, as_json: bool
+    run_id: str | None,
+    file: str | None,
+    follow: bool,
+    node: str | None,
+    grep: str | None,
+    rank: int | None,
+    as_json: bool,
 ) -> None:
-    """Show a run's logs (default: the latest), or classify any log file.
+    """Show a run's logs (default: the latest): every line of every rank, read from the nodes; or classify a file.
 
     \b
-    rlaunch logs [RUN] [-f] [--node N] [--grep RE]
+    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE]
     rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
     """
     if run_id == "classify":
@@ -301,7 +326,7 @@ def logs(
             re.compile(grep)
         except re.error as exc:
             fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
-    for host, line in lifecycle.read_logs(run_id, node, grep):
+    for host, line in lifecycle.read_logs(run_id, node, grep, rank):
         click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {line}")
     if follow:
         lifecycle.follow_logs(

@@ -225,6 +225,20 @@ class Watcher:
             self.observe_oom_kill(time, node, f"the job's output: {text.strip()[:120]}")
         return self._record(self._blame_oom(self._forgive_end_of_run(event)))
 
+    def observe_activity(
+        self, time: float, node: str, rank: int | None, *, lines: int = 1, progress: bool = True
+    ) -> None:
+        """Lines the node's guard already classified as healthy (launcher/node/edge.py's Forwarder): activity for
+        the stall clock and line numbers, without the text and without classifying it again on the head."""
+        self.start(time)
+        key = (node, rank)
+        if progress:
+            self._last_output[key] = max(time, self._last_output.get(key, time))
+            self._stall_reported = False
+        self._line_numbers[key] = self._line_numbers.get(key, 0) + lines
+        if self.state is State.STARTING:
+            self.state = State.RUNNING
+
     def observe_exit(
         self,
         time: float,

@@ -66,6 +66,14 @@ KILL_ROUNDS = (
     50  # SIGKILL rounds after the grace period; bounds teardown against unkillable (D-state) processes
 )
 
+# Edge health (edge.py, pushed beside this file with the head's rules.py): the key of the guard's own decision in
+# state.json and in the follower's exit record.
+EDGE_FILE = "edge.py"
+EDGE_KEY = "edge"
+# Follower record: per-local-rank line counts, last progress and the consumed offset (edge.Forwarder), sent instead
+# of the healthy lines the terminal does not show.
+ACTIVITY = protocol.K_ACTIVITY
+
 
 # ------------------------------------------------------------------------------------------------------------
 # /proc
@@ -346,6 +354,7 @@ def load_job(rundir: str) -> dict:
             "heartbeat_timeout": float(job.get("heartbeat_timeout") or 0),
             "grace": float(job.get("grace", 10)),
             "poll_interval": float(job.get("poll_interval") or 0.2),
+            EDGE_KEY: job.get(EDGE_KEY) if isinstance(job.get(EDGE_KEY), dict) else None,
         }
     except (TypeError, ValueError) as e:
         raise ValueError(f"job.json: {e}") from e
@@ -407,6 +416,8 @@ class Guard:
         self.pids_file = os.fdopen(
             open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
+        self.edge = load_edge(rundir, job)
+        self.procs: list = []
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
@@ -492,7 +503,7 @@ class Guard:
             self.reap()
             if time.time() >= next_record:
                 # A full /proc walk costs a few ms on a busy node: not every poll. Teardown walks every round.
-                self.record_tree()
+                self.procs = self.record_tree()
                 next_record = time.time() + RECORD_EVERY_S
             if self.stop_requested:
                 self.finish(STOPPED, "guard received SIGTERM/SIGINT")
@@ -504,7 +515,23 @@ class Guard:
             if self.heartbeat_expired():
                 self.finish(LOST_LAUNCHER, "no heartbeat for {:.1f} s".format(self.job["heartbeat_timeout"]))
                 return
+            decision = self.edge_decision()
+            if decision is not None:
+                self.state[EDGE_KEY] = decision
+                self.finish(FAILED, decision["reason"])
+                return
             time.sleep(poll)
+
+    def edge_decision(self) -> dict | None:
+        """The node-local health rules (edge.py): a decision to tear this node down, or None."""
+        if self.edge is None:
+            return None
+        try:
+            return self.edge.check(time.time(), self.procs)
+        except Exception:  # a bug in the rules must not take the job down: the head still watches
+            log("edge health disabled after an error:\n" + traceback.format_exc())
+            self.edge = None
+            return None
 
     def finish(self, state: str, reason: str) -> None:
         log(f"tearing down: {state} ({reason})")
@@ -560,6 +587,34 @@ def terminate(remaining, grace: float, poll: float = 0.1) -> tuple:
                 signal_same(st["pid"], st["starttime"], signal.SIGKILL)
         time.sleep(poll)
     return len(termed), [st["pid"] for st in remaining()]
+
+
+def edge_module(rundir: str):
+    """RUNDIR/edge.py as a module, or None when it was not pushed (an older run directory)."""
+    path = path_in(rundir, EDGE_FILE)
+    if not os.path.isfile(path):
+        return None
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rlaunch_edge", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rlaunch_edge"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_edge(rundir: str, job: dict):
+    """RUNDIR/edge.py's EdgeHealth for this job, or None (not pushed, switched off, or it does not load)."""
+    if not job.get(EDGE_KEY):
+        return None
+    try:
+        module = edge_module(rundir)
+        edge = None if module is None else module.make(rundir, job)
+    except Exception:
+        log("edge health unavailable:\n" + traceback.format_exc())
+        return None
+    log("edge health on" if edge is not None else "edge health off (no rules.py)")
+    return edge
 
 
 def set_child_subreaper() -> bool:
@@ -841,7 +896,20 @@ class LogTail:
         return out
 
 
-def cmd_follow(rundir: str, offset: int) -> int:
+def make_forwarder(rundir: str, show: str | None):
+    """edge.Forwarder for `follow --show SPEC`; None (every line forwarded, as before) without --show or rules."""
+    if show is None:
+        return None
+    try:
+        module = edge_module(rundir)
+        rules = None if module is None else module.load_rules(rundir)
+        return None if rules is None else module.Forwarder(rules, show)
+    except Exception:
+        log("forwarding every line: " + traceback.format_exc().splitlines()[-1])
+        return None
+
+
+def cmd_follow(rundir: str, offset: int, show: str | None = None) -> int:
     heartbeat = path_in(rundir, "heartbeat")
     touch(heartbeat)
     deadline = time.time() + STATE_WAIT_S
@@ -853,7 +921,9 @@ def cmd_follow(rundir: str, offset: int) -> int:
         if pid is None:
             emit({"k": "exit", "t": time.time(), "state": {"state": None, "reason": "no state.json"}})
             return EXIT_FAILED
-        follow_loop(rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset))
+        follow_loop(
+            rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset), make_forwarder(rundir, show)
+        )
     except BrokenPipeError:
         # The launcher went away: exit quietly, and keep Python from complaining while flushing at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -928,7 +998,7 @@ class GpuWatch:
         return {"tool": name, "rc": done.returncode, "text": done.stdout[:65536]}
 
 
-def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None:
+def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object = None) -> None:
     heartbeat = path_in(rundir, "heartbeat")
     gpu = GpuWatch()
     try:
@@ -940,7 +1010,15 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
     while True:
         finished = not is_alive(pid, start)
         for off, text in tail.read(final=finished):
-            emit({"k": "line", "t": time.time(), "off": off, "text": text})
+            if fwd is None:
+                emit({"k": "line", "t": time.time(), "off": off, "text": text})
+            else:
+                for record in fwd.line(time.time(), off, text):
+                    emit(record)
+        if fwd is not None and (finished or time.time() >= next_procs):
+            summary = fwd.summary(time.time())
+            if summary is not None:
+                emit(summary)
         if finished:
             _, _, state = guard_identity(rundir)
             state = dict(state or {})
@@ -989,6 +1067,11 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("rundir")
     parser.add_argument("--offset", type=int, default=0, help="follow: byte offset in out.log to start from")
     parser.add_argument("--grace", type=float, default=None, help="stop: seconds between SIGTERM and SIGKILL")
+    parser.add_argument(
+        "--show",
+        default=None,
+        help="follow: forward only flagged lines, activity and these local ranks (all|none|0,3)",
+    )
     args = parser.parse_args(argv)
     rundir = os.path.abspath(args.rundir)
     if not os.path.isdir(rundir):
@@ -997,7 +1080,7 @@ def main(argv: list | None = None) -> int:
     if args.command in ("start", "run"):
         return cmd_start(rundir, attached=args.command == "run")
     if args.command == "follow":
-        return cmd_follow(rundir, args.offset)
+        return cmd_follow(rundir, args.offset, args.show)
     if args.command == "stop":
         return cmd_stop(rundir, args.grace)
     return cmd_status(rundir)

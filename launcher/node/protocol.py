@@ -18,7 +18,7 @@ PROTOCOL_FILE = "protocol.py"
 # ---- verbs -------------------------------------------------------------------------------------------------
 START = "start"  # daemonize, run job.json's argv; reply {"guard_pid", "job_pid"} or {"error"}
 RUN = "run"  # start as a child and stream like follow (for srun steps, whose scheduler tracks processes)
-FOLLOW = "follow"  # stream records from --offset; stdin lines "hb" (heartbeat) and "stop"
+FOLLOW = "follow"  # stream records from --offset (--show: whose healthy lines to forward); stdin "hb", "stop"
 STOP = "stop"  # tear down (--grace S); reply: the final state, plus "remaining" pids
 STATUS = "status"  # reply: the state, plus "alive" and "descendants"
 VERBS = (START, RUN, FOLLOW, STOP, STATUS)
@@ -30,6 +30,9 @@ K_LINE = "line"  # {"off": byte offset after the line in out.log, "text"}
 K_PROCS = "procs"  # {"procs": [{"pid", "state", ...}]}: the job's process tree, about once a second
 K_KERNEL = "kernel"  # {"text"}: a kernel log line about the GPUs
 K_GPU = "gpu"  # amd-smi / rocm-smi snapshot
+K_ACTIVITY = (
+    "activity"  # per-local-rank line counts, last progress, consumed offset: instead of healthy lines
+)
 K_EXIT = "exit"  # {"state": final state.json}: always the last record
 
 # ---- guard states (state.json "state") ----------------------------------------------------------------------
@@ -52,6 +55,7 @@ def guard_argv(
     *,
     offset: int | None = None,
     grace: float | None = None,
+    show: str | None = None,
     unbuffered: bool = False,
 ) -> list:
     """The argv that runs `verb` of the guard in `run_dir` with the node's `python`."""
@@ -62,6 +66,8 @@ def guard_argv(
         argv += ["--offset", str(int(offset))]
     if grace is not None:
         argv += ["--grace", str(float(grace))]
+    if show is not None:
+        argv += ["--show", show]
     return argv
 
 

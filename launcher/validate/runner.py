@@ -183,8 +183,9 @@ def run_attempts(
     )
     collect = _Collector()
     try:
+        # ranks="all": every rank's lines reach the checks (the default forwards only the first node's rank 0).
         run_id, outcome = lifecycle.up(
-            inv, on_line=collect, on_status=collect.on_status, run_id=_run_id(name)
+            inv, on_line=collect, on_status=collect.on_status, run_id=_run_id(name), ranks="all"
         )
     except LaunchError as exc:
         if exc.code == 2:

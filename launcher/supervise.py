@@ -1,0 +1,352 @@
+"""Supervision of detached runs: a daemonized head-side `rlaunch` per run that does what a foreground `up` does.
+
+`up --detach` pushes and starts the guards like a foreground `up`, then leaves this supervisor behind: it follows
+every guard (the same Runner: health watch, first-failure verdict, teardown, restart from the latest complete
+checkpoint) and writes events and the outcome into the run record. Its PID, start time and log are in the record
+(state.json: supervisor_pid, supervisor_starttime, supervisor_log), so `status` can tell a live supervisor from a
+dead one whose PID was reused.
+
+What survives what: detached guards run with heartbeat_timeout 0, so the supervisor dying (or the head
+rebooting) leaves the job running; the guards' own edge health rules (guard.py) still end it on its first failure.
+`rlaunch supervise RUN` or `rlaunch attach RUN` starts a new supervisor that re-attaches to the guards from the
+byte offsets saved in the record (so no line is recorded twice).
+
+One supervisor per run: it holds an flock on supervisor.lock in the record for its whole life.
+
+Run as `python -m launcher.supervise RUN_ID [--daemon]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SUPERVISOR_LOG = "supervisor.log"
+SUPERVISOR_LOCK = "supervisor.lock"
+READY_TIMEOUT_S = 30.0
+OFFSETS_EVERY_S = 2.0
+ACTIVE = ("starting", "running")
+
+
+def _starttime(pid: int) -> int | None:
+    from launcher.node.guard import read_stat
+
+    st = read_stat(pid)
+    return None if st is None or st["state"] in ("Z", "X") else int(st["starttime"])
+
+
+def supervisor_alive(state: dict[str, Any]) -> bool:
+    """The recorded supervisor still runs: same PID *and* start time (a reused PID is someone else)."""
+    pid, start = state.get("supervisor_pid"), state.get("supervisor_starttime")
+    if not pid:
+        return False
+    now = _starttime(int(pid))
+    return now is not None and (start is None or now == int(start))
+
+
+def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
+    """Start a daemonized supervisor for the run at `root`; return its PID once it has claimed the record.
+
+    The intermediate process forks the daemon and exits, so the daemon is nobody's child here (no zombie in a
+    long-lived caller) and lives in its own session (no terminal, no SIGHUP when the shell closes)."""
+    env = dict(os.environ)
+    env["RLAUNCH_HOME"] = str(root.parent.parent.resolve())  # the record home may be relative to our cwd
+    env.setdefault("PYTHONPATH", "")
+    repo = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env["PYTHONPATH"]) if p)
+    done = subprocess.run(
+        [sys.executable, "-m", "launcher.supervise", root.name, "--daemon"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
+    try:
+        pid = int(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RuntimeError(f"supervisor did not start: {done.stderr.strip()[-300:]}") from None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            state = json.loads((root / "state.json").read_text())
+            if state.get("supervisor_pid") == pid and supervisor_alive(state):
+                return pid
+            if state.get("state") not in ACTIVE:
+                return pid  # the run ended before (or as) the supervisor came up: nothing left to watch
+        if _starttime(pid) is None:
+            tail = (root / SUPERVISOR_LOG).read_text(errors="replace")[-300:] if root.exists() else ""
+            raise RuntimeError(f"supervisor {pid} exited at start: {tail.strip()}")
+        time.sleep(0.1)
+    raise RuntimeError(f"supervisor {pid} did not claim the run within {timeout:.0f} s")
+
+
+def ensure(root: Path) -> tuple[int | None, bool]:
+    """A live supervisor for an active run: (pid, started now). (None, False) if the run is over."""
+    state = json.loads((root / "state.json").read_text())
+    if state.get("state") not in ACTIVE or not state.get("detached"):
+        return None, False
+    if supervisor_alive(state):
+        return int(state["supervisor_pid"]), False
+    return spawn(root), True
+
+
+def stop(root: Path, timeout: float) -> bool:
+    """SIGTERM the run's supervisor (it tears the job down like Ctrl-C in a foreground `up`); wait for it."""
+    state = json.loads((root / "state.json").read_text())
+    if not supervisor_alive(state):
+        return False
+    pid = int(state["supervisor_pid"])
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + timeout
+    while time.time() < deadline and supervisor_alive(state):
+        time.sleep(0.1)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The daemon
+
+
+def _log(text: str) -> None:
+    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} supervisor[{os.getpid()}]: {text}\n")
+    sys.stderr.flush()
+
+
+def run(run_id: str) -> int:
+    """Supervise the run until it ends (or SIGTERM, which tears it down). Returns the run's exit code."""
+    from launcher import lifecycle
+    from launcher import plan as planning
+    from launcher.run import LaunchError, Runner
+
+    record, inv, plan_json = lifecycle.open_run(run_id)
+    lock_fd = os.open(record.root / SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        _log("another supervisor holds this run; exiting")
+        return 0
+    state = record.read_state()
+    if state.get("state") not in ACTIVE:
+        _log(f"run is {state.get('state')}: nothing to supervise")
+        return 0
+    record.update_state(
+        supervisor_pid=os.getpid(),
+        supervisor_starttime=_starttime(os.getpid()),
+        supervisor_log=str(record.root / SUPERVISOR_LOG),
+        supervised_since=time.time(),
+    )
+    _log(f"supervising run {record.run_id} (attempt {state.get('attempt', 0)}, plan {plan_json['run_id']})")
+    try:
+        sources = planning.load_sources(inv)
+    except planning.PlanError as exc:
+        _log(f"job files unreadable ({exc}): a restart will not be possible")
+        sources = {}
+    current: list[Runner] = []
+    finished = threading.Event()
+
+    def save_offsets() -> None:
+        # Byte offsets of what the record already holds: a re-attaching supervisor resumes from there.
+        while not finished.wait(OFFSETS_EVERY_S):
+            if current:
+                runner = current[-1]
+                with runner._lock:
+                    offsets = {h: s.offset for h, s in runner.nodes.items()}
+                record.update_state(offsets=offsets, offsets_plan=runner.plan.run_id)
+
+    saver = threading.Thread(target=save_offsets, daemon=True)
+    saver.start()
+    offsets = state.get("offsets", {}) if state.get("offsets_plan") == plan_json["run_id"] else {}
+    try:
+        with lifecycle.make_transport(inv) as transport:
+            outcome = lifecycle._attempts(
+                inv,
+                watch_plan(plan_json),
+                sources,
+                os.environ,
+                record,
+                transport,
+                True,
+                None,
+                lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+                _log,
+                first_attempt=int(state.get("attempt") or 0),
+                adopt=offsets,
+                on_runner=current.append,
+            )
+    except (LaunchError, planning.PlanError) as exc:
+        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        _log(f"failed: {exc}")
+        return 1
+    finally:
+        finished.set()
+        saver.join(timeout=5)
+        if current:
+            with contextlib.suppress(OSError, ValueError):
+                record.update_state(
+                    offsets={h: s.offset for h, s in current[-1].nodes.items()},
+                    offsets_plan=current[-1].plan.run_id,
+                )
+        record.close()
+    _log(f"run ended: code {outcome.code}: {outcome.summary}")
+    return outcome.code
+
+
+def watch_plan(plan_json: dict[str, Any]) -> Any:
+    """The Plan the Runner needs to follow, stop and judge already-started guards, rebuilt from plan.json.
+
+    The node files (and the secrets in them) are not in plan.json and are not needed to watch; a restart builds a
+    full plan again from the inventory."""
+    from launcher.plan import NodePlan, Plan
+
+    nodes = [
+        NodePlan(
+            host=n["host"],
+            address=n.get("address", n["host"]),
+            node_rank=int(n["node_rank"]),
+            nproc=int(n["nproc"]),
+            gpus=tuple(n.get("gpus", ())),
+            first_rank=int(n["ranks"][0]),
+            run_dir=n["run_dir"],
+            python=n.get("python") or n["argv"][0],
+            argv=list(n.get("argv", [])),
+            env=dict(n.get("env", {})),
+            files=[],
+        )
+        for n in plan_json["nodes"]
+    ]
+    return Plan(
+        run_id=plan_json["run_id"],
+        cluster=plan_json["cluster"],
+        job_kind=plan_json["job_kind"],
+        master_addr=plan_json["master_addr"],
+        master_port=int(plan_json["master_port"]),
+        world_size=int(plan_json["world_size"]),
+        nodes=nodes,
+        transport=plan_json["transport"],
+        workdir="",
+        detach=True,
+        collective_timeout=plan_json.get("collective_timeout"),
+        health=dict(plan_json.get("health", {})),
+        restart=dict(plan_json.get("restart", {})),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Streaming a supervised run from its record (attach, logs -f)
+
+
+def tail_record(
+    root: Path,
+    on_line: Callable[[str, int | None, str], None],
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    node: str | None = None,
+    from_start: bool = False,
+    poll: float = 0.3,
+) -> dict[str, Any]:
+    """Stream what the supervisor writes into the record (logs/<host>.log, events.jsonl) until the run ends.
+
+    Lines are printed as a foreground `up` prints them: (host, global rank, text without the rank prefix).
+    Returns the final state.json. KeyboardInterrupt propagates: the caller detaches, the run goes on."""
+    from launcher.health.classify import parse_rank_prefix
+
+    offsets: dict[Path, int] = {}
+    first_rank: dict[str, int] = {}
+
+    def read_new(path: Path) -> list[str]:
+        if path not in offsets:
+            offsets[path] = 0 if from_start else (path.stat().st_size if path.exists() else 0)
+        try:
+            with open(path, "rb") as f:
+                f.seek(offsets[path])
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n") + 1
+        offsets[path] += end
+        return data[:end].decode("utf-8", "replace").splitlines()
+
+    events = root / "events.jsonl"
+    read_new(events)  # events: only new ones, whatever from_start says (the summary covers the past)
+    while True:
+        state = json.loads((root / "state.json").read_text())
+        plan_json = json.loads((root / "plan.json").read_text())
+        first_rank = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
+        for host in sorted(first_rank):
+            if node and host != node:
+                continue
+            for text in read_new(root / "logs" / f"{host}.log"):
+                local, rest = parse_rank_prefix(text)
+                if local is not None:
+                    on_line(host, first_rank[host] + local, rest)
+                else:
+                    on_line(host, None, text)
+        if on_event is not None:
+            for raw in read_new(events):
+                with contextlib.suppress(ValueError):
+                    on_event(json.loads(raw))
+        if state.get("state") not in ACTIVE:
+            return state
+        if state.get("detached") and not supervisor_alive(state):
+            return state  # nobody writes the record: stop here, the caller says so
+        time.sleep(poll)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    daemon = "--daemon" in args
+    args = [a for a in args if a != "--daemon"]
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m launcher.supervise RUN_ID [--daemon]\n")
+        return 2
+    run_id = args[0]
+    if daemon:
+        # Fork before any thread exists: the parent reports the daemon's PID and leaves.
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid:
+            print(pid, flush=True)
+            os._exit(0)
+        from launcher import records
+
+        root = records.RunRecord.open(run_id).root
+        fd = os.open(root / SUPERVISOR_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        os.close(null)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def as_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    # SIGTERM (from `rlaunch down`) takes the path Ctrl-C takes in a foreground `up`: stop the job everywhere.
+    signal.signal(signal.SIGTERM, as_interrupt)
+    try:
+        return run(run_id)
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        import traceback
+
+        _log("supervisor crashed:\n" + traceback.format_exc())
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

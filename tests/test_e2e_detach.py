@@ -1,0 +1,228 @@
+"""Detached runs on simulated SSH nodes: the supervisor watches, tears down, restarts; the job outlives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cluster.inventory import from_mapping
+from launcher import lifecycle, records, supervise
+from launcher.health.classify import parse_rank_prefix
+from launcher.run import LaunchError
+from tests.test_e2e_health import assert_nothing_left, two_nodes, wait_for, worker_pid
+
+pytestmark = pytest.mark.ssh
+
+
+@pytest.fixture(autouse=True)
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "launcher.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def state_of(run_id: str) -> dict:
+    return records.RunRecord.open(run_id).read_state()
+
+
+def ended(run_id: str) -> dict | None:
+    state = state_of(run_id)
+    return state if state.get("state") not in ("starting", "running") else None
+
+
+def supervisor_gone(run_id: str) -> bool:
+    return not supervise.supervisor_alive(state_of(run_id))
+
+
+def test_detached_crash_is_judged_and_torn_down_by_the_supervisor(sim3: Any) -> None:
+    inv = from_mapping(two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"]))
+    run_id, started = lifecycle.up(inv, detach=True)
+    assert started.code == 0 and "supervisor pid" in started.summary, started.summary
+    state = state_of(run_id)
+    assert supervise.supervisor_alive(state) and Path(state["supervisor_log"]).is_file()
+    pid = wait_for(lambda: worker_pid(sim3, "node2", 1), 90, "rank 3 on node2")
+    log = records.RunRecord.open(run_id).log_path("node1")
+    wait_for(lambda: log.exists() and "step=" in log.read_text(), 60, "training steps in the record")
+    attach = subprocess.Popen(
+        [sys.executable, "-m", "launcher.cli", "attach", run_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)
+    os.kill(pid, signal.SIGKILL)
+    final = wait_for(lambda: ended(run_id), 90, "the supervisor's verdict")
+    out, err = attach.communicate(timeout=30)
+    assert attach.returncode == 1 and "node1[0] step=" in out, out[:500] + err
+    assert "node2" in err and "failed" in err, err  # the verdict, as a foreground `up` prints it
+    assert final["state"] == "failed" and final["exit_code"] == 1, final
+    outcome = json.loads((records.RunRecord.open(run_id).root / "outcome-0.json").read_text())
+    root = outcome["root_cause"]
+    assert root["node"] == "node2" and root["rank"] in (3, None), outcome["summary"]
+    assert "node2" in final["summary"]
+    assert_nothing_left(sim3)
+    wait_for(lambda: supervisor_gone(run_id), 30, "the supervisor to exit")
+
+
+def test_job_outlives_a_killed_supervisor_and_supervision_comes_back(sim3: Any) -> None:
+    inv = from_mapping(two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"]))
+    run_id, _ = lifecycle.up(inv, detach=True)
+    wait_for(lambda: worker_pid(sim3, "node2", 1), 90, "rank 3 on node2")
+    workers = {(n, r): worker_pid(sim3, n, r) for n in ("node1", "node2") for r in (0, 1)}
+    os.kill(int(state_of(run_id)["supervisor_pid"]), signal.SIGKILL)
+    wait_for(lambda: supervisor_gone(run_id), 10, "the supervisor to die")
+    time.sleep(2 * inv.health.heartbeat_timeout + 1)  # a foreground run's guards would have torn down by now
+    assert {k: worker_pid(sim3, *k) for k in workers} == workers  # the same processes, still running
+    info = lifecycle.status(run_id)
+    assert info["state"] == "running" and info["supervised"] is False
+    assert {n["state"] for n in info["nodes"].values()} == {"running"}
+    shown = cli("status", run_id)
+    assert shown.returncode == 0 and "UNSUPERVISED" in shown.stdout, shown.stdout + shown.stderr
+    started = cli("supervise", run_id)
+    assert started.returncode == 0 and "supervisor pid" in started.stderr, started.stderr
+    assert lifecycle.status(run_id)["supervised"] is True
+    assert "supervised by pid" in cli("status", run_id).stdout
+    lines_before = records.RunRecord.open(run_id).log_path("node1").read_text().count("\n")
+    wait_for(
+        lambda: records.RunRecord.open(run_id).log_path("node1").read_text().count("\n") > lines_before + 5,
+        30,
+        "the new supervisor to record new lines",
+    )
+    attach = subprocess.Popen(
+        [sys.executable, "-m", "launcher.cli", "attach", run_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    attach.send_signal(signal.SIGINT)  # Ctrl-C in `attach` detaches: the run goes on
+    out, err = attach.communicate(timeout=30)
+    assert attach.returncode == 0 and "detached from run" in err, err
+    assert "step=" in out and lifecycle.status(run_id)["state"] == "running"
+    _, results = lifecycle.down(run_id)
+    assert all(err is None for _, err in results.values())
+    assert_nothing_left(sim3, timeout=10)
+    assert state_of(run_id)["state"] == "stopped"
+    wait_for(lambda: supervisor_gone(run_id), 10, "the supervisor to exit")
+    log = records.RunRecord.open(run_id).log_path("node1").read_text()
+    steps = [parse_rank_prefix(line)[1].split()[0] for line in log.splitlines() if "step=" in line]
+    assert len(steps) == len(set(steps))  # re-attached at the recorded offsets: no line recorded twice
+
+
+@pytest.mark.slow
+def test_detached_restart_resumes_with_identical_losses(sim3: Any) -> None:
+    shared = Path("/var/tmp") / f"rlaunch-test-dckpt-{os.getpid()}-{time.time_ns()}"
+    try:
+        args = ["--steps", "12", "--ckpt-every", "3"]
+        clean = from_mapping(two_nodes(sim3, args, nproc=1, job={"checkpoint_dir": str(shared / "clean")}))
+        clean_lines: list = []
+        _, outcome = lifecycle.up(clean, on_line=lambda h, r, t: clean_lines.append((h, r, t)))
+        assert outcome.code == 0, outcome.summary
+        faulty = from_mapping(
+            two_nodes(
+                sim3,
+                [*args, "--fail-at-step", "8", "--fail-rank", "1"],
+                nproc=1,
+                job={"checkpoint_dir": str(shared / "faulty")},
+                restart={"max_restarts": 1, "backoff": 0},
+            )
+        )
+        run_id, _ = lifecycle.up(faulty, detach=True)
+        final = wait_for(lambda: ended(run_id), 180, "the detached run to end")
+        assert final["state"] == "succeeded" and final["attempt"] == 1, final
+        root = records.RunRecord.open(run_id).root
+        first = json.loads((root / "outcome-0.json").read_text())
+        assert first["code"] == 1 and first["root_cause"]["node"] == "node2"
+        text = (root / "logs" / "node1.log").read_text()
+        assert "resumed from step-6" in text
+
+        def losses(lines: list[str]) -> dict[int, str]:
+            out: dict[int, str] = {}
+            for raw in lines:
+                line = parse_rank_prefix(raw)[1]
+                if line.startswith("step="):
+                    step, loss = line.split()
+                    out[int(step.split("=")[1])] = loss.split("=")[1]
+            return out
+
+        reference = losses([t for h, _, t in clean_lines if h == "node1"])
+        resumed = losses(text.splitlines())
+        assert sorted(resumed) == list(range(1, 13)) and resumed == reference
+        assert_nothing_left(sim3)
+        wait_for(lambda: supervisor_gone(run_id), 30, "the supervisor to exit")
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_unsupervised_nodes_end_a_stopped_job_themselves_and_the_record_shows_why(sim3: Any) -> None:
+    inv = from_mapping(two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"]))
+    run_id, _ = lifecycle.up(inv, detach=True)
+    pid = wait_for(lambda: worker_pid(sim3, "node2", 0), 90, "rank 2 on node2")
+    log = records.RunRecord.open(run_id).log_path("node1")
+    wait_for(lambda: log.exists() and "step=" in log.read_text(), 60, "training steps in the record")
+    os.kill(int(state_of(run_id)["supervisor_pid"]), signal.SIGKILL)
+    wait_for(lambda: supervisor_gone(run_id), 10, "the supervisor to die")
+    os.kill(pid, signal.SIGSTOP)  # the node's namespace (sim3's teardown) kills it if this test fails
+    assert_nothing_left(sim3, timeout=60)  # no head watches: the guards ended the job by themselves
+    assert state_of(run_id)["state"] == "running"  # ... and nobody has written the record yet
+    started = cli("supervise", run_id)  # a new supervisor reads the guards' final states
+    assert started.returncode == 0, started.stderr
+    final = wait_for(lambda: ended(run_id), 60, "the verdict")
+    assert final["state"] == "failed"
+    outcome = json.loads((records.RunRecord.open(run_id).root / "outcome-0.json").read_text())
+    root = outcome["root_cause"]
+    assert root["node"] == "node2" and root["kind"] == "stopped" and root["rank"] == 2, outcome["summary"]
+    assert outcome["nodes"]["node2"]["state"] == "failed"
+    events = records.RunRecord.open(run_id).events()
+    assert any("guard: edge health: stopped (local rank 0)" in e.get("text", "") for e in events)
+
+
+def chatty(cluster: Any, lines: int) -> Any:
+    data = two_nodes(cluster, [], nproc=2)
+    code = (
+        "import os\n"
+        f"for i in range({lines}):\n"
+        "    for r in (0, 1):\n"
+        "        print(f'[default{r}]:chat {os.environ[\"NODE_RANK\"]} {r} {i}', flush=True)\n"
+    )
+    data["job"] = {"kind": "command", "command": [sys.executable, "-c", code], "nproc_per_node": 2}
+    return from_mapping(data)
+
+
+def test_chatty_run_forwards_what_the_terminal_shows_and_logs_has_every_line(sim3: Any) -> None:
+    inv = chatty(sim3, 300)
+    shown: list = []
+    run_id, outcome = lifecycle.up(inv, on_line=lambda h, r, t: shown.append((h, r, t)))
+    assert outcome.code == 0, outcome.summary
+    assert {(h, r) for h, r, _ in shown} == {("node1", 0)}  # default: the first node's local rank 0
+    assert len(shown) == 300
+    every = lifecycle.read_logs(run_id)
+    assert len([line for _, line in every if ":chat " in line]) == 2 * 2 * 300  # 100 % retrievable
+    rank3 = lifecycle.read_logs(run_id, rank=3)
+    assert len(rank3) == 300 and all(
+        h == "node2" and line.startswith("[default1]:chat 1 1 ") for h, line in rank3
+    )
+    assert len(lifecycle.read_logs(run_id, node="node1", grep=r"chat 0 1 29\d$")) == 10
+    shown.clear()
+    run_id, outcome = lifecycle.up(
+        chatty(sim3, 20), on_line=lambda h, r, t: shown.append((h, r, t)), ranks="node2:*,1"
+    )
+    assert outcome.code == 0 and {(h, r) for h, r, _ in shown} == {("node2", 2), ("node2", 3), ("node1", 1)}
+    with pytest.raises(LaunchError) as bad:
+        lifecycle.up(chatty(sim3, 1), ranks="node9:*")
+    assert bad.value.code == 2 and "node9" in str(bad.value)
+    assert_nothing_left(sim3)

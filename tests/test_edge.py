@@ -1,0 +1,143 @@
+"""Edge health (launcher/node/edge.py): the guard's node-local rules, driven with plain data and a fake clock."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from launcher.health import classify, rules
+from launcher.node import edge
+
+ROOT = Path(__file__).resolve().parents[1]
+FATAL = "[default1]:RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error, NCCL version 2.18.3"
+
+
+def rundir(tmp_path: Path) -> Path:
+    shutil.copy(ROOT / "launcher" / "health" / "rules.py", tmp_path / "rules.py")
+    (tmp_path / "out.log").write_text("")
+    return tmp_path
+
+
+def health(tmp_path: Path, stall: float = 30.0) -> edge.EdgeHealth:
+    made = edge.make(str(rundir(tmp_path)), {"edge": {"stall_timeout": stall, "head_timeout": 5}}, now=0.0)
+    assert made is not None
+    return made
+
+
+def say(tmp_path: Path, *lines: str) -> None:
+    with open(tmp_path / "out.log", "a") as f:
+        f.write("".join(f"{line}\n" for line in lines))
+
+
+def test_the_prefix_pattern_is_the_head_s() -> None:
+    assert edge.LOCAL_PREFIX.pattern == classify._LOCAL_PREFIX.pattern
+    assert edge.strip_prefixes("[default3]:[rank7]: boom") == (3, " boom")
+    assert edge.strip_prefixes("[rank7]:[default3]:boom") == (3, "boom")
+
+
+def test_the_pushed_table_is_the_head_s(tmp_path: Path) -> None:
+    loaded = edge.load_rules(str(rundir(tmp_path)))
+    assert loaded is not None and len(loaded.RULES) == len(rules.RULES)
+    assert loaded.classify(FATAL.split(":", 1)[1]).rule == rules.classify(FATAL.split(":", 1)[1]).rule
+
+
+def test_no_rules_pushed_means_no_edge_health(tmp_path: Path) -> None:
+    assert edge.make(str(tmp_path), {"edge": {"stall_timeout": 30}}) is None
+    assert edge.make(str(rundir(tmp_path)), {}) is None  # job.json without "edge": switched off
+
+
+def test_a_fatal_line_ends_the_node_after_the_confirmation(tmp_path: Path) -> None:
+    h = health(tmp_path)
+    say(tmp_path, "[default0]:step=1 loss=0.5", FATAL)
+    assert h.check(10.0, []) is None  # a clean exit may still follow (torchrun's exit-barrier errors)
+    decision = h.check(10.0 + edge.LINE_CONFIRM_S, [])
+    assert decision is not None and decision["kind"] == "line" and decision["local_rank"] == 1
+    assert decision["category"] == "comm-error" and decision["reason"].startswith("edge health: comm-error")
+
+
+def test_a_fresh_head_heartbeat_defers_the_decision(tmp_path: Path) -> None:
+    h = health(tmp_path)
+    say(tmp_path, FATAL)
+    (tmp_path / "heartbeat").touch()
+    now = os.stat(tmp_path / "heartbeat").st_mtime
+    assert h.check(now, []) is None
+    assert h.check(now + edge.LINE_CONFIRM_S, []) is None  # the head, seeing every node, acts first
+    assert h.check(now + edge.LINE_CONFIRM_S + edge.HEAD_DEFER_S, []) is not None
+
+
+def test_lines_after_training_completed_are_forgiven(tmp_path: Path) -> None:
+    h = health(tmp_path)
+    say(tmp_path, "[default0]:{'train_runtime': 12.3}", FATAL)
+    assert h.check(100.0, []) is None
+
+
+def test_a_stopped_process_is_confirmed_once_then_decided(tmp_path: Path) -> None:
+    h = health(tmp_path)
+    stopped = [{"pid": 4242, "state": "T", "local_rank": 0}]
+    assert h.check(1.0, stopped) is None
+    decision = h.check(1.0 + edge.STOP_CONFIRM_S, stopped)
+    assert decision is not None and decision["kind"] == "stopped" and decision["local_rank"] == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    h2 = health(other)
+    assert h2.check(1.0, stopped) is None
+    assert h2.check(1.5, [{"pid": 4242, "state": "S"}]) is None  # a brief stop (a debugger) is no hang
+    assert h2.check(3.0, stopped) is None
+
+
+def test_silence_counts_only_on_a_node_that_kept_printing(tmp_path: Path) -> None:
+    h = health(tmp_path, stall=30.0)
+    say(tmp_path, "[default0]:loading model")
+    h.check(1.0, [])
+    assert (
+        h.check(100.0, []) is None
+    )  # printed at start-up only (like DeepSpeed's non-zero ranks): never hung
+    for t in range(101, 140, 5):
+        say(tmp_path, f"[default0]:step={t}")
+        assert h.check(float(t), []) is None
+    assert h.check(136.0 + 29, []) is None
+    decision = h.check(136.0 + 31, [])
+    assert decision is not None and decision["kind"] == "stall"
+
+
+def test_the_forwarder_passes_on_flagged_lines_with_context_and_the_shown_rank(tmp_path: Path) -> None:
+    fwd = edge.Forwarder(edge.load_rules(str(rundir(tmp_path))), show="0", context=2)
+    out = []
+    for i, text in enumerate(["[default0]:step=1", "[default1]:a", "[default1]:b", "[default1]:c", FATAL]):
+        out += fwd.line(float(i), 10 * (i + 1), text)
+    assert [(r["text"], r.get("ctx", False), r["f"]) for r in out[:3]] == [
+        ("[default0]:step=1", False, None),
+        ("[default1]:b", True, None),
+        ("[default1]:c", True, None),
+    ]
+    assert out[3]["f"]["rule"] and out[3]["off"] == 50
+    summary = fwd.summary(9.0)
+    assert (
+        summary["off"] == 50
+        and summary["lines"] == {"0": 1, "1": 4}
+        and set(summary["progress"]) == {"0", "1"}
+    )
+    assert fwd.summary(10.0) is None  # nothing new
+    assert edge.Forwarder(fwd.rules, show="none").line(0.0, 1, "[default0]:x") == []
+    assert edge.Forwarder(fwd.rules, show="all").line(0.0, 1, "[default5]:x")[0]["f"] is None
+
+
+def test_ranks_option_maps_to_each_node_s_local_ranks() -> None:
+    from launcher.plan import NodePlan, Plan
+    from launcher.run import show_specs
+
+    nodes = [
+        NodePlan(h, h, i, 2, (), 2 * i, f"/r/{h}", "python3", [], {}, [])
+        for i, h in enumerate(["node01", "node02"])
+    ]
+    plan = Plan("r", "c", "torchrun", "a", 1, 4, nodes, "ssh", "/r", False)
+    assert show_specs(plan, None) == {"node01": "0", "node02": "none"}
+    assert show_specs(plan, "all") == {"node01": "all", "node02": "all"}
+    assert show_specs(plan, "0,3") == {"node01": "0", "node02": "1"}
+    assert show_specs(plan, "node02:*,1") == {"node01": "1", "node02": "all"}
+    for bad in ("node09:*", "7", "x", "node02:y"):
+        with pytest.raises(ValueError):
+            show_specs(plan, bad)
