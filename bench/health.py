@@ -14,7 +14,7 @@ head seeing the last step):
   verdict    rlaunch: `up` returned its Outcome; torchrun: the last ssh client exited (the user's shell is back)
   gone       no process of the job (torchrun agents, ranks: any cmdline naming train.py) left on either node
 Runs that do not get there within --cap seconds count as "> cap" (plain torchrun on a hang waits for the
-process-group timeout, 600 s in examples/train.py: FACTS.md). After a capped run the bench continues the stopped
+process-group timeout, 600 s in examples/train.py: docs/facts.md). After a capped run the bench continues the stopped
 rank and SIGKILLs what is left by PID, inside the simulated node's own PID namespace (only this bench runs there).
 
 BENCH_VERBOSE=1 prints rlaunch's event timeline of each run (seconds from the signal) to stderr.
@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import benchmarks_md  # noqa: E402
+from e2e_helpers import wait_for, worker_pid  # noqa: E402
 from simnodes import SimCluster  # noqa: E402
 
 from cluster.inventory import from_mapping  # noqa: E402
@@ -85,30 +86,6 @@ class Trial:
 def job_pids(sim: SimCluster, node: str) -> list[int]:
     """The job's processes on a node: torchrun agents and ranks (both name train.py on their command line)."""
     return [pid for pid, cmd in sim.node_pids(node) if "train.py" in cmd]
-
-
-def worker_pid(sim: SimCluster, node: str, local_rank: int) -> int | None:
-    """A rank, found by LOCAL_RANK in its environment (as tests/test_e2e_health.py does)."""
-    for pid, cmd in sim.node_pids(node):
-        if "train.py" not in cmd or "torch.distributed.run" in cmd:
-            continue
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"LOCAL_RANK={local_rank}".encode() in environ:
-            return pid
-    return None
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def all_gone(sim: SimCluster) -> bool:
@@ -236,7 +213,7 @@ def torchrun_trial(sim: SimCluster, case: str, cap: float, logs: Path) -> Trial:
     try:
         for rank, node in enumerate(sim.nodes):
             remote = [
-                "env", "OMP_NUM_THREADS=1",  # as rlaunch sets it on simulated nodes (FACTS.md)
+                "env", "OMP_NUM_THREADS=1",  # as rlaunch sets it on simulated nodes (docs/facts.md)
                 sys.executable, "-m", "torch.distributed.run",
                 "--nnodes=2", f"--node-rank={rank}", "--nproc-per-node=2",
                 f"--master-addr={sim.nodes[0].name}", f"--master-port={port}", "--max-restarts=0",

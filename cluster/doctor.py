@@ -552,7 +552,6 @@ SAME_EVERYWHERE: tuple[tuple[str, Severity, str], ...] = (
     ("rccl", "error", "use the same RCCL (it ships with the torch wheel or /opt/rocm) on every node"),
     ("torch", "error", "install the same torch wheel on every node (same ROCm index URL)"),
     ("python", "error", "use the same Python minor version on every node (inventory `python:`)"),
-    ("gpu_arch", "error", "mix only nodes of one GPU architecture in a job, or exclude the odd node"),
     ("deepspeed", "warning", "pin deepspeed to one version on every node"),
     ("transformers", "warning", "pin transformers to one version on every node"),
     ("llamafactory", "warning", "pin llamafactory to one version on every node"),
@@ -597,6 +596,7 @@ def checks(facts_by_host: Mapping[str, Facts], inventory: Inventory | None = Non
         out.append(_same_check(name, severity, fix, live))
     gpu_hosts = _gpu_hosts(live, inventory)
     out.append(_gpu_count_check(live, inventory))
+    out.extend(_gpu_model_checks(live, gpu_hosts))
     out.append(_torch_build_check(live, gpu_hosts))
     out.append(_groups_check(live, gpu_hosts))
     out.append(_iommu_check(live, gpu_hosts))
@@ -651,6 +651,48 @@ def _gpu_count_check(live: Mapping[str, Facts], inv: Inventory | None) -> Check:
         if declared
         else "no GPUs in the inventory",
     )
+
+
+# The GPU model, compared across the nodes that have GPUs (the others have nothing to compare).
+GPU_MODEL: tuple[tuple[str, Severity, str], ...] = (
+    ("gpu_arch", "error", "mix only nodes of one GPU architecture in a job, or exclude the odd node"),
+    (
+        "gpu_name",
+        "error",
+        "mix only nodes of one GPU model in a job (ranks run in lockstep), or exclude the odd node",
+    ),
+    (
+        "gpu_vram_gib",
+        "warning",
+        "size the batch for the smallest VRAM, or exclude the odd node: it OOMs first",
+    ),
+)
+
+
+def _gpu_model_checks(live: Mapping[str, Facts], gpu_hosts: set[str]) -> list[Check]:
+    """Product name, arch and VRAM must match on GPU nodes; one unknown there is a warning with its reason.
+
+    Comparing only known values let a Radeon node pass beside MI250s whose rocm-smi reports no gfx arch.
+    """
+    on_gpus = {h: f for h, f in live.items() if h in gpu_hosts}
+    out = [_same_check(name, severity, fix, on_gpus) for name, severity, fix in GPU_MODEL]
+    unknown_on: dict[str, str] = {}
+    for host, f in on_gpus.items():
+        missing = [name for name, _, _ in GPU_MODEL if not f.get(name).known]
+        if missing:
+            reasons = "; ".join(dict.fromkeys(f.get(n).reason or "no data" for n in missing))
+            unknown_on[host] = f"{', '.join(missing)} unknown ({reasons}), so not compared"
+    out.append(
+        _check(
+            "gpu_model_known",
+            "warning",
+            unknown_on,
+            "GPU name, arch and VRAM known on every GPU node" if on_gpus else "no GPU nodes",
+            "install amd-smi (ROCm 6+) on the node, or make `rocm-smi --showproductname --showmeminfo vram --json` "
+            "report them, so that doctor can compare the GPUs",
+        )
+    )
+    return out
 
 
 def _ids(ids: tuple[int, ...]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import pwd
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,6 +97,20 @@ def parse_gpus(value: Any) -> tuple[int, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError(f"GPU ids {list(ids)} repeat")
     return ids
+
+
+def default_workdir(ssh: SSHConfig | None) -> str:
+    """$RLAUNCH_WORKDIR, else a per-user directory: a shared, predictable /tmp/rlaunch let any local user plant
+    the guard.py we then run (docs/security.md). The node's push refuses it if someone else owns it."""
+    if os.environ.get("RLAUNCH_WORKDIR"):
+        return os.environ["RLAUNCH_WORKDIR"]
+    user = ssh.user if ssh is not None and ssh.user else None
+    if user is None:
+        try:
+            user = pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            user = str(os.geteuid())
+    return f"/var/tmp/rlaunch-{user}"
 
 
 class SSHConfig(_Strict):
@@ -199,6 +214,10 @@ class Health(_Strict):
     startup_timeout: float | None = Field(None, gt=0)
     heartbeat_timeout: float = Field(15.0, gt=0)  # launcher silent this long = node guard tears down
     grace: float = Field(5.0, ge=0, le=300)  # SIGTERM → SIGKILL
+    # A node with this many strikes (node-caused failures, $RLAUNCH_HOME/nodes.jsonl) within strike_window
+    # seconds is replaced by a spare at `up`, or `up` refuses: unset = never.
+    max_strikes: int | None = Field(None, ge=1, le=1000)
+    strike_window: float = Field(7 * 86400.0, gt=0)
     # Hang = no progress for max(hang_factor × learned step interval, hang_floor) with every rank idle (README).
     hang_floor: float = Field(30.0, gt=0)
     hang_factor: float = Field(10.0, gt=0)
@@ -227,8 +246,9 @@ class Inventory(_Strict):
     cluster: str = "cluster"
     ssh: SSHConfig = Field(default_factory=SSHConfig)
     nodes: tuple[NodeSpec, ...]
+    spares: tuple[NodeSpec, ...] = ()  # stand-by nodes: one takes a failed node's place (and node rank)
     master: Master = Field(default_factory=Master)
-    workdir: str = "/tmp/rlaunch"
+    workdir: str = Field(default_factory=lambda data: default_workdir(data.get("ssh")))
     python: str = "python3"
     transport: Literal["ssh", "local", "slurm"] = "ssh"  # slurm: srun steps in the current allocation
     # GPU family: loads templates/env_<profile>.env as defaults and decides bf16 support.
@@ -273,9 +293,15 @@ class Inventory(_Strict):
                     f"master.node '{self.master.node}' is not in nodes ({', '.join(sorted(seen))})",
                 )
             )
+        for i, spare in enumerate(self.spares):
+            if spare.host in seen:
+                raise ValueError(
+                    _at(f"spares.{i}.host", f"duplicate host '{spare.host}' in nodes and spares")
+                )
+            seen.add(spare.host)
         nproc = self.job.nproc_per_node
         if nproc is not None:
-            for node in self.nodes:
+            for node in (*self.nodes, *self.spares):
                 if node.gpus and nproc > len(node.gpus):
                     raise ValueError(
                         _at(

@@ -1,8 +1,8 @@
 """SSH transport on paramiko: one persistent connection per node, reused for every command.
 
-Why paramiko and not fabric: fabric's Connection hard-codes AutoAddPolicy and loads no known_hosts (FACTS.md),
+Why paramiko and not fabric: fabric's Connection hard-codes AutoAddPolicy and loads no known_hosts (docs/facts.md),
 and we need neither its config layer nor its inline `export` handling. Why our own socket: paramiko never sets
-TCP_NODELAY (~44 ms per exec on an open connection, ~2 ms with it; FACTS.md), and a silent partition hangs a
+TCP_NODELAY (~44 ms per exec on an open connection, ~2 ms with it; docs/facts.md), and a silent partition hangs a
 session for minutes unless TCP keepalive, TCP_USER_TIMEOUT and SSH keepalives are all set.
 
 Host keys follow OpenSSH's StrictHostKeyChecking: "strict" (= yes) refuses unknown keys, "accept-new" stores

@@ -50,7 +50,7 @@ class Endpoint:
     @classmethod
     def all_from(cls, inv: Inventory) -> dict[str, Endpoint]:
         out: dict[str, Endpoint] = {}
-        for node in inv.nodes:
+        for node in (*inv.nodes, *inv.spares):  # a spare may be swapped in on a restart
             out[node.host] = cls(
                 host=node.host,
                 address=node.address or node.host,

@@ -1,7 +1,7 @@
 """The ROCm truth table: what users write in `env`, what NCCL/RCCL/PyTorch really read, and what we say about it.
 
 Pure functions over dictionaries; every change to the user's environment is reported as a note so `rlaunch plan`
-can show exactly what was mapped and why. Sources are named next to each rule (see also shared FACTS).
+can show exactly what was mapped and why. Sources are named next to each rule (see also docs/facts.md).
 """
 
 from __future__ import annotations

@@ -13,48 +13,50 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
+from launcher import attempts, ledger, records, spares
 from launcher import plan as planning
-from launcher import records
-from launcher.run import EXIT_INFRA, EXIT_INTERRUPTED, LaunchError, LineSink, Outcome, Runner, node_script
+from launcher.errors import ExitCode, Infra
+from launcher.guardctl import GuardClient, GuardReply, GuardTarget
+from launcher.node import protocol
+from launcher.run import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    LaunchError,
+    LineSink,
+    Outcome,
+    Runner,
+    node_script,
+    targets_of_plan,
+    teardown_shield,
+)
+from launcher.states import is_active
+
+TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
 
 
-@dataclass(frozen=True)
-class GuardTarget:
-    host: str
-    python: str
-    run_dir: str
+def save_targets(record: records.RunRecord, targets: list[GuardTarget]) -> None:
+    records.write_atomic(record.root / TARGETS_FILE, json.dumps([t.to_json() for t in targets], indent=1))
 
 
-def guard_all(
-    transport: Transport, targets: list[GuardTarget], verb: str, *extra: str, timeout: float = 60
-) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    """Run `guard.py VERB RUN_DIR` on every target in parallel: host → (parsed JSON, error)."""
-    by_host = {t.host: t for t in targets}
-    group = transport.run_all(
-        by_host,
-        lambda h: [by_host[h].python, f"{by_host[h].run_dir}/guard.py", verb, by_host[h].run_dir, *extra],
-        timeout=timeout,
-    )
-    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
-    for host, result in group.results.items():
-        parsed = None
-        with contextlib.suppress(ValueError, IndexError):
-            parsed = json.loads(result.stdout.strip().splitlines()[-1])
-        out[host] = (parsed, None if result.ok or (parsed and result.error is None) else result.why())
-    return out
-
-
-def targets_of(plan_json: Mapping[str, Any]) -> list[GuardTarget]:
-    python_of = {n["host"]: n["argv"][0] for n in plan_json["nodes"]}
-    return [
-        GuardTarget(n["host"], n.get("python") or python_of[n["host"]], n["run_dir"])
-        for n in plan_json["nodes"]
-    ]
+def targets_of(record: records.RunRecord) -> list[GuardTarget]:
+    """The node targets the run record holds; a missing or tampered list is an error, never a guess."""
+    path = record.root / TARGETS_FILE
+    try:
+        raw = json.loads(path.read_text())
+        if not isinstance(raw, list):
+            raise ValueError("not a list")
+        return [GuardTarget.from_json(item) for item in raw]
+    except FileNotFoundError:
+        raise Infra(
+            f"run {record.run_id} has no node targets ({path}): it was started by an older rlaunch or never "
+            "started; stop its processes with that version"
+        ) from None
+    except ValueError as exc:
+        raise Infra(f"run {record.run_id}: unusable node targets in {path}: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -70,7 +72,7 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
             state = rec.read_state()
         except (OSError, ValueError):
             continue
-        if state.get("state") not in ("starting", "running"):
+        if not is_active(state.get("state")):
             continue
         if state.get("cluster") != inv.cluster or not hosts & set(state.get("hosts", [])):
             continue
@@ -78,6 +80,11 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
         if not state.get("detached") and pid and not _pid_alive(int(pid)):
             rec.update_state(state="abandoned", reason="launcher died without cleaning up its record")
             continue
+        if state.get("detached"):
+            # Nobody settles a detached run's record but `status`: ask its guards before refusing.
+            with contextlib.suppress(Infra, OSError, ValueError):
+                if not is_active(status(run_id).get("state")):
+                    continue
         return run_id
     return None
 
@@ -111,14 +118,18 @@ def up(
     if not force and (busy := check_lock(inv)):
         raise LaunchError(
             f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
-            code=2,
+            code=ExitCode.BAD_INPUT,
         )
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
         raise LaunchError(
             "--detach is not possible with transport slurm: the job lives in the launcher's srun steps "
             "(submit `rlaunch up` itself with sbatch instead)",
-            code=2,
+            code=ExitCode.BAD_INPUT,
         )
+    # A node at health.max_strikes is swapped for a spare here, or nothing starts (exit 3, naming the node).
+    inv, struck = spares.admit(inv, ledger.read())
+    for host, spare in struck.items():
+        say(f"{host} is at health.max_strikes: spare {spare} takes its place")
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
@@ -132,6 +143,15 @@ def up(
         launcher_pid=os.getpid(),
         attempt=0,
         started_at=time.time(),
+        **(
+            {
+                "replaced": [
+                    {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
+                ]
+            }
+            if struck
+            else {}
+        ),
     )
     own_transport = transport is None
     transport = transport or make_transport(inv)
@@ -151,6 +171,8 @@ def up(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
     finally:
+        if not detach:
+            attempts.settle(record)
         record.close()
         if own_transport:
             transport.close()
@@ -170,7 +192,19 @@ def _attempts(
 ) -> Outcome:
     attempt = 0
     excluded: frozenset[str] = frozenset()
+    resume_from: str | None = None
+    tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
+    on_line = tracker.wrap(on_line)
     while True:
+        tracker.attempt = attempt
+        attempts.mark(
+            record,
+            attempt,
+            "start",
+            f"attempt {attempt} on {len(plan.nodes)} nodes",
+            hosts=plan.hosts,
+            resume_from=resume_from,
+        )
         runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event)
         say(f"preflight + push to {len(plan.nodes)} nodes")
         try:
@@ -178,8 +212,10 @@ def _attempts(
             say("starting")
             runner.start()
         except LaunchError as exc:
+            attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
             record.update_state(state="failed", reason=str(exc), ended_at=time.time())
             raise
+        save_targets(record, targets_of_plan(plan))
         record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
         if detach:
             return Outcome(0, f"started run {record.run_id} (detached)")
@@ -187,10 +223,14 @@ def _attempts(
             runner.attach()
             outcome = runner.watch()
         except KeyboardInterrupt:
-            say("interrupted: stopping the job on every node")
-            runner.stop(reason="interrupted")
-            runner.detach_followers()
-            record.update_state(state="stopped", reason="interrupted", ended_at=time.time())
+            with teardown_shield(say):  # a second SIGTERM from `timeout`/systemd must not cut this short
+                say("interrupted: stopping the job on every node")
+                runner.stop(reason="interrupted")
+                runner.detach_followers()
+                attempts.mark(
+                    record, attempt, "end", f"attempt {attempt}: interrupted", code=EXIT_INTERRUPTED
+                )
+                record.update_state(state="stopped", reason="interrupted", ended_at=time.time())
             return Outcome(
                 EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
             )
@@ -198,7 +238,12 @@ def _attempts(
             runner.detach_followers()
         if outcome.code != 0:
             runner.collect_artifacts()
+        attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         _save_outcome(record, attempt, outcome)
+        failed_node = (outcome.root_cause or {}).get("node")
+        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
+        if cause and failed_node:
+            ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
         if outcome.code == 0 or attempt >= inv.restart.max_restarts:
             record.update_state(
                 state="succeeded" if outcome.code == 0 else "failed",
@@ -208,14 +253,36 @@ def _attempts(
             )
             return outcome
         attempt += 1
-        failed_node = (outcome.root_cause or {}).get("node")
         # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
         straggler = (outcome.root_cause or {}).get("kind") == "straggler"
-        if (inv.restart.exclude_failed_node or straggler) and failed_node and len(plan.nodes) > 1:
-            excluded = excluded | {failed_node}
         say(f"restart {attempt}/{inv.restart.max_restarts} in {inv.restart.backoff:g} s: {outcome.summary}")
         time.sleep(inv.restart.backoff)
-        resume_from = find_checkpoint(inv, plan, transport)
+        spare = None
+        if cause and failed_node in plan.hosts and inv.spares:
+            picked = spares.pick(
+                inv,
+                failed_node,
+                transport,
+                run_id=f"{record.run_id}-r{attempt}",
+                sources=sources,
+                head_env=head_env,
+                say=say,
+                entries=ledger.read(),
+            )
+            if picked:
+                inv, spare = picked
+                say(f"spare {spare} replaces {failed_node} (node rank and world size unchanged)")
+                replaced = record.read_state().get("replaced", [])
+                replaced.append({"attempt": attempt, "node": failed_node, "spare": spare, "cause": cause})
+                record.update_state(replaced=replaced)
+        if (
+            not spare
+            and (inv.restart.exclude_failed_node or straggler)
+            and failed_node
+            and len(plan.nodes) > 1
+        ):
+            excluded = excluded | {failed_node}
+        resume_from = find_checkpoint(inv, plan, transport, avoid=failed_node)
         say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
         plan = planning.build_plan(
             inv,
@@ -226,6 +293,7 @@ def _attempts(
             exclude=excluded,
         )
         records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
+        record.update_state(hosts=sorted({*record.read_state().get("hosts", []), *plan.hosts}))
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
@@ -256,20 +324,21 @@ def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> 
     records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
 
 
-def find_checkpoint(inv: Inventory, plan: planning.Plan, transport: Transport) -> str | None:
-    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node."""
+def find_checkpoint(
+    inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
+) -> str | None:
+    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node (or, when the
+    master is `avoid`, the failed node, from the first other node: the checkpoint is on shared storage)."""
     if not inv.job.checkpoint_dir:
         return None
-    master = plan.nodes[0]
+    master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
     result = transport.run(
         master.host,
         [master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)],
         timeout=60,
     )
-    try:
-        return json.loads(result.stdout.strip().splitlines()[-1]).get("latest")
-    except (ValueError, IndexError):
-        return None
+    latest = (protocol.reply_of(result.stdout) or {}).get("latest")
+    return latest if isinstance(latest, str) else None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -282,42 +351,77 @@ def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str
     return record, inv, record.plan_json()
 
 
-def down(
-    run_id: str | None, *, grace: float | None = None
-) -> tuple[str, dict[str, tuple[dict | None, str | None]]]:
-    record, inv, plan_json = open_run(run_id)
+def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[str, GuardReply]]:
+    """Stop the run's job on every node. A node counts as clean only when its guard answered and nothing of
+    the job remains there."""
+    record, inv, _ = open_run(run_id)
     grace = inv.health.grace if grace is None else grace
-    with make_transport(inv) as transport:
-        results = guard_all(
-            transport, targets_of(plan_json), "stop", "--grace", str(grace), timeout=grace + 30
+    targets = targets_of(record)
+    with make_transport(inv) as transport, teardown_shield():
+        replies = GuardClient(transport).stop(targets, grace=grace)
+    unreachable = sorted(h for h, r in replies.items() if not r.ok)
+    unclean = sorted(h for h, r in replies.items() if r.ok and (r.data or {}).get("remaining"))
+    if unreachable or unclean:
+        why = "; ".join(
+            part
+            for part in (
+                f"unreachable: {', '.join(unreachable)}" if unreachable else "",
+                f"processes remain on: {', '.join(unclean)}" if unclean else "",
+            )
+            if part
         )
-    unclean = {h: err for h, (_, err) in results.items() if err}
-    record.update_state(
-        state="stopped" if not unclean else "stop-failed",
-        ended_at=time.time(),
-        reason="rlaunch down" if not unclean else f"unreachable: {', '.join(sorted(unclean))}",
-    )
-    return record.run_id, results
+        record.update_state(state="stop-failed", ended_at=time.time(), reason=why)
+    elif is_active(record.read_state().get("state")):
+        record.update_state(state="stopped", ended_at=time.time(), reason="rlaunch down")
+    return record.run_id, replies
+
+
+def settle(node_states: dict[str, str | None]) -> tuple[str, str] | None:
+    """The run's state from its nodes' guard states, with why; None while it still runs.
+
+    A node whose guard died ends the run at once: its job processes are unguarded, so the run is torn down
+    everywhere (nothing left behind) rather than left "running" until a timeout."""
+    lost = sorted(h for h, s in node_states.items() if s == protocol.GUARD_LOST)
+    if lost:
+        return "failed", f"the guard died on {', '.join(lost)}; the job was stopped on every node"
+    states = list(node_states.values())
+    if not states or not all(s in protocol.TERMINAL_STATES for s in states):
+        return None
+    if all(s == protocol.SUCCEEDED for s in states):
+        return "succeeded", "every node succeeded"
+    failed = sorted(h for h, s in node_states.items() if s != protocol.SUCCEEDED)
+    return "failed", f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
 
 
 def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
-    record, inv, plan_json = open_run(run_id)
+    record, inv, _ = open_run(run_id)
     state = record.read_state()
     out: dict[str, Any] = {"run_id": record.run_id, **state, "nodes": {}}
-    if live and state.get("state") in ("starting", "running"):
+    if live and is_active(state.get("state")):
+        targets = targets_of(record)
         with make_transport(inv) as transport:
-            for host, (info, err) in guard_all(
-                transport, targets_of(plan_json), "status", timeout=30
-            ).items():
-                out["nodes"][host] = info if info else {"state": "unknown", "error": err}
-        node_states = [n.get("state") for n in out["nodes"].values()]
-        if node_states and all(s in ("succeeded", "failed", "stopped", "lost-launcher") for s in node_states):
-            final = "succeeded" if all(s == "succeeded" for s in node_states) else "failed"
-            record.update_state(state=final)
-            out["state"] = final
+            guards = GuardClient(transport)
+            for host, reply in guards.status(targets).items():
+                out["nodes"][host] = reply.data if reply.ok else {"state": "unknown", "error": reply.error}
+            settled = settle({h: n.get("state") for h, n in out["nodes"].items()})
+            if settled is not None:
+                # Nodes still running (and a dead guard's orphans) are stopped before the nodes count as free.
+                unfinished = [
+                    t
+                    for t in targets
+                    if out["nodes"][t.host].get("state")
+                    not in protocol.TERMINAL_STATES - {protocol.GUARD_LOST}
+                ]
+                if unfinished:
+                    guards.stop(unfinished, grace=inv.health.grace)
+                final, why = settled
+                record.update_state(state=final, reason=why, ended_at=time.time())
+                out.update(state=final, reason=why)
     outcomes = sorted(record.root.glob("outcome-*.json"))
     if outcomes:
         out["outcome"] = json.loads(outcomes[-1].read_text())
+    if (gp := attempts.goodput_of(record)) is not None:
+        out["goodput"] = gp.to_json()
     return out
 
 
@@ -343,48 +447,30 @@ def follow_logs(
     grep: str | None = None,
 ) -> None:
     """Re-attach to a running job's logs (no heartbeats, no teardown: watching only). Ends when the job ends."""
-    record, inv, plan_json = open_run(run_id)
+    record, inv, _ = open_run(run_id)
     pattern = re.compile(grep) if grep else None
     offsets = record.read_state().get("offsets", {})
-    targets = [t for t in targets_of(plan_json) if node is None or t.host == node]
+    targets = [t for t in targets_of(record) if node is None or t.host == node]
     done = threading.Event()
     remaining = {t.host for t in targets}
     lock = threading.Lock()
 
-    def handle(host: str, stream: str, line: str) -> None:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            return
-        if rec.get("k") == "line":
+    def handle(host: str, rec: dict[str, Any]) -> None:
+        if rec.get("k") == protocol.K_LINE:
             offsets[host] = rec.get("off", offsets.get(host, 0))
             text = rec.get("text", "")
             record.append_log(host, text)
             if pattern is None or pattern.search(text):
                 on_line(host, text)
-        elif rec.get("k") == "exit":
+        elif rec.get("k") == protocol.K_EXIT:
             with lock:
                 remaining.discard(host)
                 if not remaining:
                     done.set()
 
     with make_transport(inv) as transport:
-        procs = [
-            transport.start(
-                t.host,
-                [
-                    t.python,
-                    "-u",
-                    f"{t.run_dir}/guard.py",
-                    "follow",
-                    t.run_dir,
-                    "--offset",
-                    str(offsets.get(t.host, 0)),
-                ],
-                lambda stream, line, host=t.host: handle(host, stream, line),
-            )
-            for t in targets
-        ]
+        guards = GuardClient(transport)
+        procs = [guards.follow(t, handle, offset=offsets.get(t.host, 0)) for t in targets]
         try:
             while not done.wait(0.5):
                 if all(p.poll() is not None for p in procs):

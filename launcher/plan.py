@@ -16,10 +16,11 @@ from typing import Any
 
 from cluster.inventory import Inventory, InventoryError
 from launcher import envrules
-from launcher.jobs.base import PROFILE_ARCH, FileSpec, NodeContext, adapter_for
+from launcher.jobs.base import PROFILE_ARCH, FileSpec, JobConfigError, NodeContext, adapter_for
 
 REDACTED = "***"
 GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
+PROTOCOL = "<rlaunch>/protocol.py"  # the head↔guard contract, pushed beside the guard (it imports it)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 
 
@@ -62,6 +63,7 @@ class NodePlan:
             "gpus": list(self.gpus),
             "ranks": [self.ranks.start, self.ranks.stop - 1],
             "run_dir": self.run_dir,
+            "python": self.python,
             "env": self.redacted_env(),
             "command": self.command,
             "argv": self.argv,
@@ -89,6 +91,7 @@ class Plan:
     collective_timeout: float | None = None
     health: dict[str, float] = field(default_factory=dict)
     restart: dict[str, Any] = field(default_factory=dict)
+    spares: list[str] = field(default_factory=list)  # stand-by hosts (inventory `spares:`), not started
 
     def node(self, host: str) -> NodePlan:
         return next(n for n in self.nodes if n.host == host)
@@ -113,6 +116,7 @@ class Plan:
             "collective_timeout": self.collective_timeout,
             "health": self.health,
             "restart": self.restart,
+            "spares": self.spares,
             "warnings": self.warnings,
             "notes": self.notes,
             "nodes": [n.to_json() for n in self.nodes],
@@ -191,7 +195,10 @@ def build_plan(
             sources=dict(sources),
             resume_from=resume_from,
         )
-        render = adapter.render(inv.job, inv, ctx)
+        try:
+            render = adapter.render(inv.job, inv, ctx)
+        except JobConfigError as exc:  # the user's yaml/json: bad input (exit 2), one line naming the file
+            raise PlanError(exc.message, file=exc.file or inv.source, field=exc.field) from None
         env = {
             **rules.env,
             **render.env,
@@ -213,6 +220,7 @@ def build_plan(
             FileSpec("env.sh", _env_sh(env), mode=0o600, secret=True),
             FileSpec("job.json", _job_json(render.argv, env, run_dir, inv, detach), mode=0o600, secret=True),
             FileSpec("guard.py", sources[GUARD], mode=0o755),
+            FileSpec("protocol.py", sources[PROTOCOL], mode=0o644),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(
@@ -246,6 +254,11 @@ def build_plan(
             f"health.stall_timeout ({inv.health.stall_timeout:g} s) is not shorter than the collective timeout: "
             "hangs will be reported by PyTorch's watchdog before rlaunch sees them"
         )
+    if inv.spares:
+        notes.append(
+            f"spares {', '.join(s.host for s in inv.spares)} stand by: after a node's failure the first one that "
+            "passes doctor's fast checks takes its node rank (world size and checkpoint layout unchanged)"
+        )
     if detach:
         notes.append(
             "detached: nodes do not require the launcher's heartbeat; stop the job with `rlaunch down`"
@@ -267,6 +280,7 @@ def build_plan(
         collective_timeout=collective_timeout,
         health=inv.health.model_dump(),
         restart=inv.restart.model_dump(),
+        spares=[s.host for s in inv.spares],
     )
 
 
@@ -337,10 +351,14 @@ def _check_unique(files: list[FileSpec], host: str, source: str) -> None:
 
 def load_sources(inv: Inventory) -> dict[str, bytes]:
     """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
-    sources: dict[str, bytes] = {GUARD: resources.files("launcher.node").joinpath("guard.py").read_bytes()}
+    node_files = resources.files("launcher.node")
+    sources: dict[str, bytes] = {
+        GUARD: node_files.joinpath("guard.py").read_bytes(),
+        PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
+    }
     if inv.profile:
         name = f"env_{inv.profile}.env"
-        sources[f"<templates>/{name}"] = resources.files("templates").joinpath(name).read_bytes()
+        sources[f"<templates>/{name}"] = resources.files("launcher.templates").joinpath(name).read_bytes()
     job = inv.job
     wanted = [("job.script", job.script), ("job.config", job.config)]
     wanted += [(f"job.files[{i}]", p) for i, p in enumerate(job.files)]
@@ -358,8 +376,12 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
             raise PlanError(
                 f"cannot read {full}: {exc.strerror}", file=inv.source, field=field_name
             ) from None
+    if job.kind == "llamafactory":
+        from launcher.jobs.llamafactory import head_sources
+
+        sources.update(head_sources(inv))
     for name in ("ds_z3.json", "ds_z3_offload.json", "llamafactory_lora_sft.yaml"):
-        res = resources.files("templates").joinpath(name)
+        res = resources.files("launcher.templates").joinpath(name)
         if res.is_file():
             sources[f"<templates>/{name}"] = res.read_bytes()
     return sources

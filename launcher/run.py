@@ -9,26 +9,37 @@ owns the job's whole process tree, so teardown never depends on matching command
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
+import signal
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport
+from launcher.errors import ExitCode, RlaunchError
+from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, Watcher
+from launcher.node import protocol
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 
-EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
+    ExitCode.OK,
+    ExitCode.FAILED,
+    ExitCode.INFRA,
+    ExitCode.INTERRUPTED,
+)
 MIN_FREE_MB = 64
-HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
+ABANDON_WINDOW_S = 2.0  # a second Ctrl-C within this long abandons a teardown in progress
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
@@ -38,13 +49,65 @@ def node_script(name: str) -> str:
     return resources.files("launcher.node").joinpath(name).read_text()
 
 
-class LaunchError(Exception):
+class LaunchError(RlaunchError):
     """Nothing was started (or everything started was stopped again): exit code and one line per node."""
 
-    def __init__(self, message: str, code: int = EXIT_INFRA, failed: dict[str, str] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.failed = failed or {}
+
+def targets_of_plan(plan: Plan) -> list[GuardTarget]:
+    return [GuardTarget(n.host, n.python, n.run_dir) for n in plan.nodes]
+
+
+def interrupt_once(note: Callable[[str], None] | None = None) -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt once, which takes the teardown path; later ones are noted and
+    ignored. `timeout`, systemd and Slurm signal the launcher and then its process group: a second signal
+    arriving before the teardown has shielded itself must not cut it short (issue 12)."""
+    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
+    fired: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if fired:
+            say(f"{signal.Signals(signum).name} received: already stopping the job on every node")
+            return
+        fired.append(signum)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+
+@contextlib.contextmanager
+def teardown_shield(note: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Keep SIGTERM and SIGINT from aborting a teardown in progress (issue 12).
+
+    `timeout`, systemd and Slurm signal the launcher and then its whole process group, often twice within a
+    second: a teardown cut short leaves the job running. So while tearing down, SIGTERM is noted and ignored; a
+    human at a terminal may abandon with a second Ctrl-C within ABANDON_WINDOW_S of being told so. Signal handlers
+    belong to the main thread: elsewhere (tests, the validation runner's threads) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
+    warned_at: list[float] = []
+    human = sys.stdin is not None and sys.stdin.isatty()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        now = time.monotonic()
+        if signum == signal.SIGINT and human:
+            if warned_at and now - warned_at[-1] <= ABANDON_WINDOW_S:
+                raise KeyboardInterrupt
+            warned_at.append(now)
+            say(
+                f"stopping the job on every node… press Ctrl-C again within {ABANDON_WINDOW_S:g} s to abandon"
+            )
+            return
+        say(f"{signal.Signals(signum).name} received while stopping: finishing the teardown first")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @dataclass
@@ -88,6 +151,8 @@ class Runner:
         self.on_line = on_line or (lambda host, rank, text: None)
         self.on_event = on_event or (lambda event: None)
         self.nodes = {n.host: NodeState(n.host) for n in plan.nodes}
+        self.guards = GuardClient(transport)
+        self.targets = {t.host: t for t in targets_of_plan(plan)}
         self.watcher = Watcher(
             {n.host: list(n.ranks) for n in plan.nodes},
             stall_timeout=float(plan.health["stall_timeout"]),
@@ -136,39 +201,26 @@ class Runner:
         if self.transport.guard_attached:
             self._start_attached()
             return
-        group = self.transport.run_all(
-            self.plan.hosts,
-            lambda host: [
-                self.plan.node(host).python,
-                f"{self.plan.node(host).run_dir}/guard.py",
-                "start",
-                self.plan.node(host).run_dir,
-            ],
-            timeout=60,
-        )
+        replies = self.guards.start(self.targets.values(), timeout=60)
         failed: dict[str, str] = {}
-        for host, result in group.results.items():
-            try:
-                info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else None
-            except (ValueError, IndexError):
-                info = None
-            if not info or "guard_pid" not in info:
-                failed[host] = result.why()
+        for host, reply in replies.items():
+            pid = (reply.data or {}).get("guard_pid")
+            if reply.exit_code != 0 or not isinstance(pid, int):
+                failed[host] = reply.error or f"the guard did not start (reply {reply.data})"
             else:
-                self.nodes[host].guard_pid = int(info["guard_pid"])
+                self.nodes[host].guard_pid = pid
         if failed:
             self.stop(reason="a node failed to start")
             raise LaunchError(
                 _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
             )
-        self._event({"kind": "info", "severity": "info", "text": f"started on {len(group.results)} nodes"})
+        self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 
     def _start_attached(self, timeout: float = 60.0) -> None:
         """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
-        for node in self.plan.nodes:
-            argv = [node.python, "-u", f"{node.run_dir}/guard.py", "run", node.run_dir]
-            self.nodes[node.host].follower = self.transport.start(
-                node.host, argv, lambda stream, line, host=node.host: self._on_follow(host, stream, line)
+        for target in self.targets.values():
+            self.nodes[target.host].follower = self.guards.follow(
+                target, self._on_record, attached=True, on_other=self._on_other
             )
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -203,37 +255,31 @@ class Runner:
 
     def _attach(self, node: NodePlan) -> None:
         state = self.nodes[node.host]
-        argv = [
-            node.python,
-            "-u",
-            f"{node.run_dir}/guard.py",
-            "follow",
-            node.run_dir,
-            "--offset",
-            str(state.offset),
-        ]
-        state.follower = self.transport.start(
-            node.host, argv, lambda stream, line, host=node.host: self._on_follow(host, stream, line)
+        state.follower = self.guards.follow(
+            self.targets[node.host], self._on_record, offset=state.offset, on_other=self._on_other
         )
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
-        if stream != "stdout":
-            self.record.append_log(host, f"[rlaunch follower] {line}")
-            return
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            self.record.append_log(host, f"[rlaunch follower] {line}")
-            return
+        """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
+        record = protocol.parse_record(line) if stream == "stdout" else None
+        if record is None:
+            self._on_other(host, stream, line)
+        else:
+            self._on_record(host, record)
+
+    def _on_other(self, host: str, stream: str, line: str) -> None:
+        self.record.append_log(host, f"[rlaunch follower] {line}")
+
+    def _on_record(self, host: str, rec: dict[str, Any]) -> None:
         kind = rec.get("k")
         now = float(rec.get("t") or time.time())
         with self._lock:
             self.nodes[host].last_heard = time.time()
-            if kind == "started":
+            if kind == protocol.K_STARTED:
                 self.nodes[host].guard_pid = int(rec["guard_pid"])
-            elif kind == "error":
+            elif kind == protocol.K_ERROR:
                 self.nodes[host].start_error = str(rec.get("error"))
-            elif kind == "line":
+            elif kind == protocol.K_LINE:
                 text = rec.get("text", "")
                 self.nodes[host].offset = int(rec.get("off", self.nodes[host].offset))
                 local, rest = parse_rank_prefix(text)
@@ -243,25 +289,23 @@ class Runner:
                 event = self.watcher.observe_line(now, host, rank, rest)
                 if event is not None:
                     self._event(event.to_dict())
-            elif kind == "procs":
+            elif kind == protocol.K_PROCS:
                 samples = [_proc_sample(p) for p in rec.get("procs", [])]
                 self.forensics.note_procs(host, rec.get("procs", []))
                 for event in self.watcher.observe_procs(now, host, samples):
                     self._event(event.to_dict())
-            elif kind == "kernel":
+            elif kind == protocol.K_KERNEL:
                 text = rec.get("text", "")
                 self.record.append_log(host, f"[kernel] {text}")
                 event = self.watcher.observe_gpu(now, host, text)
                 if event is not None:
                     self._event(event.to_dict())
-            elif kind == "gpu":
+            elif kind == protocol.K_GPU:
                 self.record.append_gpu(host, rec)
-            elif kind == "exit":
+            elif kind == protocol.K_EXIT:
                 final = rec.get("state") or {}
                 self.nodes[host].final = final
-                event = self.watcher.observe_exit(now, host, final.get("exit_code"), final.get("signal"))
-                if event is not None:
-                    self._event(event.to_dict())
+                self._observe_final(now, host, final)
         self._changed.set()
 
     def _summary_rank(self, host: str, text: str) -> int | None:
@@ -295,7 +339,7 @@ class Runner:
                 done = all(s.final is not None or s.lost for s in self.nodes.values())
                 failure = self.watcher.first_failure
             self.forensics.report_stragglers(progressed)
-            if failure is not None and self._worth_confirming(failure, now):
+            if failure is not None and self.watcher.worth_holding(failure, now):
                 failure = None
             if failure is not None and self.forensics.before_teardown(failure, now):
                 failure = None  # hold teardown while every node gets its bounded chance to answer
@@ -312,19 +356,6 @@ class Runner:
                 return self.outcome()
             self._changed.wait(poll)
             self._changed.clear()
-
-    def _worth_confirming(self, failure: Any, now: float) -> bool:
-        """Hold teardown briefly for a failure that is only a line of a kind that a cleanly finishing torchrun
-        also prints (exit-barrier and store errors after the master's agent left): if its node then exits 0 the
-        watcher forgives it (Watcher.confirm_s). Specific causes (OOM, GPU fault, a signal) never wait, and the hold
-        ends as soon as that node exits non-zero."""
-        if failure.kind != "line" or failure.category not in HOLD_CATEGORIES:
-            return False
-        if now - failure.time >= self.watcher.confirm_s - 0.5:
-            return False
-        return not any(
-            e.kind == "exit" and e.node == failure.node and e.is_fatal for e in self.watcher.events
-        )
 
     def _await_exit_records(self, timeout: float) -> None:
         """Let the followers deliver the nodes' last lines and exit records: they refine the root cause."""
@@ -363,43 +394,45 @@ class Runner:
                     self._event(event.to_dict())
 
     # --- phase 4: teardown ------------------------------------------------------------------------------
-    def stop(self, reason: str = "stopped", watcher_reason: str = "requested") -> GroupResult:
+    def _observe_final(self, now: float, host: str, final: dict[str, Any]) -> None:
+        """A node's final state. A guard that died without a final word (SIGKILL, OOM) says nothing about how
+        the job ended, and its job may still run: that is a lost node, never a clean exit (issue 12)."""
+        state, code, sig = final.get("state"), final.get("exit_code"), final.get("signal")
+        if state in (protocol.GUARD_LOST, None):
+            why = final.get("reason") or "the guard ended without a final state"
+            event = self.watcher.observe_lost(now, host, f"guard died: {why}")
+        elif state == protocol.LOST_LAUNCHER:
+            event = self.watcher.observe_lost(
+                now, host, f"the guard lost our heartbeat: {final.get('reason')}"
+            )
+        else:
+            if state == protocol.FAILED and code is None and sig is None:
+                code = 1  # the guard failed without the job's exit status (a guard error): never a clean exit
+            event = self.watcher.observe_exit(now, host, code, sig)
+        if event is not None:
+            self._event(event.to_dict())
+
+    def stop(self, reason: str = "stopped", watcher_reason: str = "requested") -> dict[str, GuardReply]:
         with self._lock:
             self.watcher.request_stop(time.time(), watcher_reason)
         grace = float(self.plan.health.get("grace", 5))
-        group = self.transport.run_all(
-            self.plan.hosts,
-            lambda host: [
-                self.plan.node(host).python,
-                f"{self.plan.node(host).run_dir}/guard.py",
-                "stop",
-                self.plan.node(host).run_dir,
-                "--grace",
-                str(grace),
-            ],
-            timeout=grace + 30,
-        )
-        for host, result in group.results.items():
-            if result.ok:
-                try:
-                    final = json.loads(result.stdout.strip().splitlines()[-1])
-                except (ValueError, IndexError):
-                    final = None
-                if final and self.nodes[host].final is None:
-                    self.nodes[host].final = final
-                    with self._lock:
-                        self.watcher.observe_exit(
-                            time.time(), host, final.get("exit_code"), final.get("signal")
-                        )
+        with teardown_shield():
+            replies = self.guards.stop(self.targets.values(), grace=grace)
+        for host, reply in replies.items():
+            if reply.data and reply.state and self.nodes[host].final is None:
+                self.nodes[host].final = reply.data
+                with self._lock:
+                    self._observe_final(time.time(), host, reply.data)
+        clean = [h for h, r in replies.items() if r.ok and r.exit_code == 0]
         self._event(
             {
                 "kind": "info",
                 "severity": "info",
                 "text": f"teardown ({reason}): "
-                f"{len(group.succeeded)} nodes clean, {len(group.failed)} unreachable or unclean",
+                f"{len(clean)} nodes clean, {len(replies) - len(clean)} unreachable or unclean",
             }
         )
-        return group
+        return replies
 
     def collect_artifacts(self, max_bytes: int = 8 << 20) -> list[str]:
         """Copy flight-recorder dumps and torchrun error files of a failed run into the run record."""
@@ -496,9 +529,8 @@ def _push_failure(node: NodePlan, result: Result) -> str | None:
         return result.error
     if result.exit_code == 127:
         return f"python '{node.python}' not found (set `python:` in the inventory)"
-    try:
-        info = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    info = protocol.reply_of(result.stdout)
+    if info is None:
         return result.why()
     return None if info.get("ok") else str(info.get("error"))
 

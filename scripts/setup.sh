@@ -19,6 +19,8 @@ if [[ "${1:-}" != "--no-apt" ]]; then
   command -v unshare >/dev/null || need+=(util-linux)
   # a one-node Slurm for the ops tests (prolog/epilog/health check through real jobs)
   command -v slurmctld >/dev/null || need+=(slurmd slurmctld slurm-client munge)
+  # headless Chromium renders `rlaunch report --html` pages in a test (console errors, a screenshot)
+  command -v chromium >/dev/null || need+=(chromium)
   if ((${#need[@]})); then
     if [[ $(id -u) -eq 0 ]]; then
       log "installing ${need[*]}"

@@ -217,7 +217,8 @@ class SimCluster:
                 "keepalive": 2.0,
             },
             "nodes": [{"host": n.name, "address": n.address, "port": n.port, "gpus": 0} for n in self.nodes],
-            "env": {"OMP_NUM_THREADS": "1"},  # FACTS.md: 5x slower without it on simulated nodes
+            "env": {"OMP_NUM_THREADS": "1"},  # docs/facts.md: 5x slower without it on simulated nodes
+            "workdir": "/tmp/rlaunch",  # the node's private tmpfs: nothing piles up in the host's shared /var/tmp
             "job": {"kind": "command", "command": ["true"]},
         }
         return _merge(data, overrides)

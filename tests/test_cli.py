@@ -128,7 +128,13 @@ def test_status_without_runs_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> None:
     """`pip install .` (not editable) must ship templates/ and launcher/node/ as package data."""
+    import shutil
+
     target = tmp_path / "site"
+    # Built from a copy: setuptools keeps a build/ folder in the source tree, and a stale one hides a broken list.
+    source = tmp_path / "src"
+    junk = shutil.ignore_patterns(".venv", ".git", "build", ".cache", "__pycache__", "*.egg-info", ".rlaunch")
+    shutil.copytree(ROOT, source, ignore=junk)
     build = subprocess.run(
         [
             sys.executable,
@@ -140,16 +146,16 @@ def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> 
             "--no-build-isolation",
             "--target",
             str(target),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert build.returncode == 0, build.stderr
-    assert (target / "templates" / "ds_z3.json").is_file() or (
-        target / "templates" / "env_mi300x.env"
-    ).is_file()
+    assert (target / "launcher" / "templates" / "ds_z3.json").is_file()
+    assert (target / "launcher" / "templates" / "env_mi300x.env").is_file()
+    assert not (target / "templates").exists()  # package data of rlaunch, not a top-level `templates` package
     assert (target / "launcher" / "node" / "guard.py").is_file()
     env = {**os.environ, "PYTHONPATH": str(target)}
     work = tmp_path / "elsewhere"
@@ -163,7 +169,7 @@ def test_non_editable_install_finds_templates_and_node_files(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     (work / "train.py").write_text("print(1)\n")
-    code = "import launcher, templates; print(launcher.__file__); print(templates.path('env_mi300x.env'))"
+    code = "import launcher; from launcher import templates; print(launcher.__file__); print(templates.path('env_mi300x.env'))"
     where = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True)
     assert str(target) in where.stdout.splitlines()[0]
     proc = subprocess.run(

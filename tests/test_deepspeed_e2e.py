@@ -48,7 +48,8 @@ def test_resolve_auto_for_a_plain_script() -> None:
     assert config["bf16"]["enabled"] is True and config["fp16"]["enabled"] is False
     assert config["zero_optimization"]["stage"] == 3
     assert "reduce_bucket_size" not in config["zero_optimization"]
-    assert any("precision: bf16" in n for n in notes)
+    expected = "ds_config.json bf16.enabled: auto → true (the GPU architecture computes in bf16)"
+    assert expected in map(str, notes)
     assert template["train_batch_size"] == "auto"  # the input is not modified
 
 

@@ -320,3 +320,54 @@ def test_doctor_on_simulated_nodes_names_the_odd_node(sim3):
     if sim3.namespaces:
         assert checks["checkpoint_shared"].failed, text  # private /tmp per node: ZeRO-3 resume would break
     assert not report.ok
+
+
+def _smi_node(name: str, rocm_smi: str) -> dict[str, Any]:
+    """A node whose only GPU tool is rocm-smi, answering with a recorded output."""
+    raw = raw_node(name)
+    raw["tools"] = {**raw["tools"], "amd_smi_static": tool(error="amd-smi: not found on PATH")}
+    raw["tools"]["rocm_smi"] = tool(rocm_smi)
+    return raw
+
+
+def test_two_mi250_and_one_rx7900xt_are_told_apart_and_unknowns_warn():
+    """Issue 12.6: MI250 nodes whose rocm-smi reports no gfx arch beside a Radeon RX 7900 XT."""
+    mi250 = json.loads(fixture("rocm-smi_mi250x.json"))
+    del mi250["card0"]["GFX Version"]  # the shape seen in the field: arch unknown on both MI250 nodes
+    raws = {
+        "node1": _smi_node("node1", json.dumps(mi250)),
+        "node2": _smi_node("node2", json.dumps(mi250)),
+        "node3": _smi_node("node3", fixture("rocm-smi_rx7900xt.json")),
+    }
+    checks = by_name(doctor.checks(facts_of(raws), inventory(gpus=1, hosts=("node1", "node2", "node3"))))
+    name = checks["same_gpu_name"]
+    assert name.failed and name.severity == "error" and name.nodes == ("node3",)
+    assert "node3 has Radeon RX 7900 XT" in name.message and "AMD INSTINCT MI200" in name.message
+    assert checks["same_gpu_arch"].status == "skip"  # known on node3 only ...
+    known = checks["gpu_model_known"]  # ... which is a warning with the reason, not a silent pass
+    assert known.failed and known.severity == "warning" and known.nodes == ("node1", "node2")
+    assert (
+        "gpu_arch, gpu_vram_gib unknown (rocm-smi reports no gfx arch; rocm-smi reports no VRAM)"
+        in known.message
+    )
+    assert known.fix
+
+    # With the gfx arch reported, the arch differs too; VRAM stays unknown on the MI250s (no --showmeminfo).
+    raws["node1"] = _smi_node("node1", fixture("rocm-smi_mi250x.json"))
+    raws["node2"] = _smi_node("node2", fixture("rocm-smi_mi250x.json"))
+    checks = by_name(doctor.checks(facts_of(raws), inventory(gpus=1, hosts=("node1", "node2", "node3"))))
+    assert (
+        checks["same_gpu_arch"].nodes == ("node3",) and "node3 has gfx1100" in checks["same_gpu_arch"].message
+    )
+    assert checks["gpu_model_known"].nodes == ("node1", "node2")
+
+
+def test_same_gpus_everywhere_pass_the_model_checks():
+    facts = facts_of({h: raw_node(h) for h in "abc"})
+    checks = by_name(doctor.checks(facts, inventory()))
+    for name in ("same_gpu_arch", "same_gpu_name", "same_gpu_vram_gib", "gpu_model_known"):
+        assert checks[name].status == "pass", checks[name]
+    # CPU-only nodes (no GPUs declared, none found) have nothing to compare and nothing unknown to warn about.
+    cpu = facts_of({h: raw_node(h, tools={}) for h in "ab"})
+    checks = by_name(doctor.checks(cpu, inventory(gpus=0, hosts=("a", "b"))))
+    assert checks["gpu_model_known"].status == "pass" and checks["same_gpu_name"].status == "skip"

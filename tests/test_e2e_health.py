@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import assert_nothing_left, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle
@@ -39,40 +40,6 @@ def two_nodes(cluster: Any, args: list[str], *, nproc: int = 2, **over: Any) -> 
     for key, value in over.items():
         data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     return data
-
-
-def job_pids(cluster: Any, node: str) -> list[tuple[int, str]]:
-    return [(pid, cmd) for pid, cmd in cluster.node_pids(node) if "sshd" not in cmd]
-
-
-def worker_pid(cluster: Any, node: str, local_rank: int) -> int | None:
-    for pid, cmd in job_pids(cluster, node):
-        if "train.py" not in cmd or "torch.distributed.run" in cmd:
-            continue
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"LOCAL_RANK={local_rank}".encode() in environ:
-            return pid
-    return None
-
-
-def wait_for(predicate: Any, timeout: float, what: str, result: dict | None = None) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if result is not None and "out" in result:
-            raise AssertionError(f"the run ended while waiting for {what}: {result['out'][1]}")
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def assert_nothing_left(cluster: Any, timeout: float = 30.0) -> None:
-    for node in cluster.nodes:
-        wait_for(lambda n=node.name: not job_pids(cluster, n), timeout, f"no job processes on {node.name}")
 
 
 def run_in_thread(inv: Any, lines: list | None = None) -> tuple[threading.Thread, dict]:
@@ -143,6 +110,18 @@ def test_rccl_error_line_is_classified_as_the_root_cause(sim3: Any) -> None:
 
     dumps = records.RunRecord.open(run_id).root / "artifacts"
     assert (dumps / "node1" / "nccl_trace_rank_0").read_text() == "trace"  # collected into the run record
+    assert_nothing_left(sim3)
+
+
+def test_an_abort_racing_the_completion_line_of_another_node_is_an_end_of_run_abort(sim3: Any) -> None:
+    # Issue 12 item 7: a gloo rank aborts at interpreter exit right after the final barrier, on another node than
+    # rank 0's "training complete". Whichever line the head reads first, the run succeeded.
+    data = two_nodes(sim3, [], nproc=1)
+    data["job"]["script"] = str(ROOT / "tests" / "jobs" / "end_of_run_abort.py")
+    data["job"]["args"] = ["race"]
+    _, outcome = lifecycle.up(from_mapping(data))
+    assert outcome.code == 0, outcome.summary
+    assert outcome.end_of_run_abort, outcome.summary
     assert_nothing_left(sim3)
 
 

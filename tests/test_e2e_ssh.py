@@ -12,11 +12,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import assert_nothing_left, job_pids, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -52,27 +52,8 @@ def job_inventory(cluster: Any, *, steps: int = 5, sleep: float = 0.0, nproc: in
     return data
 
 
-def job_pids(cluster: Any, node: str) -> list[tuple[int, str]]:
-    return [(pid, cmd) for pid, cmd in cluster.node_pids(node) if "sshd" not in cmd]
-
-
 def training_on_every_node(cluster: Any) -> bool:
     return all(any("train.py" in cmd for _, cmd in job_pids(cluster, n.name)) for n in cluster.nodes)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def assert_nothing_left(cluster: Any, timeout: float = 30.0) -> None:
-    for node in cluster.nodes:
-        wait_for(lambda n=node.name: not job_pids(cluster, n), timeout, f"no job processes on {node.name}")
 
 
 def rlaunch_cli(*args: str, env: dict[str, str]) -> subprocess.Popen:
@@ -122,7 +103,7 @@ def test_detach_status_logs_down(sim3: Any) -> None:
         lifecycle.up(inv)
     assert run_id in str(busy.value)
     rid, results = lifecycle.down(run_id)
-    assert rid == run_id and all(err is None for _, err in results.values())
+    assert rid == run_id and all(r.ok for r in results.values()), results
     assert_nothing_left(sim3, timeout=10)
     assert records.RunRecord.open(run_id).read_state()["state"] == "stopped"
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from e2e_helpers import wait_for
 
 from launcher.node import guard as guard_module
 
@@ -49,17 +50,6 @@ while True:
     dist.all_reduce(t)
     time.sleep(0.2)
 """
-
-
-def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> object:
-    """Poll until `predicate` is truthy; a timeout is a failure to make progress, not a timing assertion."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def marked_pids(token: str) -> list[int]:

@@ -52,7 +52,7 @@ def test_cascade_root_cause_is_the_killed_rank_not_the_survivors() -> None:
     )
     verdict = watcher.verdict()
     assert verdict.state is State.FAILED and not verdict.ok
-    assert verdict.summary == "node2 rank 3: crash — exited with signal SIGKILL"
+    assert verdict.summary == "node2 rank 3: crash — killed by SIGKILL"
     assert verdict.exit_codes == {"node1": 1, "node2": 1}
 
 
@@ -188,6 +188,55 @@ def test_the_same_abort_before_completion_is_a_failure() -> None:
     event = watcher.observe_line(51.0, "node2", 4, "terminate called without an active exception")
     assert event is not None and event.severity == "fatal"
     assert watcher.first_failure == event
+
+
+def test_an_abort_read_just_before_another_nodes_completion_line_is_forgiven() -> None:
+    # Seen in the restart e2e test (issue 12): node2's rank aborts at exit right after the final barrier; its
+    # follower delivers the abort 0.2 s before node1's follower delivers rank 0's "training complete".
+    watcher = _watcher()
+    watcher.observe_line(10.0, "node1", 0, "step=12 loss=0.23")
+    abort = watcher.observe_line(20.0, "node2", 3, "terminate called without an active exception")
+    assert abort is not None and abort.is_fatal and watcher.first_failure == abort
+    assert watcher.worth_holding(abort, now=20.1)  # the runner waits for the other followers' lines
+    watcher.observe_line(20.2, "node1", 0, "training complete")
+    assert watcher.first_failure is None and not watcher.should_stop
+    watcher.observe_line(20.4, "node2", 3, "  exitcode  : -6 (pid: 77)  (SIGABRT)")
+    watcher.observe_exit(20.5, "node2", 1)
+    watcher.observe_exit(20.6, "node1", 0)
+    verdict = watcher.verdict()
+    assert (verdict.ok, verdict.state) == (True, State.SUCCEEDED), verdict.summary
+    assert len(verdict.end_of_run_aborts) == 3
+
+
+def test_the_hold_for_a_completion_line_is_short() -> None:
+    watcher = _watcher()
+    abort = watcher.observe_line(20.0, "node2", 3, "terminate called without an active exception")
+    assert abort is not None and not watcher.worth_holding(abort, now=20.0 + watcher.clock_slack)
+    watcher.observe_line(25.0, "node1", 0, "training complete")  # too late: the abort came first
+    assert watcher.first_failure == abort
+
+
+def test_a_victims_abort_at_exit_is_cascade_not_the_root_cause() -> None:
+    # Seen in the restart e2e test: node2's rank is SIGKILLed; node1's rank fails in all_reduce with "Connection
+    # closed by peer", then aborts at interpreter exit, and both arrive before node2's torchrun reports the kill.
+    watcher = _watcher()
+    watcher.observe_line(10.0, "node1", 0, "step=7 loss=0.5")
+    closed = "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by peer [198.18.0.6]:30872"
+    watcher.observe_line(10.9, "node1", 0, closed)
+    watcher.observe_line(11.0, "node1", 0, "terminate called without an active exception")
+    watcher.observe_line(11.2, "node1", 0, "  exitcode  : -6 (pid: 41)  (SIGABRT)")
+    watcher.observe_exit(11.3, "node1", 1)
+    kill = "failed (exitcode: -9) local_rank: 0 (pid: 16) of binary: /venv/bin/python"
+    killed = watcher.observe_line(11.6, "node2", 3, kill)
+    assert watcher.first_failure == killed
+
+
+def test_a_crash_on_another_rank_of_the_victims_node_still_counts() -> None:
+    watcher = _watcher()
+    closed = "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by peer [198.18.0.6]:30872"
+    watcher.observe_line(10.9, "node1", 0, closed)
+    segv = watcher.observe_line(11.0, "node1", 1, "Segmentation fault (core dumped)")
+    assert watcher.first_failure == segv
 
 
 def test_requested_stop_ends_stopped_not_failed() -> None:

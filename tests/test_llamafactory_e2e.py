@@ -24,7 +24,6 @@ import yaml
 from assets import TinyAssets, build_tiny_assets
 
 from cluster.inventory import from_mapping
-from launcher import plan as planning
 
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = ROOT / "tests" / "stubs"
@@ -60,6 +59,7 @@ def lf_yaml(tiny: TinyAssets, dest: Path, **overrides: Any) -> Path:
         max_steps=12,
         save_steps=4,
         seed=42,
+        bf16=False,  # CPU nodes: fp32 (bf16 without a bf16 GPU is refused at plan time)
     )
     config.update(overrides)
     dest.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -90,91 +90,7 @@ def trainer_losses(out_dir: Path) -> dict[int, float]:
     return losses
 
 
-# ------------------------------------------------------------------------------------------- rendering (fast)
-
-
-def plain_inventory(tmp_path: Path, job: dict[str, Any], **extra: Any) -> Any:
-    data = {
-        "cluster": "t",
-        "transport": "local",
-        "nodes": [{"host": "a", "address": "127.0.0.1"}, {"host": "b", "address": "127.0.0.1"}],
-        "workdir": "/w",
-        "job": job,
-        **extra,
-    }
-    return from_mapping(data, base_dir=str(tmp_path))
-
-
-def rendered_yaml(plan: planning.Plan, host: str) -> dict[str, Any]:
-    node = plan.node(host)
-    text = next(f.content for f in node.files if f.path == "llamafactory.yaml").decode()
-    return yaml.safe_load(text)
-
-
-def test_render_overrides_what_rlaunch_owns(tmp_path: Path) -> None:
-    user = {"model_name_or_path": "m", "bf16": True, "output_dir": "saves/x", "deepspeed": "mine.json"}
-    (tmp_path / "sft.yaml").write_text(yaml.safe_dump(user))
-    job = {"kind": "llamafactory", "config": "sft.yaml", "timeout": 900, "checkpoint_dir": "/shared/ck"}
-    inv = plain_inventory(tmp_path, job, profile="cpu")
-    plan = planning.build_plan(inv, run_id="r1", sources=planning.load_sources(inv), head_env={})
-
-    for node in plan.nodes:
-        cfg = rendered_yaml(plan, node.host)
-        assert cfg["deepspeed"] == f"{node.run_dir}/ds_config.json"
-        assert cfg["ddp_timeout"] == 900
-        assert cfg["output_dir"] == "/shared/ck"  # the same on every node
-        assert (cfg["bf16"], cfg["fp16"]) == (False, False)  # CPU: fp32
-        assert cfg["resume_from_checkpoint"] is None and cfg["overwrite_output_dir"] is True
-        assert cfg["model_name_or_path"] == "m"
-        ds = json.loads(next(f.content for f in node.files if f.path == "ds_config.json"))
-        assert ds["zero_optimization"]["stage"] == 3 and "_comment" not in ds
-        assert ds["train_micro_batch_size_per_gpu"] == "auto"  # the HF Trainer fills it
-        i = node.argv.index("-m", 3)
-        assert node.argv[i : i + 3] == ["-m", "llamafactory.launcher", f"{node.run_dir}/llamafactory.yaml"]
-        assert f"--node-rank={node.node_rank}" in node.argv
-    assert any("bf16 not supported" in n for n in plan.notes)
-
-
-def test_render_bf16_offload_workers_and_resume(tmp_path: Path) -> None:
-    (tmp_path / "sft.yaml").write_text(yaml.safe_dump({"model_name_or_path": "m", "fp16": True}))
-    job = {
-        "kind": "llamafactory",
-        "config": "sft.yaml",
-        "deepspeed": "zero3_offload",
-        "dataloader_workers": 1,
-    }
-    inv = plain_inventory(tmp_path, job, profile="mi300x")
-    plan = planning.build_plan(
-        inv, run_id="r2", sources=planning.load_sources(inv), head_env={}, resume_from="/ck/checkpoint-8"
-    )
-    cfg = rendered_yaml(plan, "a")
-    assert (cfg["bf16"], cfg["fp16"]) == (False, True)  # the user's fp16 runs on gfx942: kept
-    assert cfg["dataloader_num_workers"] == 1
-    assert cfg["dataloader_persistent_workers"] is False
-    assert cfg["resume_from_checkpoint"] == "/ck/checkpoint-8" and cfg["overwrite_output_dir"] is False
-    ds = json.loads(next(f.content for f in plan.node("a").files if f.path == "ds_config.json"))
-    assert ds["zero_optimization"]["offload_optimizer"] == {"device": "cpu", "pin_memory": True}
-    assert any("checkpoint_dir is not set" in w for w in plan.warnings)
-
-    (tmp_path / "sft.yaml").write_text(yaml.safe_dump({"model_name_or_path": "m", "bf16": True}))
-    plan = planning.build_plan(inv, run_id="r3", sources=planning.load_sources(inv), head_env={})
-    assert rendered_yaml(plan, "b")["bf16"] is True
-
-
-def test_render_user_deepspeed_json_and_none(tmp_path: Path) -> None:
-    (tmp_path / "sft.yaml").write_text(yaml.safe_dump({"model_name_or_path": "m", "deepspeed": "x.json"}))
-    (tmp_path / "z2.json").write_text(json.dumps({"_comment": "mine", "zero_optimization": {"stage": 2}}))
-    inv = plain_inventory(tmp_path, {"kind": "llamafactory", "config": "sft.yaml", "deepspeed": "z2.json"})
-    plan = planning.build_plan(inv, run_id="r4", sources=planning.load_sources(inv), head_env={})
-    ds = json.loads(next(f.content for f in plan.node("a").files if f.path == "ds_config.json"))
-    assert ds == {"zero_optimization": {"stage": 2}}
-
-    # `none` is not a file: plan.load_sources does not know that yet, so reuse the sources loaded above.
-    sources = planning.load_sources(inv)
-    inv = plain_inventory(tmp_path, {"kind": "llamafactory", "config": "sft.yaml", "deepspeed": "none"})
-    plan = planning.build_plan(inv, run_id="r5", sources=sources, head_env={})
-    assert "deepspeed" not in rendered_yaml(plan, "a")
-    assert all(f.path != "ds_config.json" for f in plan.node("a").files)
+# Rendering (fast) is tested in tests/test_job_configs.py.
 
 
 # ----------------------------------------------------------------------------------- real runs (slow, SSH)
@@ -277,3 +193,51 @@ def test_kill_one_node_mid_run_resumes_with_identical_losses(
         statuses
     )  # ... resumed
     assert trainer_losses(resumed) == expected  # bitwise: floats compared exactly
+
+
+@pytest.mark.slow
+@pytest.mark.ssh
+def test_the_users_own_deepspeed_json_and_output_dir_as_written(
+    sim3: Any, shared_dir: Path, tiny: TinyAssets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A yaml naming its own DeepSpeed json (relative to the yaml) and its own output_dir, no job.deepspeed and
+    no job.checkpoint_dir: the json reaches every node byte for byte, DeepSpeed trains with it, and the
+    checkpoints land where the yaml says."""
+    own = shared_dir / "own"
+    ds = json.loads((ROOT / "templates" / "ds_z3.json").read_text())
+    ds = {k: v for k, v in ds.items() if not k.startswith("_comment")}
+    ds["zero_optimization"] = {
+        k: v for k, v in ds["zero_optimization"].items() if not k.startswith("_comment")
+    }
+    ds["zero_optimization"]["stage3_max_live_parameters"] = (
+        123456789  # distinctive, untouched by the HF Trainer
+    )
+    ds["zero_optimization"]["stage3_max_reuse_distance"] = 987654321
+    (own / "ds").mkdir(parents=True)
+    raw = (json.dumps(ds, indent=3) + "\n").encode()
+    (own / "ds" / "own.json").write_bytes(raw)
+    out = shared_dir / "own-out"
+    config = lf_yaml(
+        tiny, own / "sft.yaml", max_steps=4, save_steps=2, deepspeed="ds/own.json", output_dir=str(out)
+    )
+    job = {"kind": "llamafactory", "config": str(config), "nproc_per_node": 1, "timeout": 300}
+    job["dataloader_workers"] = 0
+    inv = from_mapping(sim3.inventory_dict(job=job, env=node_env(shared_dir), profile="cpu"))
+    run_id, outcome = up(inv, monkeypatch, tmp_path / "home")
+
+    assert outcome.code == 0, outcome.summary
+    for node in ("node1", "node2", "node3"):
+        run_dir = f"{inv.workdir.rstrip('/')}/{run_id}/{node}"
+        assert sim3.node_path(node, f"{run_dir}/ds_config.json").read_bytes() == raw
+        rendered = yaml.safe_load(sim3.node_path(node, f"{run_dir}/llamafactory.yaml").read_text())
+        assert rendered["output_dir"] == str(out)
+    assert sorted(trainer_losses(out)) == [1, 2, 3, 4]
+    step = out / "checkpoint-4" / "global_step4"
+    assert (step / "zero_pp_rank_2_mp_rank_00_optim_states.pt").is_file()
+    import torch
+
+    states = torch.load(
+        step / "zero_pp_rank_0_mp_rank_00_model_states.pt", map_location="cpu", weights_only=False
+    )
+    assert states["ds_config"]["zero_optimization"]["stage3_max_live_parameters"] == 123456789
+    assert states["ds_config"]["zero_optimization"]["stage3_max_reuse_distance"] == 987654321

@@ -10,9 +10,9 @@ import pytest
 
 from cluster.inventory import from_mapping
 from launcher.envrules import apply_rules, dataloader_workers
-from launcher.plan import GUARD, REDACTED, Plan, PlanError, auto_port, build_plan
+from launcher.plan import GUARD, PROTOCOL, REDACTED, Plan, PlanError, auto_port, build_plan
 
-SOURCES = {GUARD: b"# guard", "train.py": b"print('hi')\n"}
+SOURCES = {GUARD: b"# guard", PROTOCOL: b"# protocol", "train.py": b"print('hi')\n"}
 
 
 def inventory(**over: Any) -> Any:
@@ -184,7 +184,7 @@ def test_missing_secret_is_an_error() -> None:
 def test_files_carry_sha256_and_modes() -> None:
     node = plan_of().nodes[0]
     files = {f.path: f for f in node.files}
-    assert set(files) == {"train.py", "env.sh", "job.json", "guard.py"}
+    assert set(files) == {"train.py", "env.sh", "job.json", "guard.py", "protocol.py"}
     assert files["env.sh"].mode == 0o600 and files["guard.py"].mode == 0o755
     out = plan_of().to_json()["nodes"][0]["files"]
     assert all(len(f["sha256"]) == 64 for f in out)

@@ -1,7 +1,7 @@
 """The node workloads run for real: torchrun + gloo on CPU, judged by launcher/validate/checks.py.
 
 Every launch gets a free master port and its own process group; torchrun starts its workers in new sessions
-(FACTS.md), so teardown kills torchrun's group and every descendant it had, by PID.
+(docs/facts.md), so teardown kills torchrun's group and every descendant it had, by PID.
 """
 
 from __future__ import annotations

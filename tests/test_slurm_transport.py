@@ -16,13 +16,13 @@ import re
 import signal
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import wait_for
 from slurm_fixture import OneNodeSlurm, slurm_missing, start_one_node_slurm
 
 from cluster.inventory import load_inventory
@@ -207,7 +207,7 @@ def test_long_job_stopped_with_down_leaves_nothing(in_allocation: Allocation, tm
         run_id = records.list_run_ids()[-1]
         assert lifecycle.status(run_id)["nodes"][in_allocation.node]["state"] == "running"
         _, results = lifecycle.down(run_id)
-        assert all(err is None for _, err in results.values()), results
+        assert all(r.ok for r in results.values()), results
         wait_for(lambda: not pids_with(marker), 30, "no process carrying the job's marker")
         thread.join(timeout=60)
         assert not thread.is_alive()
@@ -229,16 +229,6 @@ def test_detach_is_refused_under_srun(in_allocation: Allocation, tmp_path: Path)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def alive(pid: int) -> bool:

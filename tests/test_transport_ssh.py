@@ -204,5 +204,5 @@ def test_started_command_runs_inside_the_node(sim3: SimCluster) -> None:
         finally:
             pid = next((p for p, cmd in sim3.node_pids("node3") if marker in cmd), None)
             proc.close()
-            if pid is not None:  # a quiet command outlives a dropped link (FACTS.md); stop ours by PID
+            if pid is not None:  # a quiet command outlives a dropped link (docs/facts.md); stop ours by PID
                 os.kill(pid, signal.SIGKILL)

@@ -22,18 +22,34 @@ sometimes before the runner learns of the kill itself. So events get a precedenc
 
 The root cause is the earliest event of the highest precedence among the fatal events that happened
 within ``cascade_window`` seconds of the earliest fatal event. Outside that window, time wins.
+
+A rank that failed as a victim stays a victim: once a rank (or, for a node-level exit, its node) printed a
+cascade line, its later crash — the "terminate called without an active exception" and SIGABRT with which a
+gloo rank often leaves after a peer vanished — is part of the cascade, not a cause of its own. Without this the
+survivor's abort, which can be read before the killed rank's own report, was named the root cause.
+
+Lines of different nodes reach the head through different followers that poll every 0.2 s, so their times
+are only comparable within ``clock_slack``: a post-training abort read just before another node's completion
+line is still an end-of-run abort, and the runner holds teardown that long for such a line (``worth_holding``).
 """
 
 from __future__ import annotations
 
 import signal as signals
+import time as clock
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from launcher.health.events import Event
 from launcher.health.progress import Progress
-from launcher.health.rules import RULES_BY_NAME, classify, is_completion_marker, is_progress
+from launcher.health.rules import (
+    OOM_EVIDENCE_RULES,
+    RULES_BY_NAME,
+    classify,
+    is_completion_marker,
+    is_progress,
+)
 from launcher.health.stacks import explain, where
 
 
@@ -53,6 +69,10 @@ TERMINAL = frozenset({State.SUCCEEDED, State.FAILED, State.STOPPED})
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 
 PRECEDENCE_SPECIFIC, PRECEDENCE_STALL, PRECEDENCE_CASCADE = 2, 1, 0
+
+# Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
+# errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
+HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
 
 
 @dataclass(frozen=True)
@@ -97,6 +117,24 @@ def decode_exit(code: int | None, signal: str | int | None) -> tuple[int | None,
     return code, None
 
 
+def format_time(t: float) -> str:
+    """A readable moment: local wall-clock time for epoch seconds ("14:03:07"), else seconds since the start
+    (tests and replays feed run-relative times)."""
+    if t >= 1e9:
+        return clock.strftime("%H:%M:%S", clock.localtime(t))
+    return f"t+{t:.0f}s"
+
+
+def format_duration(seconds: float) -> str:
+    """ "45 s", "3 min 20 s", "2 h 5 min" """
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
 def precedence(event: Event) -> int:
     if event.kind == "stall":
         return PRECEDENCE_STALL
@@ -126,6 +164,9 @@ class Watcher:
     cascade_window: float = 15.0
     stop_confirm_s: float = 1.0
     confirm_s: float = 3.0  # how long a fatal *line* waits for its node's exit code before it counts
+    clock_slack: float = (
+        1.0  # how far apart in time lines read by different nodes' followers may be reordered
+    )
     state: State = State.STARTING
     events: list[Event] = field(default_factory=list)
     exit_codes: dict[str, int | None] = field(default_factory=dict)
@@ -138,6 +179,8 @@ class Watcher:
     _stopped_reported: set[tuple[str, int]] = field(default_factory=set)
     _end_of_run_nodes: set[str] = field(default_factory=set)
     _line_numbers: dict[tuple[str, int | None], int] = field(default_factory=dict)
+    # Per node: the latest evidence that memory ran out (time, what said so). A SIGKILL near it is an OOM kill.
+    _oom_evidence: dict[str, tuple[float, str]] = field(default_factory=dict)
     _teardown_at: float | None = None
     _end_of_run_since: float | None = None
     # After an end-of-run abort on one node the others' torchrun waits in its exit barrier (up to 300 s) for an
@@ -170,14 +213,17 @@ class Watcher:
             self.state = State.RUNNING
         if is_completion_marker(text) and self.completed_at is None:
             self.completed_at = time
+            self._forgive_recent_end_of_run_aborts()
         if match is None:
             return None
         event = Event(time, node, rank, "line", match.category, match.severity, text.strip(),
                       line=self._line_numbers[key], rule=match.rule)  # fmt: skip
-        if match.rule == "end-of-run-abort" and self.completed_at is not None:
+        if match.rule == "end-of-run-abort" and self._after_completion(time):
             # Training already reported completion: a thread torn down at exit, not a failed run.
             self._end_of_run_nodes.add(node)
-        return self._record(self._forgive_end_of_run(event))
+        if match.rule in OOM_EVIDENCE_RULES:
+            self.observe_oom_kill(time, node, f"the job's output: {text.strip()[:120]}")
+        return self._record(self._blame_oom(self._forgive_end_of_run(event)))
 
     def observe_exit(
         self,
@@ -197,7 +243,7 @@ class Watcher:
                 self._forgive_lines_of_clean_exit(node, time)
             self._settle(time)
             return None
-        how = f"exited with signal {signal_text}" if signal_text else f"exited with code {code}"
+        how = f"killed by {signal_text}" if signal_text else f"exited with code {code}"
         event = Event(time, node, rank, "exit", "crash", "fatal", how, code=code, signal=signal_text)
         # Exits after the teardown began are its doing (our SIGTERM, then SIGKILL after the grace); a death that
         # happened before, even if reported late, is still a cause.
@@ -206,7 +252,7 @@ class Watcher:
         if self.state is State.STOPPING and expected:
             # We (or torchrun, after a failure) asked for this exit.
             event = replace(event, severity="info", text=f"{how} while stopping")
-        event = self._forgive_end_of_run(event)
+        event = self._blame_oom(self._forgive_end_of_run(event))
         if (
             event.kind == "exit"
             and event.text.startswith("end-of-run abort")
@@ -233,11 +279,23 @@ class Watcher:
             if key in self._stopped_reported or time - since < self.stop_confirm_s:
                 continue
             self._stopped_reported.add(key)
-            text = f"process {proc.pid} stopped (state {proc.state}) since t={since:g}"
+            text = (
+                f"process {proc.pid} stopped (state {proc.state}: SIGSTOP or a debugger) since {format_time(since)},"
+                f" seen stopped for {format_duration(time - since)}"
+            )
             event = self._record(Event(since, node, proc.rank, "stopped", None, "fatal", text))
             if event is not None:
                 found.append(event)
         return found
+
+    def observe_oom_kill(self, time: float, node: str, source: str) -> None:
+        """Evidence that memory ran out on ``node``: the kernel's OOM-killer line, the job cgroup's memory.events
+        oom_kill counter going up, or the job's own OOM output. A SIGKILL on that node within ``cascade_window``
+        (before or after) is then reported as an OOM kill; without such evidence it stays "killed by SIGKILL"."""
+        self._oom_evidence[node] = (time, source)
+        for i, event in enumerate(self.events):
+            if event.node == node and abs(event.time - time) <= self.cascade_window:
+                self.events[i] = self._blame_oom(event)
 
     def observe_lost(self, time: float, node: str, why: str) -> Event | None:
         """The link or heartbeat to a node is gone."""
@@ -250,6 +308,8 @@ class Watcher:
         match = classify(text)
         if match is None:
             return None
+        if match.rule in OOM_EVIDENCE_RULES:
+            self.observe_oom_kill(time, node, f"the kernel log: {text.strip()[:120]}")
         return self._record(
             Event(time, node, None, "gpu", match.category, match.severity, text.strip(), rule=match.rule)
         )
@@ -288,7 +348,8 @@ class Watcher:
         quietest, since = self._quietest_node()
         silent_for = now - last_any
         text = (
-            f"no output from any rank for {silent_for:.0f}s (quietest: {quietest}, last output t={since:g})"
+            f"no output from any rank for {format_duration(silent_for)}"
+            f" (quietest: {quietest}, its last output at {format_time(since)})"
         )
         event = self._record(Event(now, quietest, None, "stall", None, "fatal", text))
         return [event] if event is not None else []
@@ -361,7 +422,22 @@ class Watcher:
             return None
         earliest = min(event.time for event in fatal)
         window = [event for event in fatal if event.time <= earliest + self.cascade_window]
-        return min(window, key=lambda event: (-precedence(event), event.time))
+        return min(window, key=lambda event: (-self._precedence(event, fatal), event.time))
+
+    def worth_holding(self, failure: Event, now: float) -> bool:
+        """Whether the runner should hold teardown a moment before acting on ``failure``.
+
+        A post-training abort may be forgiven by a completion line that another node's follower has not
+        delivered yet (``clock_slack``). A line of a kind that a cleanly finishing torchrun also prints (exit
+        barrier and store errors) waits for its node's exit code: an exit 0 forgives it. Specific causes (OOM,
+        GPU fault, a signal) never wait, and the hold ends as soon as that node exits non-zero."""
+        if failure.kind != "line":
+            return False
+        if failure.rule == "end-of-run-abort":
+            return now - failure.time < self.clock_slack
+        if failure.category not in HOLD_CATEGORIES or now - failure.time >= self.confirm_s - 0.5:
+            return False
+        return not any(e.kind == "exit" and e.node == failure.node and e.is_fatal for e in self.events)
 
     def verdict(self) -> Verdict:
         root = self.first_failure
@@ -380,6 +456,24 @@ class Watcher:
 
     # ---- internals ----------------------------------------------------------------------------
 
+    def _precedence(self, event: Event, fatal: list[Event]) -> int:
+        """``precedence(event)``, except that a crash of a rank (or node) that already failed as a victim is part
+        of the cascade (see the module docstring)."""
+        level = precedence(event)
+        if level != PRECEDENCE_SPECIFIC or event.category != "crash":
+            return level
+        for earlier in fatal:
+            same = earlier.node == event.node and (event.rank is None or earlier.rank == event.rank)
+            victim = (
+                earlier.kind == "line" and precedence(earlier) == PRECEDENCE_CASCADE
+            )  # a line, not an exit code
+            if same and victim and earlier.time <= event.time:
+                return PRECEDENCE_CASCADE
+        return level
+
+    def _after_completion(self, time: float) -> bool:
+        return self.completed_at is not None and time >= self.completed_at - self.clock_slack
+
     def _forgive_end_of_run(self, event: Event) -> Event:
         """After training reported completion, the abort on a node and the crash reports that follow
         it (the rank's SIGABRT, torchrun's ChildFailedError and exit 1) are warnings, not failures."""
@@ -387,12 +481,34 @@ class Watcher:
             event.is_fatal
             and event.category == "crash"
             and event.node in self._end_of_run_nodes
-            and self.completed_at is not None
-            and event.time >= self.completed_at
+            and self._after_completion(event.time)
         )
         if not forgiven:
             return event
         return replace(event, severity="warning", text=f"end-of-run abort: {event.text}")
+
+    def _forgive_recent_end_of_run_aborts(self) -> None:
+        """The completion line arrived just after another node's abort had been read (``clock_slack``):
+        forgive that abort and what followed it, and take back the stop it caused if nothing else is fatal."""
+        for event in self.events:
+            if event.rule == "end-of-run-abort" and event.is_fatal and self._after_completion(event.time):
+                self._end_of_run_nodes.add(event.node)
+        self.events = [self._forgive_end_of_run(event) for event in self.events]
+        if self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
+            self.state = State.RUNNING
+            self.stop_reason = None
+
+    def _blame_oom(self, event: Event) -> Event:
+        """A death by SIGKILL (the rank's exit, or torchrun's "exitcode: -9" / "Signal 9 (SIGKILL)") becomes an
+        OOM kill when memory evidence exists for its node close enough in time; otherwise it is left alone."""
+        evidence = self._oom_evidence.get(event.node)
+        sigkill = (event.kind == "exit" and event.signal == "SIGKILL") or event.rule == "rank-sigkill"
+        if evidence is None or not sigkill or event.category == "oom":
+            return event
+        when, source = evidence
+        if abs(event.time - when) > self.cascade_window:
+            return event
+        return replace(event, category="oom", text=f"{event.text} — out of memory, per {source}")
 
     def _forgive_lines_of_clean_exit(self, node: str, time: float) -> None:
         """A node whose launcher exits 0 shortly after a fatal-looking line was not failing: torchrun's agents

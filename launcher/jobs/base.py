@@ -17,6 +17,19 @@ PROFILE_ARCH = {"mi300x": "gfx942", "mi250": "gfx90a", "rx7900": "gfx1100", "cpu
 BF16_ARCHS = {"gfx90a", "gfx942", "gfx950", "gfx1100"}
 
 
+class JobConfigError(ValueError):
+    """The user's job config (LLaMA-Factory yaml, DeepSpeed json) cannot work: bad input, exit 2.
+
+    `file` is the head-node path the user wrote; the plan turns this into a one-line PlanError naming it.
+    """
+
+    def __init__(self, message: str, file: str | None = None, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.field = field
+
+
 @dataclass(frozen=True)
 class FileSpec:
     """A file to push, relative to the node's run directory."""

@@ -39,10 +39,21 @@ import sys
 import time
 import traceback
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INFRA = 3
+if __package__:  # imported by the head or tests as launcher.node.guard
+    from launcher.node import protocol
+else:  # run as a script from the run directory, where protocol.py is pushed beside it (named explicitly:
+    # `python -I` or PYTHONSAFEPATH leave the script's directory off sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import protocol  # type: ignore[no-redef]
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = (
+    protocol.EXIT_OK,
+    protocol.EXIT_FAILED,
+    protocol.EXIT_BAD_INPUT,
+    protocol.EXIT_INFRA,
+)
+RUNNING, SUCCEEDED, FAILED, STOPPED = protocol.RUNNING, protocol.SUCCEEDED, protocol.FAILED, protocol.STOPPED
+LOST_LAUNCHER, GUARD_LOST = protocol.LOST_LAUNCHER, protocol.GUARD_LOST
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_LINE_BYTES = 8192
@@ -54,16 +65,6 @@ STATE_WAIT_S = 10.0
 KILL_ROUNDS = (
     50  # SIGKILL rounds after the grace period; bounds teardown against unkillable (D-state) processes
 )
-
-RUNNING, SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER = (
-    "running",
-    "succeeded",
-    "failed",
-    "stopped",
-    "lost-launcher",
-)
-# Reported (never written) when the guard died without writing a final state, e.g. it was SIGKILLed.
-GUARD_LOST = "guard-lost"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -111,8 +112,21 @@ def cmdline(pid: int, comm: str) -> str:
     return (text or f"[{comm}]")[:CMD_CHARS]
 
 
+def valid_pid(value: object) -> bool:
+    """A PID we may ever signal: an int above 1 (kill(1) or kill(-1) would hit init or every process we can)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 1
+
+
+def valid_start(value: object) -> bool:
+    """A start time as /proc/PID/stat field 22 gives it (clock ticks since boot)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def is_alive(pid: int, starttime: int | None = None) -> bool:
-    """True if pid runs (zombies count as dead) and, when given, was started at `starttime`."""
+    """True if pid runs (zombies count as dead) and, when given, was started at `starttime`. Anything that may
+    lead to a signal passes the start time (guard_identity never returns a pid without one): pids are reused."""
+    if not valid_pid(pid):
+        return False
     st = read_stat(pid)
     if st is None or st["state"] in ("Z", "X"):
         return False
@@ -171,23 +185,22 @@ def describe(procs: list) -> list:
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_RANKS: dict = {}  # (pid, starttime) -> global rank or None, read once from /proc/PID/environ
+_RANKS: dict = {}  # (pid, starttime) -> global rank, read once from /proc/PID/environ
 
 
 def rank_of(st: dict) -> int | None:
-    """The RANK a launcher (torchrun, DeepSpeed) gave this process, read from its environment once."""
+    """The RANK a launcher (torchrun, DeepSpeed) gave this process, read from its environment once it has one.
+    A process seen between fork and exec still has its parent's environment: "no rank" is never cached."""
     key = (st["pid"], st["starttime"])
     if key not in _RANKS:
-        rank = None
         try:
             with open("/proc/{}/environ".format(st["pid"]), "rb") as f:
                 for item in f.read().split(b"\0"):
                     if item.startswith(b"RANK=") and item[5:].isdigit():
-                        rank = int(item[5:])
+                        _RANKS[key] = int(item[5:])
         except OSError:
             pass
-        _RANKS[key] = rank
-    return _RANKS[key]
+    return _RANKS.get(key)
 
 
 def usage(st: dict) -> dict:
@@ -215,8 +228,33 @@ def describe_with_usage(procs: list) -> list:
 
 
 def signal_pid(pid: int, sig: int) -> None:
+    if not valid_pid(pid):
+        return
     with contextlib.suppress(OSError):  # already gone, or not ours to signal: nothing more to do
         os.kill(pid, sig)
+
+
+def signal_same(pid: int, starttime: int, sig: int) -> bool:
+    """Signal pid only if it is still the process that started at `starttime`. A pidfd pins the process between
+    the check and the signal, so a pid reused in between is never hit; without pidfds the window is one read."""
+    if not (valid_pid(pid) and valid_start(starttime)):
+        return False
+    fd = None
+    with contextlib.suppress(AttributeError, OSError):
+        fd = os.pidfd_open(pid)
+    try:
+        if not is_alive(pid, starttime):
+            return False
+        if fd is not None:
+            signal.pidfd_send_signal(fd, sig)
+        else:
+            os.kill(pid, sig)
+        return True
+    except OSError:
+        return False
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -227,9 +265,16 @@ def path_in(rundir: str, name: str) -> str:
     return os.path.join(rundir, name)
 
 
+def open_nofollow(path: str, flags: int, mode: int = 0o600) -> int:
+    """os.open that never follows a symlink at `path` (a link planted there would redirect our writes)."""
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
 def write_json_atomic(path: str, data: dict) -> None:
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover of a crashed writer with our pid; O_EXCL below refuses anything there
+    with os.fdopen(open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as f:
         json.dump(data, f)
         f.write("\n")
         f.flush()
@@ -239,7 +284,7 @@ def write_json_atomic(path: str, data: dict) -> None:
 
 def read_json(path: str) -> dict | None:
     try:
-        with open(path) as f:
+        with os.fdopen(open_nofollow(path, os.O_RDONLY)) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -249,12 +294,14 @@ def read_records(rundir: str) -> set:
     """The (pid, starttime, sid) triples appended to RUNDIR/pids ("PID STARTTIME SID" lines; SID optional)."""
     records = set()
     try:
-        with open(path_in(rundir, "pids")) as f:
+        with os.fdopen(open_nofollow(path_in(rundir, "pids"), os.O_RDONLY)) as f:
             for line in f:
                 parts = line.split()
                 if len(parts) in (2, 3) and all(part.isdigit() for part in parts):
+                    pid, start = int(parts[0]), int(parts[1])
                     sid = int(parts[2]) if len(parts) == 3 else None
-                    records.add((int(parts[0]), int(parts[1]), sid))
+                    if valid_pid(pid):  # pid 1, 0 or no start time: never ours to kill
+                        records.add((pid, start, sid if valid_pid(sid) else None))
     except OSError:
         pass
     return records
@@ -265,13 +312,12 @@ def record_of(st: dict) -> tuple:
 
 
 def append_records(rundir: str, records: list) -> None:
-    with open(path_in(rundir, "pids"), "a") as f:
+    with os.fdopen(open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w") as f:
         f.write("".join(f"{pid} {start} {sid}\n" for pid, start, sid in records))
 
 
 def touch(path: str) -> None:
-    with open(path, "a"):
-        pass
+    os.close(open_nofollow(path, os.O_WRONLY | os.O_CREAT))
     os.utime(path, None)
 
 
@@ -300,11 +346,17 @@ def load_job(rundir: str) -> dict:
 
 
 def guard_identity(rundir: str) -> tuple:
-    """(guard_pid, guard_starttime, state dict) from state.json; (None, None, None) if there is none yet."""
+    """(guard_pid, guard_starttime, state dict) from state.json; (None, None, None) if there is none yet.
+
+    The pid and start time come back only when both are well-formed (ints, pid above 1): a record without its
+    start time, or a tampered one, must never name a process to signal. The state is still returned."""
     state = read_json(path_in(rundir, "state.json"))
-    if not isinstance(state, dict) or not state.get("guard_pid"):
+    if not isinstance(state, dict):
         return None, None, None
-    return int(state["guard_pid"]), state.get("guard_starttime"), state
+    pid, start = state.get("guard_pid"), state.get("guard_starttime")
+    if not (valid_pid(pid) and valid_start(start)):
+        return None, None, state
+    return pid, start, state
 
 
 def guard_alive(rundir: str) -> bool:
@@ -346,7 +398,9 @@ class Guard:
             "reason": None,
         }
         # Kept open for the guard's life: appended to on every poll.
-        self.pids_file = open(path_in(rundir, "pids"), "a")  # noqa: SIM115
+        self.pids_file = os.fdopen(
+            open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
+        )
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
@@ -357,7 +411,8 @@ class Guard:
         env = dict(os.environ)
         env.update(self.job["env"])
         env["PYTHONUNBUFFERED"] = "1"
-        with open(path_in(self.rundir, "out.log"), "ab", buffering=0) as out:
+        out_fd = open_nofollow(path_in(self.rundir, "out.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        with os.fdopen(out_fd, "ab", buffering=0) as out:
             # start_new_session: the job gets its own session and process group, away from the guard's signals.
             proc = subprocess.Popen(
                 self.job["argv"],
@@ -458,41 +513,47 @@ class Guard:
         log(f"final state {json.dumps(self.state)}")
 
     def teardown(self, grace: float) -> tuple:
-        """SIGTERM+SIGCONT every descendant, SIGKILL survivors after `grace`.
+        """SIGTERM+SIGCONT every descendant, SIGKILL survivors after `grace`: (signalled, pids that never died).
 
-        Returns (how many processes were signalled, pids that never died). Zombies count as remaining until
-        reaped: their parents are in the tree and die too, which reparents the zombies to us.
-        """
-        poll = min(self.job["poll_interval"], 0.1)
-        termed: set = set()
-        deadline = time.time() + grace
-        while True:
+        Zombies count as remaining until reaped: their parents are in the tree and die too, which reparents the
+        zombies to us, and reaping them is ours to do."""
+
+        def remaining() -> list:
             self.reap()
-            procs = self.record_tree()
-            if not procs:
-                return len(termed), []
-            for st in procs:
-                key = (st["pid"], st["starttime"])
-                if st["state"] != "Z" and key not in termed:
-                    termed.add(key)
-                    signal_pid(st["pid"], signal.SIGTERM)
-                    signal_pid(
-                        st["pid"], signal.SIGCONT
-                    )  # a stopped process acts on SIGTERM only once continued
-            if time.time() >= deadline:
-                break
-            time.sleep(poll)
-        for _ in range(KILL_ROUNDS):
-            self.reap()
-            procs = self.record_tree()
-            if not procs:
-                return len(termed), []
-            for st in procs:
-                if st["state"] != "Z":
-                    signal_pid(st["pid"], signal.SIGKILL)
-            time.sleep(poll)
-        self.reap()
-        return len(termed), [st["pid"] for st in self.record_tree()]
+            return self.record_tree()
+
+        return terminate(remaining, grace, poll=min(self.job["poll_interval"], 0.1))
+
+
+def terminate(remaining, grace: float, poll: float = 0.1) -> tuple:
+    """The one teardown loop (the guard's own, and `stop`'s after the guard died): SIGTERM+SIGCONT each process
+    that `remaining()` lists once (a stopped process acts on SIGTERM only once continued), SIGKILL what is left
+    after `grace`, for at most KILL_ROUNDS rounds. Every signal goes through `signal_same`, so a pid reused
+    meanwhile is never hit. Returns (how many processes were signalled, pids that never died)."""
+    termed: set = set()
+    deadline = time.time() + grace
+    while True:
+        procs = remaining()
+        if not procs:
+            return len(termed), []
+        for st in procs:
+            key = (st["pid"], st["starttime"])
+            if st["state"] != "Z" and key not in termed:
+                termed.add(key)
+                signal_same(st["pid"], st["starttime"], signal.SIGTERM)
+                signal_same(st["pid"], st["starttime"], signal.SIGCONT)
+        if time.time() >= deadline:
+            break
+        time.sleep(poll)
+    for _ in range(KILL_ROUNDS):
+        procs = remaining()
+        if not procs:
+            return len(termed), []
+        for st in procs:
+            if st["state"] != "Z":
+                signal_same(st["pid"], st["starttime"], signal.SIGKILL)
+        time.sleep(poll)
+    return len(termed), [st["pid"] for st in remaining()]
 
 
 def set_child_subreaper() -> bool:
@@ -511,7 +572,7 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    guard_log = os.open(path_in(rundir, "guard.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    guard_log = open_nofollow(path_in(rundir, "guard.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(guard_log, 1)
     os.dup2(guard_log, 2)
     os.close(guard_log)
@@ -531,7 +592,9 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
         guard = Guard(rundir, job)
         signal.signal(signal.SIGTERM, guard.on_stop_signal)
         signal.signal(signal.SIGINT, guard.on_stop_signal)
-        with open(path_in(rundir, "guard.pid"), "w") as f:
+        with os.fdopen(
+            open_nofollow(path_in(rundir, "guard.pid"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w"
+        ) as f:
             f.write(f"{os.getpid()}\n")
         guard.spawn()
     except Exception as e:
@@ -540,6 +603,7 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
         failed = {
             "state": FAILED,
             "guard_pid": os.getpid(),
+            "guard_starttime": (read_stat(os.getpid()) or {}).get("starttime"),
             "job_pid": None,
             "exit_code": None,
             "signal": None,
@@ -574,7 +638,11 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         print(json.dumps({"error": str(e)}))
         return EXIT_BAD_INPUT
     # The live guard holds an flock on guard.lock for its whole life; it is released by the kernel on any death.
-    lock_fd = os.open(path_in(rundir, "guard.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_fd = open_nofollow(path_in(rundir, "guard.lock"), os.O_RDWR | os.O_CREAT)
+    except OSError as e:
+        print(json.dumps({"error": f"cannot open {path_in(rundir, 'guard.lock')}: {e.strerror}"}))
+        return EXIT_INFRA
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -652,49 +720,31 @@ def read_reply(fd: int, timeout: float) -> dict | None:
 
 
 def kill_recorded(rundir: str, grace: float) -> list:
-    """Without a live guard: SIGTERM+SIGCONT, then SIGKILL, what is left of the recorded pids and their trees."""
+    """Without a live guard: tear down what is left of the recorded pids and their trees (`terminate`). Their new
+    parent (init or another subreaper) reaps them, so zombies are already dead here."""
     records = read_records(rundir)
-    deadline = time.time() + grace
-    termed: set = set()
-    while True:
-        procs = [st for st in job_processes([], records) if st["state"] != "Z"]
-        if not procs:
-            return []
-        for st in procs:
-            if st["pid"] not in termed:
-                termed.add(st["pid"])
-                signal_pid(st["pid"], signal.SIGTERM)
-                signal_pid(st["pid"], signal.SIGCONT)
-        if time.time() >= deadline:
-            break
-        time.sleep(0.1)
-    for _ in range(KILL_ROUNDS):
-        # Their new parent (init or another subreaper) reaps them; zombies are already dead.
-        procs = [st for st in job_processes([], records) if st["state"] != "Z"]
-        if not procs:
-            return []
-        for st in procs:
-            signal_pid(st["pid"], signal.SIGKILL)
-        time.sleep(0.1)
-    return [st["pid"] for st in job_processes([], records) if st["state"] != "Z"]
+    _, survivors = terminate(lambda: [st for st in job_processes([], records) if st["state"] != "Z"], grace)
+    return survivors
 
 
 def cmd_stop(rundir: str, grace: float | None) -> int:
     pid, start, state = guard_identity(rundir)
     if grace is None:
-        job = read_json(path_in(rundir, "job.json")) or {}
-        grace = float(job.get("grace", 10))
+        job = read_json(path_in(rundir, "job.json"))
+        grace = job.get("grace", 10) if isinstance(job, dict) else 10
+        if not isinstance(grace, (int, float)) or isinstance(grace, bool) or not 0 <= grace <= 3600:
+            grace = 10  # a tampered job.json must not make stop crash or wait forever
     guard_was_alive = pid is not None and is_alive(pid, start)
     if guard_was_alive:
         write_json_atomic(path_in(rundir, "stop_request.json"), {"grace": grace, "t": time.time()})
-        signal_pid(pid, signal.SIGTERM)
+        signal_same(pid, start, signal.SIGTERM)
         deadline = time.time() + grace + 10
         while is_alive(pid, start) and time.time() < deadline:
             time.sleep(0.1)
         if is_alive(pid, start):
             # The guard is stuck: record its tree first, then take over the teardown ourselves.
             append_records(rundir, [record_of(st) for st in job_processes([pid], read_records(rundir))])
-            signal_pid(pid, signal.SIGKILL)
+            signal_same(pid, start, signal.SIGKILL)
     remaining = kill_recorded(rundir, grace)
     _, _, state = guard_identity(rundir)
     if state is None:
@@ -736,7 +786,9 @@ class LogTail:
     def read(self, final: bool = False) -> list:
         if self.file is None:
             try:
-                self.file = open(self.path, "rb")  # noqa: SIM115 (kept open while following)
+                self.file = os.fdopen(
+                    open_nofollow(self.path, os.O_RDONLY), "rb"
+                )  # kept open while following
             except FileNotFoundError:
                 return []
             self.file.seek(self.offset)
@@ -921,8 +973,8 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail) -> None
             word = line.strip().decode("ascii", "replace")
             if word == "hb":
                 touch(heartbeat)
-            elif word == "stop" and is_alive(pid, start):
-                signal_pid(pid, signal.SIGTERM)
+            elif word == "stop":
+                signal_same(pid, start, signal.SIGTERM)
 
 
 def main(argv: list | None = None) -> int:

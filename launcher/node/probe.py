@@ -112,13 +112,19 @@ def is_complete(path: Path) -> bool:
     return (path / MARKER).is_file()
 
 
-def latest_complete(ckpt_dir: Path) -> Path | None:
+def complete_checkpoints(ckpt_dir: Path) -> list[Path]:
+    """Complete checkpoints, oldest first."""
     found = [
         (int(m.group(1)), p)
         for p in ckpt_dir.glob("step-*")
         if (m := STEP_DIR.match(p.name)) and is_complete(p)
     ]
-    return max(found)[1] if found else None
+    return [p for _, p in sorted(found)]
+
+
+def latest_complete(ckpt_dir: Path) -> Path | None:
+    found = complete_checkpoints(ckpt_dir)
+    return found[-1] if found else None
 
 
 def marker_step(path: Path) -> int:
@@ -264,6 +270,13 @@ def resume_point(args: argparse.Namespace) -> Path | None:
         if not is_complete(args.resume_from):
             raise SystemExit(f"probe: {args.resume_from} is not a complete checkpoint (no {MARKER})")
         return args.resume_from
+    # rlaunch's restart path names the latest complete checkpoint it found (launcher/node/ckpt.py).
+    restart_from = os.environ.get("RLAUNCH_RESUME_FROM")
+    if restart_from:
+        if os.environ.get("RLAUNCH_PROBE_RESUME_OLDEST") and args.ckpt_dir:
+            # validate --inject wrong-checkpoint: deliberately the oldest one, which the checks must catch.
+            return complete_checkpoints(args.ckpt_dir)[0]
+        return Path(restart_from)
     if args.resume and args.ckpt_dir and args.ckpt_dir.is_dir():
         return latest_complete(args.ckpt_dir)
     return None
@@ -337,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = nn.MSELoss()
     loss_value = math.nan
     for step, (x, y) in enumerate(loader, start=start + 1):
-        if step == args.fail_at_step and rank == args.fail_rank:
+        # Only a fresh run injects its fault: the restart that resumes it must be able to finish.
+        if step == args.fail_at_step and rank == args.fail_rank and source is None:
             print(
                 f"probe: fault injection, rank {rank} kills itself at step {step}",
                 file=sys.stderr,

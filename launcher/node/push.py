@@ -10,9 +10,15 @@ import base64
 import hashlib
 import json
 import os
+import pwd
 import socket
+import stat
 import sys
 import tempfile
+
+# Why a path is refused: another user who can write any directory on it could swap guard.py between the push and
+# the start, and it would run as us (root under the Slurm prolog).
+RULE = "every directory on it must be owned by you or root and not group/world-writable unless root-owned and sticky"
 
 
 def fail(message, **extra):
@@ -30,10 +36,60 @@ def port_free(port):
     return True
 
 
+def owner(uid):
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def component_problem(st, me):
+    """Why this lstat result makes a path component untrusted, or None."""
+    if st.st_uid not in (me, 0):
+        return "owned by " + owner(st.st_uid)
+    if stat.S_ISLNK(st.st_mode):
+        return None  # a link's own mode means nothing; its target is checked through realpath
+    if st.st_mode & 0o022 and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX):
+        return "writable by others"
+    return None
+
+
+def unsafe_path(path):
+    """One line naming the first untrusted component of `path` (as written and as resolved), or None."""
+    me = os.geteuid()
+    for full in (os.path.abspath(path), os.path.realpath(path)):
+        current = "/"
+        for part in [""] + [p for p in full.split("/") if p]:
+            current = os.path.join(current, part) if part else "/"
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                break  # created by us below, 0700
+            except OSError as exc:
+                return f"cannot inspect {current}: {exc.strerror}"
+            why = component_problem(st, me)
+            if why:
+                return f"refusing {path}: {current} is {why}, mode {stat.S_IMODE(st.st_mode):04o} ({RULE})"
+    return None
+
+
+def makedirs_private(path):
+    """os.makedirs with 0700 on every directory it creates (makedirs applies `mode` to the last one only)."""
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        makedirs_private(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
 def write_file(run_dir, spec):
     data = base64.b64decode(spec["data"])
     path = os.path.join(run_dir, spec["path"])
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    makedirs_private(os.path.dirname(path))
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".push.")
     try:
         os.fchmod(fd, spec["mode"])  # before any byte lands: secrets are never world-readable
@@ -46,7 +102,7 @@ def write_file(run_dir, spec):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    with open(path, "rb") as f:
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     if digest != spec["sha256"]:
         fail("sha256 mismatch after writing {}".format(spec["path"]))
@@ -55,10 +111,18 @@ def write_file(run_dir, spec):
 def main():
     run_dir = sys.argv[1]
     payload = json.loads(sys.stdin.buffer.read() or b"{}")
+    # Checked before creating (so nothing is made through a stranger's link) and after (a directory someone
+    # created in a sticky /tmp between the two checks is caught: only its owner could change it later).
+    problem = unsafe_path(run_dir)
+    if problem:
+        fail(problem)
     try:
-        os.makedirs(run_dir, mode=0o700, exist_ok=True)
+        makedirs_private(run_dir)
     except OSError as exc:
         fail(f"cannot create run directory {run_dir}: {exc.strerror}")
+    problem = unsafe_path(run_dir)
+    if problem:
+        fail(problem)
     if not os.access(run_dir, os.W_OK):
         fail(f"run directory {run_dir} is not writable")
     st = os.statvfs(run_dir)

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from launcher.records import write_atomic
 from launcher.validate.checks import Check, Record, size_records, step_losses
 
 FORMAT_VERSION = 1
@@ -102,16 +101,7 @@ def save_baseline(path: Path, metrics: Iterable[Metric]) -> None:
         "created": time.time(),
         "metrics": {m.key: {"metric": m.name, "node": m.node, "value": m.value} for m in metrics},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(body, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(body, indent=2, sort_keys=True) + "\n", mode=0o644)
 
 
 def load_baseline(path: Path) -> dict[str, Metric]:

@@ -7,8 +7,6 @@ do not fail a run).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -19,9 +17,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 from rich.table import Table
 
+from launcher.errors import ExitCode
+from launcher.records import write_atomic
 from launcher.validate.checks import Check
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED = ExitCode.OK, ExitCode.FAILED
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 
@@ -94,15 +94,7 @@ def to_json(stages: Sequence[StageResult], timestamp: float | None = None) -> di
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text, mode=0o644)  # reports are meant to be read by others (CI, dashboards)
 
 
 def write_json(path: Path, stages: Sequence[StageResult]) -> None:

@@ -7,6 +7,7 @@ very preflight/push/guard/watch/teardown path real jobs take, and each workload 
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
@@ -84,6 +85,8 @@ def workload_inventory(
     nproc: int,
     env: Mapping[str, str] | None = None,
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    checkpoint_dir: str | None = None,
+    max_restarts: int = 0,
 ) -> Inventory:
     """The user's inventory narrowed to `hosts` (master = first of them) running a node script."""
     data: dict[str, Any] = base.model_dump(mode="json", exclude={"base_dir", "source", "job", "restart"})
@@ -106,18 +109,31 @@ def workload_inventory(
         "stall_timeout": stall_timeout,
         "startup_timeout": stall_timeout + STARTUP_EXTRA_S,
     }
-    data["restart"] = {"max_restarts": 0}
+    if checkpoint_dir:
+        data["job"]["checkpoint_dir"] = checkpoint_dir
+    data["restart"] = {"max_restarts": max_restarts, "backoff": 0}
     return from_mapping(data, source=f"{base.source} (validate: {script})", base_dir=base.base_dir)
 
 
 class _Collector:
+    """Every output line, per attempt (lifecycle announces each restart through its status callback)."""
+
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.attempts: list[list[str]] = [[]]
         self._lock = threading.Lock()
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for attempt in self.attempts for line in attempt]
 
     def __call__(self, host: str, rank: int | None, text: str) -> None:
         with self._lock:
-            self.lines.append(text)
+            self.attempts[-1].append(text)
+
+    def on_status(self, text: str) -> None:
+        if text.startswith("restart "):
+            with self._lock:
+                self.attempts.append([])
 
 
 def run_workload(
@@ -134,12 +150,54 @@ def run_workload(
     """Run a node script under torchrun on `hosts`, quietly; every output line is kept for the checks.
 
     A LaunchError with code 2 (the nodes are busy with another run) propagates: that is the user's call."""
-    inv = workload_inventory(base, hosts, script, args, nproc=nproc, env=env, stall_timeout=stall_timeout)
+    return run_attempts(base, name, hosts, script, args, nproc=nproc, env=env, stall_timeout=stall_timeout)[
+        -1
+    ]
+
+
+def run_attempts(
+    base: Inventory,
+    name: str,
+    hosts: Sequence[str],
+    script: str,
+    args: Sequence[str],
+    *,
+    nproc: int,
+    env: Mapping[str, str] | None = None,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    checkpoint_dir: str | None = None,
+    max_restarts: int = 0,
+) -> list[WorkloadResult]:
+    """Like `run_workload`, through rlaunch's restart path (`restart.max_restarts`, resume from the latest complete
+    checkpoint under `checkpoint_dir`): one result per attempt, the last being the run's outcome."""
+    inv = workload_inventory(
+        base,
+        hosts,
+        script,
+        args,
+        nproc=nproc,
+        env=env,
+        stall_timeout=stall_timeout,
+        checkpoint_dir=checkpoint_dir,
+        max_restarts=max_restarts,
+    )
     collect = _Collector()
     try:
-        run_id, outcome = lifecycle.up(inv, on_line=collect, run_id=_run_id(name))
+        run_id, outcome = lifecycle.up(
+            inv, on_line=collect, on_status=collect.on_status, run_id=_run_id(name)
+        )
     except LaunchError as exc:
         if exc.code == 2:
             raise
-        return WorkloadResult(name, list(hosts), exc.code, str(exc), infra=dict(exc.failed))
-    return WorkloadResult(name, list(hosts), outcome.code, outcome.summary, run_id, collect.lines)
+        return [WorkloadResult(name, list(hosts), exc.code, str(exc), infra=dict(exc.failed))]
+    results = []
+    record = records.RunRecord.open(run_id)
+    for attempt, lines in enumerate(collect.attempts[:-1]):
+        saved = json.loads((record.root / f"outcome-{attempt}.json").read_text())
+        results.append(
+            WorkloadResult(f"{name}#{attempt}", list(hosts), saved["code"], saved["summary"], run_id, lines)
+        )
+    results.append(
+        WorkloadResult(name, list(hosts), outcome.code, outcome.summary, run_id, collect.attempts[-1])
+    )
+    return results

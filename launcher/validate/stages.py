@@ -8,7 +8,6 @@ its reference, and a node that failed `single` is left out of the work that need
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import threading
@@ -16,11 +15,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport, make_transport
+from launcher.errors import ExitCode
 from launcher.jobs.base import BF16_ARCHS, PROFILE_ARCH
+from launcher.node import protocol
 from launcher.validate import checks as C
 from launcher.validate.baseline import (
     Metric,
@@ -32,14 +32,14 @@ from launcher.validate.baseline import (
 from launcher.validate.checks import Check, Record
 from launcher.validate.lossplot import write_loss_svg
 from launcher.validate.report import StageResult
-from launcher.validate.runner import DEFAULT_STALL_TIMEOUT, WorkloadResult, run_workload
+from launcher.validate.runner import DEFAULT_STALL_TIMEOUT, WorkloadResult, run_attempts, run_workload
 
 STAGES = ("single", "dual", "cluster")
-EXIT_INFRA = 3
+EXIT_INFRA = ExitCode.INFRA
 CKPT_EVERY = 2
 # Same seed, same global batch: a 2-rank DDP run differs from the 1-rank run only by float summation order.
 DDP_TOLERANCE = 1e-6
-# Resume on CPU reproduces the losses bitwise (FACTS.md); GPU kernels may differ in the last bits.
+# Resume on CPU reproduces the losses bitwise (docs/facts.md); GPU kernels may differ in the last bits.
 RESUME_TOLERANCE = {"cpu": 0.0, "cuda": 1e-5}
 DATALOADER_WORKERS = 2
 INJECTIONS = ("wrong-checkpoint",)
@@ -194,10 +194,39 @@ class Session:
         result = run_workload(
             self.inv, name, hosts, script, args, nproc=nproc, env=env, stall_timeout=self.stall_timeout()
         )
+        self._note_unreachable(result)
+        return result
+
+    def _note_unreachable(self, result: WorkloadResult) -> None:
         if result.infra:
             with self._lock:
                 self.unreachable.update(h for h, why in result.infra.items() if _is_unreachable(why))
-        return result
+
+    def run_attempts(
+        self,
+        name: str,
+        hosts: Sequence[str],
+        script: str,
+        args: Sequence[str],
+        nproc: int,
+        checkpoint_dir: str,
+        **env: str,
+    ) -> list[WorkloadResult]:
+        """A workload with one restart through rlaunch's restart path: one result per attempt."""
+        results = run_attempts(
+            self.inv,
+            name,
+            hosts,
+            script,
+            args,
+            nproc=nproc,
+            env=env,
+            stall_timeout=self.stall_timeout(),
+            checkpoint_dir=checkpoint_dir,
+            max_restarts=1,
+        )
+        self._note_unreachable(results[-1])
+        return results
 
     def probe_args(self, world: int, *extra: str) -> list[str]:
         return [
@@ -332,9 +361,8 @@ def env_checks(session: Session, node: NodeSpec) -> list[Check]:
             *skipped(SINGLE_ENV[1:], host, "node unreachable"),
         ]
     checks = [Check("reachable", host, "pass")]
-    try:
-        facts: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    facts = protocol.reply_of(result.stdout)
+    if facts is None:
         why = result.why() if result.exit_code else "no answer from the environment probe"
         return [
             *checks,
@@ -450,7 +478,8 @@ def fault_injection(
     fail_rank: int,
     node: str,
 ) -> list[Check]:
-    """Kill rank `fail_rank` mid-run, resume from the latest checkpoint, compare with the clean run."""
+    """Kill rank `fail_rank` mid-run and let rlaunch's own restart path resume it from the latest complete
+    checkpoint (`restart.max_restarts: 1`, the path users rely on); compare with the clean run."""
     if session.out_of_time():
         return skipped(FAULT, node, "budget")
     if not clean.ok:
@@ -459,34 +488,29 @@ def fault_injection(
     fault_dir = f"{session.ckpt_root}/{name}-fault"
     session.ckpt_hosts.update(hosts)
     ckpt = ["--ckpt-dir", fault_dir, "--ckpt-every", str(CKPT_EVERY)]
-    session.say(f"{name}: fault injection, rank {fail_rank} killed at step {k}…")
+    session.say(f"{name}: fault injection, rank {fail_rank} killed at step {k}, then rlaunch's restart…")
     fault = ["--fail-at-step", str(k), "--fail-rank", str(fail_rank)]
     world = nproc * len(hosts)
-    killed = session.run(
-        f"{name}-kill", hosts, "probe.py", session.probe_args(world, *ckpt, *fault), nproc=nproc
+    # Deliberately wrong for --inject wrong-checkpoint: the probe resumes from the oldest checkpoint instead.
+    env = {"RLAUNCH_PROBE_RESUME_OLDEST": "1"} if session.opts.inject == "wrong-checkpoint" else {}
+    attempts = session.run_attempts(
+        f"{name}-fault", hosts, "probe.py", session.probe_args(world, *ckpt, *fault), nproc, fault_dir, **env
     )
+    killed, resumed = attempts[0], (attempts[1] if len(attempts) > 1 else None)
     saved = C.last_checkpoint(killed.probe)
     injected = Check(
         "fault_injected",
         node,
-        C.verdict(not killed.ok and saved is not None),
+        C.verdict(not killed.ok and saved is not None and resumed is not None),
         float(saved) if saved is not None else None,
         unit="step",
         message=f"run {'failed' if not killed.ok else 'did NOT fail'} after rank {fail_rank} was killed at "
-        f"step {k}; latest checkpoint: step {saved}",
+        f"step {k}; latest checkpoint: step {saved}"
+        + ("" if resumed is not None or killed.ok else "; rlaunch did not restart it"),
     )
-    if injected.status == "fail" or session.out_of_time():
-        why = "budget" if injected.status == "pass" else "fault injection did not happen"
-        return [injected, *skipped(FAULT[1:], node, why)]
+    if injected.status == "fail" or resumed is None:
+        return [injected, *skipped(FAULT[1:], node, "fault injection did not happen")]
 
-    resume = ["--resume"]
-    if session.opts.inject == "wrong-checkpoint":
-        # Deliberately wrong: the oldest checkpoint instead of the latest, which the checks must catch.
-        resume = ["--resume-from", f"{fault_dir}/step-{CKPT_EVERY:08d}"]
-    session.say(f"{name}: resuming…")
-    resumed = session.run(
-        f"{name}-resume", hosts, "probe.py", session.probe_args(world, *ckpt, *resume), nproc=nproc
-    )
     tolerance = RESUME_TOLERANCE[session.opts.device]
     checks = [
         explain(c, resumed) for c in C.check_resume(clean.probe, resumed.probe, killed.probe, tolerance, node)

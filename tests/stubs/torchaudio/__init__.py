@@ -2,7 +2,7 @@
 
 Why: LLaMA-Factory 0.9.5 imports torchaudio at module level (src/llamafactory/data/mm_plugin.py) although text-only
 training never calls it, and PyPI's torchaudio wheel fails to load beside the CPU torch 2.13 wheel
-(/work/shared/FACTS.md, "LLaMA-Factory on CPU"). This module lets that import succeed; any real audio use fails
+(docs/facts.md, "Training stacks on CPU"). This module lets that import succeed; any real audio use fails
 loudly instead of silently doing the wrong thing.
 """
 

@@ -9,7 +9,16 @@ from importlib import resources
 import click
 
 from cluster.inventory import from_mapping
-from launcher.cli import EXIT_FAILED, EXIT_INFRA, EXIT_OK, UserError, guarded, inventory_options, load, main
+from launcher.cli.app import (
+    EXIT_FAILED,
+    EXIT_INFRA,
+    EXIT_OK,
+    UserError,
+    guarded,
+    inventory_options,
+    load,
+    main,
+)
 
 
 def facts_script() -> bytes:

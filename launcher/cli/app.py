@@ -1,4 +1,5 @@
-"""The `rlaunch` command line. Verbs are thin shells: parse arguments → call one function → render.
+"""The `rlaunch` command group and what every verb shares: loading inputs, failing with one line and an exit
+code (`guarded`), examples in --help. Verbs are thin shells: parse arguments → call one function → render.
 
 Exit codes: 0 success · 1 job or check failed · 2 bad input · 3 infrastructure (unreachable node, SSH, preflight)
 · 130 interrupted.
@@ -18,14 +19,22 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from cluster.inventory import Inventory, InventoryError, load_inventory
+from cluster.transport import TransportError
 from launcher import __version__
+from launcher.errors import BadInput, ExitCode, RlaunchError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = (
+    ExitCode.OK,
+    ExitCode.FAILED,
+    ExitCode.BAD_INPUT,
+    ExitCode.INFRA,
+    ExitCode.INTERRUPTED,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class UserError(Exception):
+class UserError(BadInput):
     """Bad input discovered outside the inventory loader (exit 2)."""
 
 
@@ -43,10 +52,13 @@ def guarded(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        # The one place where failures become exit codes (launcher/errors.py defines them).
+        except RlaunchError as exc:
+            fail(_escape(str(exc)), exc.code)
         except InventoryError as exc:
             fail(_escape(str(exc)), EXIT_BAD_INPUT)
-        except UserError as exc:
-            fail(_escape(str(exc)), EXIT_BAD_INPUT)
+        except TransportError as exc:
+            fail(_escape(str(exc)), EXIT_INFRA)
         except KeyboardInterrupt:
             fail("interrupted", EXIT_INTERRUPTED)
         except FileNotFoundError as exc:
@@ -95,6 +107,8 @@ Examples:
   rlaunch logs classify train.log      flag RCCL/HIP/NaN/OOM lines in any log
   rlaunch down                         stop the latest run everywhere, nothing left behind
   rlaunch doctor cluster.yaml          node facts and cross-node consistency checks
+  rlaunch nodes                        strikes per node (failures caused by the node); --clear HOST forgives
+  rlaunch report RUN --html run.html   one page: attempts per node, loss across restarts, goodput, root cause
   rlaunch validate cluster.yaml --stage dual --device cpu
 
 \b
@@ -117,7 +131,7 @@ def main() -> None:
 @guarded
 def init(path: str, force: bool) -> None:
     """Write a commented starter cluster.yaml."""
-    import templates
+    from launcher import templates
 
     target = Path(path)
     if target.exists() and not force:
@@ -146,14 +160,3 @@ def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, 
         click.echo(json.dumps(result.to_json(), indent=1))
     else:
         render.plan_table(result)
-
-
-# --------------------------------------------------------------------------------------------------------
-# The other verbs live in their own modules, each adding its commands to `main` (imported last: they import it).
-from launcher import cli_doctor, cli_run, cli_validate  # noqa: E402, F401
-
-if __name__ == "__main__":
-    # Run as `python -m launcher.cli`: verbs registered themselves on the importable module, not on __main__.
-    from launcher.cli import main as registered_main
-
-    registered_main()

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
 
-from launcher.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, guarded, inventory_options, load, main
+from launcher.cli.app import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    fail,
+    guarded,
+    inventory_options,
+    load,
+    main,
+)
+from launcher.errors import ExitCode
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -51,15 +61,6 @@ def _event_printer(event: dict[str, Any]) -> None:
         )
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM to the launcher takes the same teardown path as Ctrl-C."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 @main.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @inventory_options
@@ -72,6 +73,11 @@ def _sigterm_as_interrupt() -> None:
     "--quiet", "-q", is_flag=True, help="Do not stream log lines (events and the summary still print)."
 )
 @click.option("--doctor/--no-doctor", default=True, show_default=True, help="Run doctor's fast checks first.")
+@click.option(
+    "--prom",
+    type=click.Path(dir_okay=False),
+    help="At the end, write the run's goodput as a Prometheus textfile.",
+)
 @guarded
 def up(
     inventory: str,
@@ -82,6 +88,7 @@ def up(
     as_json: bool,
     quiet: bool,
     doctor: bool,
+    prom: str | None,
 ) -> None:
     """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
 
@@ -90,10 +97,10 @@ def up(
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
     from launcher import lifecycle
-    from launcher.run import LaunchError
+    from launcher.run import LaunchError, interrupt_once
 
     inv = load(inventory, hostfile, from_slurm)
-    _sigterm_as_interrupt()
+    interrupt_once(_status)  # SIGTERM takes Ctrl-C's teardown path; a repeated signal never cuts it short
     printer = _line_printer(as_json)
     started = time.time()
     try:
@@ -115,6 +122,7 @@ def up(
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
         return
+    goodput = _goodput(run_id, prom)
     if as_json:
         click.echo(
             json.dumps(
@@ -124,6 +132,7 @@ def up(
                     "summary": outcome.summary,
                     "root_cause": outcome.root_cause,
                     "nodes": outcome.nodes,
+                    "goodput": goodput,
                 }
             )
         )
@@ -139,11 +148,32 @@ def up(
         )
         verdict = "succeeded" if outcome.code == EXIT_OK else "FAILED"
         _status(f"{verdict} in {time.time() - started:.1f} s: {outcome.summary}")
+        if goodput:
+            from launcher.cli.nodes import goodput_line
+
+            _status(goodput_line(goodput))
         if outcome.end_of_run_abort:
             _status(
                 "note: a rank aborted after training had completed (end-of-run abort); outputs are complete"
             )
     sys.exit(outcome.code)
+
+
+def _goodput(run_id: str, prom: str | None) -> dict[str, Any] | None:
+    """The finished run's goodput (settled into its state by `up`), also as a textfile when asked."""
+    from launcher import attempts, records
+
+    record = records.RunRecord.open(run_id)
+    gp = attempts.goodput_of(record)
+    if gp is None:
+        return None
+    if prom:
+        state = record.read_state()
+        try:
+            attempts.write_prometheus(Path(prom), run_id, str(state.get("cluster", "")), gp)
+        except OSError as exc:  # the job's outcome decides the exit code, not the metrics file
+            _status(f"--prom: cannot write {prom}: {exc.strerror or exc}")
+    return gp.to_json()
 
 
 @main.command()
@@ -157,19 +187,23 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
     """Stop a run (default: the latest) on every node; nothing is left behind."""
     from launcher import lifecycle
 
-    rid, results = lifecycle.down(run_id, grace=grace)
-    unclean = {h: e for h, (_, e) in results.items() if e}
+    rid, replies = lifecycle.down(run_id, grace=grace)
+    unclean = {h: r.error or f"processes remain: {r.data.get('remaining')}" for h, r in replies.items()
+               if not r.ok or (r.data or {}).get("remaining")}  # fmt: skip
     if as_json:
         click.echo(
             json.dumps(
-                {"run_id": rid, "nodes": {h: {"final": i, "error": e} for h, (i, e) in results.items()}}
+                {
+                    "run_id": rid,
+                    "nodes": {h: {"final": r.data, "error": unclean.get(h)} for h, r in replies.items()},
+                }
             )
         )
     else:
-        for host, (info, error) in sorted(results.items()):
-            click.echo(f"{host}: {error or (info or {}).get('state', 'stopped')}")
-        _status(f"run {rid} stopped" + (f"; unreachable: {', '.join(sorted(unclean))}" if unclean else ""))
-    sys.exit(3 if unclean else 0)
+        for host, reply in sorted(replies.items()):
+            click.echo(f"{host}: {unclean.get(host) or reply.state or 'stopped'}")
+        _status(f"run {rid} stopped" + (f"; not clean: {', '.join(sorted(unclean))}" if unclean else ""))
+    sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
 
 
 @main.command()
@@ -210,6 +244,12 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
     )
     if info.get("stragglers"):
         click.echo(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
+    for r in info.get("replaced", []):
+        click.echo(f"{r['spare']} replaced {r['node']} (attempt {r['attempt']}: {r['cause']})")
+    if info.get("goodput"):
+        from launcher.cli.nodes import goodput_line
+
+        click.echo(goodput_line(info["goodput"]))
     if info["nodes"]:
         rows = [
             {

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from cluster.inventory import Inventory, from_mapping
-from launcher.cli import EXIT_INFRA, UserError, guarded, inventory_options, load, main
+from launcher.cli.app import EXIT_INFRA, UserError, guarded, inventory_options, load, main
 
 
 def local_inventory(inventory: Inventory | None) -> Inventory:

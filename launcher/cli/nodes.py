@@ -1,0 +1,114 @@
+"""CLI verbs about nodes and runs after the fact: `nodes` (the strike ledger) and `report` (one HTML page)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from launcher.cli.app import EXIT_OK, UserError, guarded, main
+
+
+def _when(t: float | None) -> str:
+    if not t:
+        return ""
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per node, in a list.")
+@click.option("--clear", "clear", metavar="HOST", help="Forgive HOST's strikes (appends a `clear` entry).")
+@click.option(
+    "--window",
+    type=float,
+    default=None,
+    help="Count strikes of the last this many seconds (default: all since the last clear).",
+)
+@guarded
+def nodes(as_json: bool, clear: str | None, window: float | None) -> None:
+    """Nodes in the ledger ($RLAUNCH_HOME/nodes.jsonl): strikes, last cause, last run, goodput.
+
+    \b
+    A strike is a failure whose root cause is the node (GPU fault, lost node, crash by a signal, straggler).
+    With `health.max_strikes: N`, `up` replaces a node at N strikes by a spare or refuses to start (exit 3).
+    """
+    from launcher import ledger
+    from launcher.render import summary_table
+
+    if clear is not None:
+        known = {e["host"] for e in ledger.read()}
+        if clear not in known:
+            raise UserError(f"--clear: no node '{clear}' in {ledger.path()} (see `rlaunch nodes`)")
+        ledger.append([ledger.clear(clear)])
+        click.echo(f"cleared {clear}: its strikes no longer count")
+        return
+    if window is not None and window <= 0:
+        raise UserError("--window: expected a positive number of seconds")
+    summary = ledger.summarize(ledger.read(), window_s=window)
+    rows = [s.to_json() for s in sorted(summary.values(), key=lambda s: (-s.strikes, s.host))]
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    if not rows:
+        click.echo(f"no nodes in {ledger.path()} yet (runs add them)")
+        return
+    summary_table(
+        [
+            {
+                **r,
+                "last_time": _when(r["last_time"]),
+                "ratio": "" if r["ratio"] is None else f"{r['ratio']:.0%}",
+                "productive_s": f"{r['productive_s']:.0f}",
+                "total_s": f"{r['total_s']:.0f}",
+                "last_cause": r["last_cause"] or "",
+            }
+            for r in rows
+        ],
+        [
+            "host",
+            "strikes",
+            "strikes_total",
+            "last_cause",
+            "last_time",
+            "last_run",
+            "runs",
+            "total_s",
+            "ratio",
+        ],
+        title="node ledger",
+    )
+    sys.exit(EXIT_OK)
+
+
+def goodput_line(data: dict) -> str:
+    """One line for people: `goodput 71% of 42.0 s (startup 9.1, detect 1.2, teardown 2.0, restart 7.7; 1 step lost)`."""
+    parts = ", ".join(
+        f"{k.removesuffix('_s')} {data[k]:.1f}" for k in ("startup_s", "detect_s", "teardown_s", "restart_s")
+    )
+    lost = data.get("lost_steps", 0)
+    return (
+        f"goodput {data['ratio']:.0%} of {data['total_s']:.1f} s (productive {data['productive_s']:.1f}; {parts}"
+        + (f"; {lost} step{'s' if lost != 1 else ''} lost to rollback" if lost else "")
+        + ")"
+    )
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@click.option(
+    "--html", "html_path", required=True, type=click.Path(dir_okay=False), help="Write the page here."
+)
+@guarded
+def report(run_id: str | None, html_path: str) -> None:
+    """One self-contained HTML page about a run (default: the latest): attempts per node, loss across restarts,
+    goodput, root cause with its log lines, ledger entries. No network, no scripts."""
+    from launcher import runreport
+
+    target = Path(html_path)
+    if target.parent and not target.parent.is_dir():
+        raise UserError(f"--html: directory {target.parent} does not exist")
+    rid = runreport.write(run_id, target)
+    click.echo(f"wrote {target} (run {rid})")

@@ -1,0 +1,58 @@
+"""One error model for every verb: an expected failure is an `RlaunchError` that carries its exit code.
+
+The exit codes are defined here and nowhere else (the README's table is tested against `ExitCode`):
+
+    0 ok · 1 the job or a check failed · 2 bad input · 3 infrastructure (unreachable node, SSH, lost link,
+    preflight) · 130 interrupted
+
+Layers below `launcher/` keep their own exception types (`cluster/` imports nothing from here): the CLI's
+`guarded` maps `InventoryError` to bad input and `TransportError` to infrastructure, in one place.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILED = 1
+    BAD_INPUT = 2
+    INFRA = 3
+    INTERRUPTED = 130
+
+
+class RlaunchError(Exception):
+    """An expected failure: one message (one line per node where nodes differ) and the exit code to leave with."""
+
+    code: ExitCode = ExitCode.INFRA
+
+    def __init__(self, message: str, code: int | None = None, failed: dict[str, str] | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = ExitCode(code)
+        self.failed = failed or {}
+
+
+class BadInput(RlaunchError):
+    """The user's input cannot work: name the file, field or node, and what to do (exit 2)."""
+
+    code = ExitCode.BAD_INPUT
+
+
+class Infra(RlaunchError):
+    """A node, link or preflight check failed; nothing of the job is left running (exit 3)."""
+
+    code = ExitCode.INFRA
+
+
+class JobFailed(RlaunchError):
+    """The job (or a validation check) ran and failed (exit 1)."""
+
+    code = ExitCode.FAILED
+
+
+class Interrupted(RlaunchError):
+    """Ctrl-C or SIGTERM; the job was stopped on every node (exit 130)."""
+
+    code = ExitCode.INTERRUPTED

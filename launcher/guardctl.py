@@ -1,0 +1,136 @@
+"""The head side of the guard protocol: the only code that speaks to a node guard.
+
+It builds every guard call from a run's typed node targets (`GuardTarget`, stored in the run record when the run
+starts: never re-derived from a plan's display JSON) in the words of `launcher/node/protocol.py`, and returns one
+typed reply per node, as Fabric's Group does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from cluster.transport import RemoteProcess, Result, Transport
+from launcher.node import protocol
+
+
+@dataclass(frozen=True)
+class GuardTarget:
+    """Where a run's guard lives on one node, and which interpreter runs it."""
+
+    host: str
+    python: str
+    run_dir: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> GuardTarget:
+        """From a run record; a tampered or truncated record is refused, never guessed at."""
+        if not isinstance(data, Mapping):
+            raise ValueError("node target is not an object")
+        values = {}
+        for name in ("host", "python", "run_dir"):
+            value = data.get(name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"node target field {name!r} must be a non-empty string, not {value!r}")
+            values[name] = value
+        if not values["run_dir"].startswith("/"):
+            raise ValueError(f"node target run_dir must be absolute, not {values['run_dir']!r}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class GuardReply:
+    """One node's answer to a verb: the guard's JSON reply (`data`) or why there is none (`error`)."""
+
+    host: str
+    data: dict[str, Any] | None
+    error: str | None
+    exit_code: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.data is not None
+
+    @property
+    def state(self) -> str | None:
+        return (self.data or {}).get("state")
+
+    @classmethod
+    def of(cls, result: Result) -> GuardReply:
+        data = protocol.reply_of(result.stdout) if result.error is None else None
+        if data is not None and "error" in data and len(data) == 1:
+            return cls(result.host, None, str(data["error"]), result.exit_code)
+        # A guard verb that answered counts as an answer even when it exits non-zero (stop with survivors).
+        error = None if data is not None else result.why()
+        return cls(result.host, data, error, result.exit_code)
+
+
+RecordSink = Callable[[str, dict[str, Any]], None]  # (host, record)
+RawSink = Callable[[str, str, str], None]  # (host, stream, line) for what is not a record
+
+
+class GuardClient:
+    """Every call to the guards of one run goes through here."""
+
+    def __init__(self, transport: Transport):
+        self.transport = transport
+
+    def call(
+        self,
+        targets: Iterable[GuardTarget],
+        verb: str,
+        *,
+        timeout: float = 60,
+        grace: float | None = None,
+    ) -> dict[str, GuardReply]:
+        """Run `verb` on every target in parallel: host → reply."""
+        by_host = {t.host: t for t in targets}
+        if not by_host:
+            return {}
+        group = self.transport.run_all(
+            by_host,
+            lambda host: protocol.guard_argv(by_host[host].python, by_host[host].run_dir, verb, grace=grace),
+            timeout=timeout,
+        )
+        return {host: GuardReply.of(result) for host, result in group.results.items()}
+
+    def start(self, targets: Iterable[GuardTarget], *, timeout: float = 60) -> dict[str, GuardReply]:
+        return self.call(targets, protocol.START, timeout=timeout)
+
+    def stop(self, targets: Iterable[GuardTarget], *, grace: float) -> dict[str, GuardReply]:
+        return self.call(targets, protocol.STOP, timeout=grace + 30, grace=grace)
+
+    def status(self, targets: Iterable[GuardTarget], *, timeout: float = 30) -> dict[str, GuardReply]:
+        return self.call(targets, protocol.STATUS, timeout=timeout)
+
+    def follow(
+        self,
+        target: GuardTarget,
+        on_record: RecordSink,
+        *,
+        offset: int = 0,
+        attached: bool = False,
+        on_other: RawSink | None = None,
+    ) -> RemoteProcess:
+        """Stream the guard's records (`run` for attached guards, else `follow` from `offset`)."""
+        verb = protocol.RUN if attached else protocol.FOLLOW
+        argv = protocol.guard_argv(
+            target.python,
+            target.run_dir,
+            verb,
+            offset=None if attached else offset,
+            unbuffered=True,
+        )
+
+        def on_line(stream: str, line: str) -> None:
+            record = protocol.parse_record(line) if stream == "stdout" else None
+            if record is not None:
+                on_record(target.host, record)
+            elif on_other is not None:
+                on_other(target.host, stream, line)
+
+        return self.transport.start(target.host, argv, on_line)

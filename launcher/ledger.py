@@ -1,0 +1,172 @@
+"""The node ledger on the head: `$RLAUNCH_HOME/nodes.jsonl`, append-only, one JSON object per line.
+
+A few bad nodes cause most interruptions of large jobs, so every verdict whose root cause is a node (a GPU fault,
+a lost node, a crash by a signal, an evicted straggler) adds a *strike* to that node. `rlaunch nodes` lists them,
+`rlaunch nodes --clear HOST` forgives (a `clear` entry: nothing is ever rewritten), and `health.max_strikes` keeps
+a node at the limit out of the next `up`. Each run also adds its goodput per node, so the ledger shows which nodes
+train and which mostly restart.
+
+Entries: {"kind": "strike", "host", "run_id", "time", "cause", "category", "text"} ·
+{"kind": "clear", "host", "time"} · {"kind": "goodput", "host", "run_id", "time", "total_s", "productive_s"}.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from launcher import records
+
+# Signals a launcher sends while tearing a job down: a rank dying of one is a consequence, not the node's fault.
+TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
+# Classifier rules whose line reports a death by a signal (torchrun's failure table: "exitcode : -9").
+SIGNAL_RULES = {"rank-sigkill": "SIGKILL"}
+MAX_LINE = 2000  # a strike's text is a log line: keep the ledger small whatever a job prints
+
+
+def path(base: Path | None = None) -> Path:
+    return (base or records.home()) / "nodes.jsonl"
+
+
+def node_fault(root_cause: Mapping[str, Any] | None) -> str | None:
+    """The cause to strike the root cause's node for, or None when the failure is not the node's fault
+    (an OOM, a config or version error, a diverging loss, a plain non-zero exit)."""
+    if not root_cause or not root_cause.get("node"):
+        return None
+    kind, category = root_cause.get("kind"), root_cause.get("category")
+    if kind == "lost":
+        return "lost"
+    if kind == "gpu" or category == "gpu-fault":
+        return "gpu-fault"
+    if category == "straggler" or kind == "straggler":
+        return "straggler"
+    signal = root_cause.get("signal")
+    if kind == "exit" and signal and signal not in TEARDOWN_SIGNALS:
+        return f"crash ({signal})"
+    if root_cause.get("rule") in SIGNAL_RULES:
+        return f"crash ({SIGNAL_RULES[root_cause['rule']]})"
+    return None
+
+
+def append(entries: Iterable[Mapping[str, Any]], base: Path | None = None) -> None:
+    """Append entries under an exclusive lock: launchers of different runs may finish at the same moment."""
+    data = "".join(json.dumps(dict(e), sort_keys=True) + "\n" for e in entries)
+    if not data:
+        return
+    target = path(base)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, data.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def read(base: Path | None = None) -> list[dict[str, Any]]:
+    """Every entry; a torn or foreign line (a crash mid-write, a hand edit) is skipped, never fatal."""
+    try:
+        text = path(base).read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("host"), str) and entry.get("kind"):
+            out.append(entry)
+    return out
+
+
+def strike(
+    host: str, run_id: str, cause: str, root_cause: Mapping[str, Any], now: float | None = None
+) -> dict[str, Any]:
+    return {
+        "kind": "strike",
+        "host": host,
+        "run_id": run_id,
+        "time": time.time() if now is None else now,
+        "cause": cause,
+        "category": root_cause.get("category"),
+        "text": str(root_cause.get("text") or "")[:MAX_LINE],
+    }
+
+
+def clear(host: str, now: float | None = None) -> dict[str, Any]:
+    return {"kind": "clear", "host": host, "time": time.time() if now is None else now}
+
+
+@dataclass
+class NodeSummary:
+    host: str
+    strikes: int = 0  # since the last clear and within the window: what max_strikes compares with
+    strikes_total: int = 0
+    last_cause: str | None = None
+    last_run: str | None = None
+    last_time: float | None = None  # of the last strike
+    last_strike_run: str | None = None
+    runs: int = 0
+    total_s: float = 0.0
+    productive_s: float = 0.0
+
+    @property
+    def ratio(self) -> float | None:
+        return round(self.productive_s / self.total_s, 4) if self.total_s > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def summarize(
+    entries: Iterable[Mapping[str, Any]], *, window_s: float | None = None, now: float | None = None
+) -> dict[str, NodeSummary]:
+    """Per host: strikes that count (after the last clear, inside the window), last cause, goodput sums."""
+    now = time.time() if now is None else now
+    out: dict[str, NodeSummary] = {}
+    for e in sorted(entries, key=lambda e: float(e.get("time") or 0)):
+        node = out.setdefault(e["host"], NodeSummary(e["host"]))
+        kind = e.get("kind")
+        if kind == "clear":
+            node.strikes = 0
+        elif kind == "strike":
+            node.strikes_total += 1
+            if window_s is None or now - float(e.get("time") or 0) <= window_s:
+                node.strikes += 1
+            node.last_cause = e.get("cause")
+            node.last_time = e.get("time")
+            node.last_strike_run = e.get("run_id")
+        elif kind == "goodput":
+            node.runs += 1
+            node.total_s += float(e.get("total_s") or 0)
+            node.productive_s += float(e.get("productive_s") or 0)
+        if e.get("run_id"):  # entries are in time order: the latest run the node took part in wins
+            node.last_run = e["run_id"]
+    return out
+
+
+def over_limit(
+    hosts: Iterable[str], summary: Mapping[str, NodeSummary], max_strikes: int | None
+) -> list[NodeSummary]:
+    """The hosts whose counted strikes reached `max_strikes` (none when max_strikes is unset)."""
+    if not max_strikes:
+        return []
+    return [summary[h] for h in hosts if h in summary and summary[h].strikes >= max_strikes]
+
+
+def describe_limit(node: NodeSummary, max_strikes: int, window_s: float) -> str:
+    days = window_s / 86400
+    span = f"{days:g} days" if days >= 1 else f"{window_s / 3600:g} hours"
+    return (
+        f"node {node.host} has {node.strikes} strike(s) in the last {span} (health.max_strikes {max_strikes}; "
+        f"last: {node.last_cause} in run {node.last_strike_run}); fix the node, then forgive it with "
+        f"`rlaunch nodes --clear {node.host}` (or list a spare under `spares:`)"
+    )

@@ -1,0 +1,90 @@
+"""The contract between the head and the node guard, defined once: verbs and their argv, the records of the
+follow stream, the guard's states and exit codes, and how a verb's reply is read.
+
+Pushed beside guard.py into every run directory (the guard imports it from there) and imported by the head
+(launcher/guardctl.py), so both sides speak the same words. Standard library only, Python >= 3.8.
+
+A verb prints its reply as one JSON object on the last line of stdout (`reply_of` reads it). `follow` (and `run`)
+stream one JSON object per line, each with "k" (a record kind below) and "t" (the node's clock).
+"""
+
+from __future__ import annotations
+
+import json
+
+GUARD_FILE = "guard.py"
+PROTOCOL_FILE = "protocol.py"
+
+# ---- verbs -------------------------------------------------------------------------------------------------
+START = "start"  # daemonize, run job.json's argv; reply {"guard_pid", "job_pid"} or {"error"}
+RUN = "run"  # start as a child and stream like follow (for srun steps, whose scheduler tracks processes)
+FOLLOW = "follow"  # stream records from --offset; stdin lines "hb" (heartbeat) and "stop"
+STOP = "stop"  # tear down (--grace S); reply: the final state, plus "remaining" pids
+STATUS = "status"  # reply: the state, plus "alive" and "descendants"
+VERBS = (START, RUN, FOLLOW, STOP, STATUS)
+
+# ---- records of the follow stream ("k") ---------------------------------------------------------------------
+K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
+K_ERROR = "error"  # run only: {"error"}: the job could not be started
+K_LINE = "line"  # {"off": byte offset after the line in out.log, "text"}
+K_PROCS = "procs"  # {"procs": [{"pid", "state", ...}]}: the job's process tree, about once a second
+K_KERNEL = "kernel"  # {"text"}: a kernel log line about the GPUs
+K_GPU = "gpu"  # amd-smi / rocm-smi snapshot
+K_EXIT = "exit"  # {"state": final state.json}: always the last record
+
+# ---- guard states (state.json "state") ----------------------------------------------------------------------
+RUNNING = "running"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+STOPPED = "stopped"  # stop requested (down, teardown by the head)
+LOST_LAUNCHER = "lost-launcher"  # the head's heartbeat stopped: the guard tore the job down by itself
+GUARD_LOST = "guard-lost"  # reported, never written: the guard died (SIGKILL, OOM) without a final word
+TERMINAL_STATES = frozenset({SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER, GUARD_LOST})
+
+# ---- exit codes of guard.py itself ----------------------------------------------------------------------------
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = 0, 1, 2, 3
+
+
+def guard_argv(
+    python: str,
+    run_dir: str,
+    verb: str,
+    *,
+    offset: int | None = None,
+    grace: float | None = None,
+    unbuffered: bool = False,
+) -> list:
+    """The argv that runs `verb` of the guard in `run_dir` with the node's `python`."""
+    if verb not in VERBS:
+        raise ValueError(f"unknown guard verb {verb!r}")
+    argv = [python] + (["-u"] if unbuffered else []) + [f"{run_dir}/{GUARD_FILE}", verb, run_dir]
+    if offset is not None:
+        argv += ["--offset", str(int(offset))]
+    if grace is not None:
+        argv += ["--grace", str(float(grace))]
+    return argv
+
+
+def reply_of(stdout: str):
+    """The JSON object on the last non-empty line of a verb's stdout, or None."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def parse_record(line: str):
+    """One follow-stream record, or None for a line that is not one (a Python warning, a stray print)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("k"), str):
+        return None
+    return data
