@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import assert_nothing_left, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -48,12 +49,6 @@ def up(inv: Any, timeout: float) -> tuple[str, Any]:
 
 def events_of(run_id: str) -> list[dict[str, Any]]:
     return records.RunRecord.open(run_id).events()
-
-
-def assert_nothing_left(cluster: Any) -> None:
-    from test_e2e_health import assert_nothing_left as check
-
-    check(cluster)
 
 
 def py_spy_on_nodes() -> bool:
@@ -135,8 +130,6 @@ def test_a_node_cut_off_the_network_is_named_not_a_survivor(sim_cluster: Any) ->
         daemon=True,
     )
     thread.start()
-    from test_e2e_health import wait_for
-
     wait_for(lambda: sum(t.startswith("step=") for t in lines) >= 20, 120, "20 steps", result)
     cluster.partition("node3")  # a silent link-down: no RST, no ICMP
     thread.join(240)

@@ -37,7 +37,7 @@ def where(node: str, rank: int | None, tool: str | None, text: str) -> Where:
                 func, file, lineno = m.group(1), os.path.basename(m.group(2)), m.group(3)
                 source = SOURCE.match(main[i + 1]) if i + 1 < len(main) else None
                 code = source.group(1).split("  #")[0].strip() if source else ""
-                said = f"{func} at {file}:{lineno}" + (f" (`{code}`)" if code else "")
+                said = f"in {func} at {file}:{lineno}" + (f" (`{code}`)" if code else "")
                 return Where(node, rank, f"{func} {file}:{lineno}", said)
     for line in main:
         m = BLOCKED.match(line)
@@ -78,4 +78,4 @@ def explain(places: list[Where]) -> tuple[Where | None, str]:
     first = odd[0]
     who = f"rank {first.rank}" if first.rank is not None else f"pid on {first.node}"
     others = f"; {len(odd) - 1} more elsewhere" if len(odd) > 1 else ""
-    return first, f"{who} is in {first.text}; the {size} others are in {majority}{others}"
+    return first, f"{who} is {first.text}; the {size} others are {majority}{others}"

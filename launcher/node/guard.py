@@ -193,7 +193,7 @@ def describe(procs: list) -> list:
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_RANKS: dict = {}  # (pid, starttime) -> global rank or None, read once from /proc/PID/environ
+_RANKS: dict = {}  # (pid, starttime) -> global rank, read once from /proc/PID/environ
 
 
 def rank_of(st: dict) -> int | None:
@@ -203,18 +203,14 @@ def rank_of(st: dict) -> int | None:
     keeps its start time across exec), so a rank seen that early would otherwise stay rank-less for good."""
     key = (st["pid"], st["starttime"])
     if key not in _RANKS:
-        rank = None
         try:
             with open("/proc/{}/environ".format(st["pid"]), "rb") as f:
                 for item in f.read().split(b"\0"):
                     if item.startswith(b"RANK=") and item[5:].isdigit():
-                        rank = int(item[5:])
+                        _RANKS[key] = int(item[5:])
         except OSError:
             pass
-        if rank is None:
-            return None
-        _RANKS[key] = rank
-    return _RANKS[key]
+    return _RANKS.get(key)
 
 
 def usage(st: dict) -> dict:
