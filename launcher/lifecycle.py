@@ -376,8 +376,17 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
         ended = ("succeeded", "failed", "stopped", "lost-launcher")
         if not supervised and node_states and all(s in ended for s in node_states):
             final = "succeeded" if all(s == "succeeded" for s in node_states) else "failed"
-            record.update_state(state=final)
+            # Nobody watched the end (an unsupervised detached run): keep the guards' own reasons, edge decisions
+            # first (launcher/node/edge.py), as the record's summary.
+            why = sorted(
+                ((0 if n.get("edge") else 1), f"{h}: {n.get('reason')}")
+                for h, n in out["nodes"].items()
+                if n.get("state") != "succeeded" and n.get("reason")
+            )
+            summary = "; ".join(text for _, text in why) or None
+            record.update_state(state=final, **({"summary": summary} if summary else {}))
             out["state"] = final
+            out["summary"] = summary or out.get("summary")
     outcomes = sorted(record.root.glob("outcome-*.json"))
     if outcomes:
         out["outcome"] = json.loads(outcomes[-1].read_text())
