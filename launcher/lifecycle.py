@@ -488,8 +488,16 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 if unfinished:
                     guards.stop(unfinished, grace=inv.health.grace)
                 final, why = settled
-                record.update_state(state=final, reason=why, ended_at=time.time())
-                out.update(state=final, reason=why)
+                # Nobody watched the end (an unsupervised detached run): keep the guards' own reasons, edge
+                # decisions first (launcher/node/edge.py), as the record's summary.
+                reasons = sorted(
+                    ((0 if n.get("edge") else 1), f"{h}: {n.get('reason')}")
+                    for h, n in out["nodes"].items()
+                    if n.get("state") != protocol.SUCCEEDED and n.get("reason")
+                )
+                summary = "; ".join(text for _, text in reasons) or why
+                record.update_state(state=final, reason=why, summary=summary, ended_at=time.time())
+                out.update(state=final, reason=why, summary=summary)
     outcomes = sorted(record.root.glob("outcome-*.json"))
     if outcomes:
         out["outcome"] = json.loads(outcomes[-1].read_text())
