@@ -359,7 +359,7 @@ def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
     """The fast doctor subset against the planned master port; one line per failed check (empty: all good)."""
-    from cluster.doctor import run_doctor
+    from launcher.doctor import run_doctor
 
     probe = inv.model_copy(update={"master": inv.master.model_copy(update={"port": plan.master_port})})
     report = run_doctor(probe, transport, node_script("facts.py").encode(), fast=True)

@@ -16,7 +16,8 @@ from typing import Any
 
 from cluster.inventory import Inventory, InventoryError
 from launcher import envrules
-from launcher.jobs.base import PROFILE_ARCH, FileSpec, JobConfigError, NodeContext, adapter_for
+from launcher.jobs.base import FileSpec, JobConfigError, NodeContext, adapter_for
+from launcher.rocm import PROFILE_ARCH
 
 REDACTED = "***"
 GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`

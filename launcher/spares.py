@@ -58,7 +58,7 @@ def pick(
 ) -> tuple[Inventory, str] | None:
     """After `failed` ended an attempt: the inventory with the first spare that passes doctor's fast checks
     in its place (and that spare's host), or None when no spare is healthy."""
-    from cluster.doctor import run_doctor
+    from launcher.doctor import run_doctor
 
     summary = ledger.summarize(entries or [], window_s=inv.health.strike_window)
     for spare in inv.spares:

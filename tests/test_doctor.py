@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from cluster import doctor
 from cluster.inventory import from_mapping
 from cluster.transport import Result, make_transport
+from launcher import doctor
 
 HERE = Path(__file__).parent
 SMI = HERE / "fixtures" / "smi"
@@ -252,7 +252,7 @@ def run_probe(tmp_path: Path, path_dirs: list[Path], pythonpath: Path | None, **
     result = Result(
         host="n1", exit_code=proc.returncode, stdout=proc.stdout.decode(), stderr=proc.stderr.decode()
     )
-    decoded = doctor._decode(result)
+    decoded = doctor.decode_reply(result)
     assert isinstance(decoded, dict), decoded
     return doctor.parse_facts("n1", decoded, 1.0, 2.0)
 

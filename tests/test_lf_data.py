@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from cluster import doctor
 from cluster.inventory import from_mapping
 from cluster.transport import make_transport
+from launcher import doctor
 from launcher.jobs import lfdata
 from launcher.node import facts as node_facts
 

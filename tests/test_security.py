@@ -439,9 +439,9 @@ def test_a_failed_handshake_prints_one_line_and_no_paramiko_traceback() -> None:
 
 def test_doctor_sends_env_values_on_stdin_not_the_command_line(tmp_path: Path) -> None:
     """Any local user on a node can read a command line in `ps`; the inventory's env holds tokens."""
-    from cluster.doctor import gather
     from cluster.local import LocalTransport
     from cluster.transport import Endpoint
+    from launcher.doctor import gather
 
     argv_log = tmp_path / "argv"
     python = tmp_path / "python"

@@ -55,8 +55,8 @@ def doctor(
     \b
     Exit: 0 no check failed · 1 a check failed · 2 bad input · 3 nodes unreachable
     """
-    from cluster.doctor import run_doctor
     from cluster.transport import make_transport
+    from launcher.doctor import run_doctor
 
     if inventory:
         inv = load(inventory, hostfile, from_slurm)

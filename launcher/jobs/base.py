@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cluster.inventory import Inventory, JobSpec, NodeSpec
-
-# GPU architectures by inventory profile; bf16 is supported on CDNA2+ (gfx90a, gfx942, gfx950) and RDNA3.
-PROFILE_ARCH = {"mi300x": "gfx942", "mi250": "gfx90a", "rx7900": "gfx1100", "cpu": None}
-BF16_ARCHS = {"gfx90a", "gfx942", "gfx950", "gfx1100"}
+from launcher.rocm import BF16_ARCHS
 
 
 class JobConfigError(ValueError):

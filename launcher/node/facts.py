@@ -2,7 +2,7 @@
 
 Standard library only (the node's torch is probed in a child process, so a broken or slow torch cannot take this
 script down). It collects raw facts, not conclusions: tool outputs are returned verbatim and parsed on the head
-(cluster/doctor.py), where parsers are pure and tested against captured outputs. It prints ONE JSON object on
+(launcher/doctor/), where parsers are pure and tested against captured outputs. It prints ONE JSON object on
 the last line of stdout, tagged "rlaunch_facts", so shell start-up noise before it is harmless.
 
 Arguments (all optional): node (our name for this node), env (the job's environment, applied before probing so

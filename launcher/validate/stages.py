@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport, make_transport
 from launcher.errors import ExitCode
-from launcher.jobs.base import BF16_ARCHS, PROFILE_ARCH
 from launcher.node import protocol
+from launcher.rocm import BF16_ARCHS, PROFILE_ARCH
 from launcher.validate import checks as C
 from launcher.validate.baseline import (
     Metric,
