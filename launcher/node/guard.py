@@ -713,22 +713,14 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     first = os.fork()
-    if first == 0 and attached:
-        os.close(read_end)
-        code = EXIT_FAILED
-        try:
-            code = daemon_main(rundir, job, write_end)
-        except BaseException:
-            log("guard crashed:\n" + traceback.format_exc())
-        finally:
-            os._exit(code)
     if first == 0:
         os.close(read_end)
-        os.setsid()
-        if os.fork() != 0:
-            os._exit(
-                0
-            )  # the intermediate exits so the daemon is no session leader and gets no controlling tty
+        if not attached:
+            os.setsid()
+            if os.fork() != 0:
+                os._exit(
+                    0
+                )  # the intermediate exits so the daemon is no session leader and gets no controlling tty
         code = EXIT_FAILED
         try:
             code = daemon_main(rundir, job, write_end)

@@ -137,22 +137,13 @@ class _Collector:
 
 
 def run_workload(
-    base: Inventory,
-    name: str,
-    hosts: Sequence[str],
-    script: str,
-    args: Sequence[str],
-    *,
-    nproc: int,
-    env: Mapping[str, str] | None = None,
-    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    base: Inventory, name: str, hosts: Sequence[str], script: str, args: Sequence[str], **options: Any
 ) -> WorkloadResult:
-    """Run a node script under torchrun on `hosts`, quietly; every output line is kept for the checks.
+    """Run a node script under torchrun on `hosts`, quietly; every output line is kept for the checks (options:
+    those of `run_attempts`).
 
     A LaunchError with code 2 (the nodes are busy with another run) propagates: that is the user's call."""
-    return run_attempts(base, name, hosts, script, args, nproc=nproc, env=env, stall_timeout=stall_timeout)[
-        -1
-    ]
+    return run_attempts(base, name, hosts, script, args, **options)[-1]
 
 
 def run_attempts(
