@@ -170,3 +170,11 @@ def describe_limit(node: NodeSummary, max_strikes: int, window_s: float) -> str:
         f"last: {node.last_cause} in run {node.last_strike_run}); fix the node, then forgive it with "
         f"`rlaunch nodes --clear {node.host}` (or list a spare under `spares:`)"
     )
+
+
+DRAIN_PREFIX = "rlaunch:"  # the reason prefix ops/slurm/rlaunch-healthcheck resumes (and no other)
+
+
+def drain_reason(node: NodeSummary) -> str:
+    """A Slurm drain reason for a node at its strike limit: our prefix, the count, the last cause and run."""
+    return f"{DRAIN_PREFIX} {node.strikes} strike(s), last {node.last_cause} in run {node.last_strike_run}"

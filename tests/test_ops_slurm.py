@@ -189,3 +189,22 @@ def test_srun_starts_per_node_process_inside_allocation(ops: Setup) -> None:
     text = out.read_text()
     assert f"nodelist={ops.cluster.node}" in text
     assert f"step={ops.cluster.node} probe=from-head" in text
+
+
+def test_nodes_drain_marks_a_struck_node_for_the_healthcheck(ops: Setup, tmp_path: Path) -> None:
+    """`rlaunch nodes --drain N` drains a node at its strike limit with an rlaunch: reason (issue 16)."""
+    from launcher import ledger
+
+    home = tmp_path / "home"
+    ledger.append([ledger.strike(ops.cluster.node, "run-1", "gpu-fault", {"text": "GPU reset"})], base=home)
+    env = {**ops.cluster.env, "RLAUNCH_HOME": str(home), "PYTHONPATH": str(OPS.parent)}
+    rlaunch = [str(VENV_PYTHON), "-m", "launcher.cli", "nodes"]
+    quiet = subprocess.run([*rlaunch, "--drain", "2"], env=env, capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 0 and "nothing drained" in quiet.stdout, quiet.stderr
+    assert ops.cluster.node_state()[0] == "idle"
+    done = subprocess.run([*rlaunch, "--drain", "1"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    state, reason = ops.cluster.wait_state("drained")
+    assert reason.startswith("rlaunch: 1 strike(s), last gpu-fault in run run-1"), (state, reason)
+    assert _healthcheck(ops, "pass") == 0  # ours to resume once the node passes again
+    assert ops.cluster.wait_state("idle")[0] == "idle"

@@ -10,12 +10,39 @@ from pathlib import Path
 import click
 
 from launcher.cli.app import EXIT_OK, UserError, guarded, main
+from launcher.errors import Infra
 
 
 def _when(t: float | None) -> str:
     if not t:
         return ""
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _drain(nodes: list) -> None:
+    """`scontrol update state=drain` for each node, reason `rlaunch: …`: ops/slurm/rlaunch-healthcheck resumes
+    such nodes once they pass again, and leaves nodes drained for any other reason alone."""
+    import subprocess
+
+    from launcher import ledger
+
+    failed = []
+    for node in nodes:
+        reason = ledger.drain_reason(node)
+        argv = ["scontrol", "update", f"nodename={node.host}", "state=drain", f"reason={reason}"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            failed.append(f"{node.host}: {exc}")
+            continue
+        if done.returncode != 0:
+            failed.append(f"{node.host}: {(done.stderr or done.stdout).strip()}")
+        else:
+            click.echo(f"drained {node.host}: {reason}")
+    if not nodes:
+        click.echo("no node at the strike limit: nothing drained")
+    if failed:
+        raise Infra("could not drain " + "; ".join(failed))
 
 
 @main.command()
@@ -27,8 +54,16 @@ def _when(t: float | None) -> str:
     default=None,
     help="Count strikes of the last this many seconds (default: all since the last clear).",
 )
+@click.option(
+    "--drain",
+    "drain_at",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=None,
+    help="Drain in Slurm (scontrol) every node with N or more strikes, with an `rlaunch:` reason.",
+)
 @guarded
-def nodes(as_json: bool, clear: str | None, window: float | None) -> None:
+def nodes(as_json: bool, clear: str | None, window: float | None, drain_at: int | None) -> None:
     """Nodes in the ledger ($RLAUNCH_HOME/nodes.jsonl): strikes, last cause, last run, goodput.
 
     \b
@@ -48,6 +83,9 @@ def nodes(as_json: bool, clear: str | None, window: float | None) -> None:
     if window is not None and window <= 0:
         raise UserError("--window: expected a positive number of seconds")
     summary = ledger.summarize(ledger.read(), window_s=window)
+    if drain_at is not None:
+        _drain(ledger.over_limit(sorted(summary), summary, drain_at))
+        return
     rows = [s.to_json() for s in sorted(summary.values(), key=lambda s: (-s.strikes, s.host))]
     if as_json:
         click.echo(json.dumps(rows))
