@@ -16,6 +16,7 @@ import contextlib
 import errno
 import hashlib
 import logging
+import math
 import os
 import select
 import shlex
@@ -41,6 +42,8 @@ from cluster.transport import (
 # write a temp file next to the destination, rename it into place, print its sha256. Only cat, mv and sha256sum
 # are separate programs: the push is on the launch path of every node.
 INLINE_STDIN_LIMIT = 256 * 1024  # below paramiko's and sshd's 2 MiB channel window: sendall cannot block
+REMOTE_SLACK_S = 2  # the node's timeout fires this long after ours gave up (we report, it kills)
+KILL_AFTER_S = 5  # then SIGKILL what ignored its SIGTERM
 READ_CHUNK = 65536
 
 
@@ -190,6 +193,11 @@ class SSHTransport(Transport):
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         command = shlex.join(argv)
+        if timeout is not None:
+            # Closing our channel does not end a quiet remote command (no pty, no SIGHUP): coreutils' timeout on
+            # the node ends it (and its process group) shortly after we give up waiting. A daemon that calls
+            # setsid (the guard) leaves that group and lives on, as it must.
+            command = f"exec timeout -k {KILL_AFTER_S} {math.ceil(timeout) + REMOTE_SLACK_S} {command}"
         try:
             chan = self._exec(host, command, timeout)
         except TransportError as exc:

@@ -206,3 +206,17 @@ def test_started_command_runs_inside_the_node(sim3: SimCluster) -> None:
             proc.close()
             if pid is not None:  # a quiet command outlives a dropped link (docs/facts.md); stop ours by PID
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_timed_out_run_leaves_nothing_on_the_node(sim3: SimCluster) -> None:
+    """Issue 11: closing the channel of a quiet command (no pty, so no SIGHUP) left it running for good."""
+    marker = f"rlaunch-timeout-{os.getpid()}-{time.time_ns()}"
+    with ssh_transport(sim3) as t:
+        result = t.run("node2", ["bash", "-c", f"exec -a {marker} sleep 300"], timeout=1)
+        assert result.error and "timed out" in result.error
+        assert any(marker in cmd for _, cmd in sim3.node_pids("node2"))  # still there right after we gave up
+        deadline = time.monotonic() + 30
+        while any(marker in cmd for _, cmd in sim3.node_pids("node2")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(marker in cmd for _, cmd in sim3.node_pids("node2"))
+        assert t.run("node2", ["true"], timeout=10).ok  # the connection is fine for the next command
