@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import otheruser
+import psutil
 import pytest
 import yaml
 
@@ -536,3 +537,25 @@ def test_resume_refuses_a_checkpoint_dir_another_user_can_write() -> None:
         reply = json.loads(done.stdout.strip().splitlines()[-1])
         assert reply["latest"] is None
         assert f"{ckpt} is owned by uid {otheruser.ensure().pw_uid}, mode 0777" in reply["refused"]
+
+
+def test_the_node_itself_refuses_a_second_run_even_with_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11 item 6, the node side: `--force` (or a second head) passes the head's lock; the guard does not."""
+    from launcher import lifecycle
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    marker = f"rlaunch-nodelock-{os.getpid()}"
+    run_id, outcome = lifecycle.up(
+        local_inventory(tmp_path, "a", ["bash", "-c", f"exec -a {marker} sleep 60"]), detach=True
+    )
+    try:
+        assert outcome.code == 0, outcome.summary
+        with pytest.raises(lifecycle.LaunchError) as info:
+            lifecycle.up(local_inventory(tmp_path, "b", ["true"]), force=True)
+        assert info.value.code == 3 and "busy with run " + run_id in str(info.value), info.value
+    finally:
+        _, results = lifecycle.down(run_id)
+    assert all(r.ok for r in results.values()), results
+    assert not [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]

@@ -61,6 +61,7 @@ CMD_CHARS = 200
 PROCS_EVERY_S = 1.0
 RECORD_EVERY_S = 1.0
 START_REPLY_TIMEOUT_S = 60.0
+NODE_LOCK_WAIT_S = 10.0
 STATE_WAIT_S = 10.0
 KILL_ROUNDS = (
     50  # SIGKILL rounds after the grace period; bounds teardown against unkillable (D-state) processes
@@ -685,6 +686,36 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
 # Commands
 
 
+def take_node_lock(rundir: str) -> tuple:
+    """One run per node (and user) at a time, kept by the node itself: the guard holds an flock on
+    <workdir>/.node-<host>.lock for the job's life (two `up`s from two heads, or `--force`, cannot both start here).
+    The run dir is <workdir>/<run id>/<host>. A previous run's guard may still be finishing its teardown, so the
+    lock is awaited for NODE_LOCK_WAIT_S. Returns (descriptor, None) or (None, why)."""
+    host, run_id = os.path.basename(rundir), os.path.basename(os.path.dirname(rundir))
+    path = os.path.join(os.path.dirname(os.path.dirname(rundir)), f".node-{host}.lock")
+    try:
+        fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
+    except OSError as e:
+        return None, f"cannot open {path}: {e.strerror}"
+    deadline = time.time() + NODE_LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.time() >= deadline:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another run"
+                os.close(fd)
+                return (
+                    None,
+                    f"node {host} is busy with run {holder} (its guard holds {path}); stop that run first",
+                )
+            time.sleep(0.2)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, run_id.encode(), 0)
+    return fd, None
+
+
 def cmd_start(rundir: str, attached: bool = False) -> int:
     """Start the guard. Detached (default): a daemon in its own session, so the SSH exec that started it can end.
     Attached (`run`): the guard is our child and we go on as its follower, so the whole guard lives inside the
@@ -705,6 +736,10 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
     except OSError:
         pid, _, _ = guard_identity(rundir)
         print(json.dumps({"error": f"a live guard (pid {pid}) already owns {rundir}"}))
+        return EXIT_INFRA
+    node_lock, busy = take_node_lock(rundir)
+    if busy:
+        print(json.dumps({"error": busy}))
         return EXIT_INFRA
     for stale in ("stop_request.json", "heartbeat"):
         with contextlib.suppress(FileNotFoundError):
@@ -730,6 +765,7 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
             os._exit(code)
     os.close(write_end)
     os.close(lock_fd)  # the daemon holds its own copy of the locked descriptor
+    os.close(node_lock)  # and of the node's
     if attached:
         reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
         if reply is None or "error" in reply:
