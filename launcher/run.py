@@ -343,7 +343,7 @@ class Runner:
             if flagged:
                 event = self.watcher.observe_line(now, host, rank, rest)
             else:
-                self.watcher.observe_activity(now, host, rank)
+                self.watcher.observe_activity(now, host, rank, text=rest)
                 event = None
         if not rec.get("ctx"):
             self.on_line(host, rank, rest if local is not None else text)

@@ -352,3 +352,25 @@ def test_startup_has_its_own_allowance_then_the_stall_clock_runs_from_the_first_
     quiet = Watcher({"node1": [0]}, stall_timeout=30, startup_timeout=120)
     quiet.start(0.0)
     assert quiet.tick(121.0)  # never printed anything: hung in start-up
+
+
+def test_forwarded_healthy_lines_still_teach_the_cadence_and_a_hang_is_found() -> None:
+    """Edge forwarding sends healthy lines unclassified (observe_activity); the hang rule must still learn the step
+    cadence from them (a rank asleep forever was never found behind forwarding, issue 13 × issue 14)."""
+    w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+    w.start(0.0)
+    for step in range(1, 20):
+        w.observe_activity(float(step), "node1", 0, text=f"step={step} loss=0.5")
+        for node, ranks in (("node1", (0, 1)), ("node2", (2, 3))):
+            w.observe_procs(
+                float(step), node, [ProcSample(100 + r, "S", r, step * 0.1, step * 1000) for r in ranks]
+            )
+    assert w.progress.interval is not None and w.progress.interval > 0
+    found = []
+    for t in range(20, 200):  # every rank idle from step 19 on: same CPU and I/O counters
+        for node, ranks in (("node1", (0, 1)), ("node2", (2, 3))):
+            w.observe_procs(float(t), node, [ProcSample(100 + r, "S", r, 1.9, 19000) for r in ranks])
+        found += w.tick_progress(float(t))
+        if found:
+            break
+    assert found and found[0].kind == "hang", found

@@ -226,15 +226,25 @@ class Watcher:
         return self._record(self._blame_oom(self._forgive_end_of_run(event)))
 
     def observe_activity(
-        self, time: float, node: str, rank: int | None, *, lines: int = 1, progress: bool = True
+        self,
+        time: float,
+        node: str,
+        rank: int | None,
+        *,
+        lines: int = 1,
+        progress: bool = True,
+        text: str | None = None,
     ) -> None:
         """Lines the node's guard already classified as healthy (launcher/node/edge.py's Forwarder): activity for
-        the stall clock and line numbers, without the text and without classifying it again on the head."""
+        the stall clock and line numbers, without classifying them again on the head. A forwarded line's `text`
+        still teaches the step cadence (progress.py): without it no hang was ever found behind edge forwarding."""
         self.start(time)
         key = (node, rank)
         if progress:
             self._last_output[key] = max(time, self._last_output.get(key, time))
             self._stall_reported = False
+            if text is not None and is_progress(text, None):
+                self.progress.observe_line(time, text)
         self._line_numbers[key] = self._line_numbers.get(key, 0) + lines
         if self.state is State.STARTING:
             self.state = State.RUNNING
