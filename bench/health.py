@@ -26,6 +26,7 @@ Usage (root, after scripts/setup.sh):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -52,7 +53,7 @@ from e2e_helpers import wait_for, worker_pid  # noqa: E402
 from simnodes import SimCluster  # noqa: E402
 
 from cluster.inventory import from_mapping  # noqa: E402
-from launcher import lifecycle  # noqa: E402
+from launcher import lifecycle, records  # noqa: E402
 
 TRAIN = str(ROOT / "examples" / "train.py")
 TRAIN_ARGS = ["--steps", "100000", "--sleep", "0.05"]
@@ -194,6 +195,39 @@ def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) 
             )
     summary = outcome.summary if outcome is not None else repr(returned.get("error"))
     return Trial(detected, verdict, gone, named, startup, summary)
+
+
+def rlaunch_detached_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) -> Trial:
+    """`up --detach`: nobody holds a terminal; the run's supervisor (launcher/supervise.py) must reach the same
+    verdict and teardown as a foreground `up`. The verdict time is when the run record says it failed."""
+    data = sim.inventory_dict(
+        job={"kind": "torchrun", "script": TRAIN, "args": TRAIN_ARGS, "nproc_per_node": 2, "timeout": 120},
+        master={"port": "auto"},
+        health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": stall_timeout},
+    )
+    started = time.time()
+    run_id, _ = lifecycle.up(from_mapping(data), detach=True, force=True)
+    record = records.RunRecord.open(run_id)
+
+    def steps_seen() -> list[float]:
+        path = record.log_path("node1")
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        return [time.time()] * text.count("step=")
+
+    wait_for(lambda: all_ranks_up(sim) and len(steps_seen()) >= STEPS_BEFORE_FAULT, START_TIMEOUT_S,
+             "the detached job to train")  # fmt: skip
+    startup = time.time() - started
+    t0 = inject(sim, case, steps_seen)
+    gone = poll_until(lambda: all_gone(sim), t0, cap)
+    ended = poll_until(lambda: record.read_state().get("state") not in ("starting", "running"), t0, cap)
+    state = record.read_state()
+    if gone is None or ended is None:
+        lifecycle.down(run_id)
+        force_clean(sim)
+    outcomes = sorted(record.root.glob("outcome-*.json"))
+    root = json.loads(outcomes[-1].read_text()).get("root_cause") or {} if outcomes else {}
+    named = root.get("node") == VICTIM_NODE and root.get("rank") in (3, None)
+    return Trial(None, ended, gone, named, startup, str(state.get("summary") or state.get("reason") or ""))
 
 
 def poll_until(done: Callable[[], bool], t0: float, cap: float) -> float | None:
@@ -364,14 +398,16 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=60.0, help="seconds to wait for the job to end")
     parser.add_argument("--cases", default="crash,hang,quiet", help="comma-separated: crash, hang, quiet")
     parser.add_argument("--quiet-cap", type=float, default=150.0, help="the cap for the quiet case")
-    parser.add_argument("--launchers", default="rlaunch,torchrun", help="comma-separated: rlaunch, torchrun")
+    parser.add_argument(
+        "--launchers", default="rlaunch,torchrun", help="comma-separated: rlaunch, rlaunch-detached, torchrun"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args()
     # SIGTERM (a test's timeout, a CI cancel) unwinds like Ctrl-C, so SimCluster's `with` stops the nodes.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cases = [c for c in args.cases.split(",") if c]
     launchers = [name for name in args.launchers.split(",") if name]
-    if bad := set(cases) - set(SIGNALS) or set(launchers) - {"rlaunch", "torchrun"}:
+    if bad := set(cases) - set(SIGNALS) or set(launchers) - {"rlaunch", "rlaunch-detached", "torchrun"}:
         raise SystemExit(f"unknown case or launcher: {', '.join(sorted(bad))}")
     load_before = os.getloadavg()
     results: dict[tuple[str, str], list[Trial]] = {(c, name): [] for c in cases for name in launchers}
@@ -384,6 +420,8 @@ def main() -> None:
                         cap = args.quiet_cap if case == "quiet" else args.cap
                         if name == "rlaunch":
                             trial = rlaunch_trial(sim, case, args.stall_timeout, cap)
+                        elif name == "rlaunch-detached":
+                            trial = rlaunch_detached_trial(sim, case, args.stall_timeout, cap)
                         else:
                             trial = torchrun_trial(sim, case, cap, Path(tmp))
                         results[(case, name)].append(trial)
