@@ -11,7 +11,7 @@ demo: setup
 	$(VENV)/bin/rlaunch up examples/local.yaml
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 quick: setup
 	$(PY) -m pytest -q -m "not slow"
