@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport
+from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError
 from launcher.errors import ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.hangs import HangForensics
@@ -260,13 +260,18 @@ class Runner:
 
     def _attach(self, node: NodePlan) -> None:
         state = self.nodes[node.host]
-        state.follower = self.guards.follow(
-            self.targets[node.host],
-            self._on_record,
-            offset=state.offset,
-            on_other=self._on_other,
-            show=self.show[node.host] if self.show is not None else None,
-        )
+        try:
+            state.follower = self.guards.follow(
+                self.targets[node.host],
+                self._on_record,
+                offset=state.offset,
+                on_other=self._on_other,
+                show=self.show[node.host] if self.show is not None else None,
+            )
+        except TransportError as exc:
+            # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
+            with self._lock:
+                state.lost = state.lost or f"cannot follow: {exc.reason}"
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
@@ -439,10 +444,10 @@ class Runner:
 
     def _check_links(self, now: float) -> None:
         for host, state in self.nodes.items():
-            if state.final is not None or state.follower is None:
+            if state.final is not None:
                 continue
-            code = state.follower.poll()
-            if code is not None and state.final is None and not state.lost:
+            code = state.follower.poll() if state.follower is not None else None
+            if state.follower is not None and code is not None and not state.lost:
                 # The follower only exits after the exit record; give that record a moment to arrive.
                 state.follower.wait(timeout=1.0)
                 if state.final is None:
