@@ -238,7 +238,10 @@ def test_partition_of_one_node(sim_cluster: Any, tmp_path: Path, run_home: Path)
     import threading
 
     def run() -> None:
-        result["out"] = lifecycle.up(inv)
+        try:
+            result["out"] = lifecycle.up(inv)
+        except LaunchError as exc:  # cut off while starting: nothing started stays (exit 3)
+            result["out"] = (None, exc)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()

@@ -269,7 +269,10 @@ def test_pretokenize_once_then_every_rank_loads_it_and_a_second_run_reuses_it(
 
     def run() -> list[tuple[str, int | None, str]]:
         lines: list[tuple[str, int | None, str]] = []
-        _, outcome = lifecycle.up(inv, on_line=lambda h, r, t: lines.append((h, r, t)), head_env={})
+        # ranks="all": every node's lines reach on_line (by default the terminal shows the first node's rank 0).
+        _, outcome = lifecycle.up(
+            inv, on_line=lambda h, r, t: lines.append((h, r, t)), head_env={}, ranks="all"
+        )
         assert outcome.code == 0, outcome.summary
         return lines
 
