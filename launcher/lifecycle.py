@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from cluster.inventory import Inventory
@@ -49,29 +50,29 @@ def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt:
 
 def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
     """Every attempt's node targets, in order (runs recorded before per-attempt targets: the current ones)."""
-    paths = sorted(record.root.glob("targets-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-    out = []
-    for path in paths:
-        try:
-            out.append([GuardTarget.from_json(item) for item in json.loads(path.read_text())])
-        except (ValueError, TypeError) as exc:
-            raise Infra(f"run {record.run_id}: unusable node targets in {path}: {exc}") from None
-    return out or [targets_of(record)]
+    numbered = [p for p in record.root.glob("targets-*.json") if p.stem.rsplit("-", 1)[1].isdigit()]
+    paths = sorted(numbered, key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    return [_read_targets(record, path) for path in paths] or [targets_of(record)]
 
 
 def targets_of(record: records.RunRecord) -> list[GuardTarget]:
     """The node targets the run record holds; a missing or tampered list is an error, never a guess."""
     path = record.root / TARGETS_FILE
     try:
-        raw = json.loads(path.read_text())
-        if not isinstance(raw, list):
-            raise ValueError("not a list")
-        return [GuardTarget.from_json(item) for item in raw]
+        return _read_targets(record, path)
     except FileNotFoundError:
         raise Infra(
             f"run {record.run_id} has no node targets ({path}): it was started by an older rlaunch or never "
             "started; stop its processes with that version"
         ) from None
+
+
+def _read_targets(record: records.RunRecord, path: Path) -> list[GuardTarget]:
+    try:
+        raw = json.loads(path.read_text())
+        if not isinstance(raw, list):
+            raise ValueError("not a list")
+        return [GuardTarget.from_json(item) for item in raw]
     except ValueError as exc:
         raise Infra(f"run {record.run_id}: unusable node targets in {path}: {exc}") from None
 
