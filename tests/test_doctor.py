@@ -371,3 +371,26 @@ def test_same_gpus_everywhere_pass_the_model_checks():
     cpu = facts_of({h: raw_node(h, tools={}) for h in "ab"})
     checks = by_name(doctor.checks(cpu, inventory(gpus=0, hosts=("a", "b"))))
     assert checks["gpu_model_known"].status == "pass" and checks["same_gpu_name"].status == "skip"
+
+
+def test_warnings_are_shown_but_only_errors_fail_the_doctor():
+    """`rlaunch doctor --help` promises exit 0 when no check failed: an unknown GPU model is a warning, shown as
+    WARN, and must not make a Slurm prolog drain the node; a GPU that differs is an error."""
+    from launcher.doctor.report import DoctorReport
+
+    mi250 = json.loads(fixture("rocm-smi_mi250x.json"))
+    del mi250["card0"]["GFX Version"]
+    raws = {h: _smi_node(h, json.dumps(mi250)) for h in ("node1", "node2")}
+    facts = facts_of(raws)
+    report = DoctorReport(
+        ["node1", "node2"], facts, doctor.checks(facts, inventory(gpus=1, hosts=("node1", "node2")))
+    )
+    assert [c.name for c in report.failed] == ["gpu_model_known"] and report.errors == []
+    assert report.ok and json.loads(report.to_json())["ok"] is True
+
+    raws["node2"] = _smi_node("node2", fixture("rocm-smi_rx7900xt.json"))
+    facts = facts_of(raws)
+    report = DoctorReport(
+        ["node1", "node2"], facts, doctor.checks(facts, inventory(gpus=1, hosts=("node1", "node2")))
+    )
+    assert "same_gpu_name" in [c.name for c in report.errors] and not report.ok

@@ -53,7 +53,7 @@ def doctor(
     """Node facts (ROCm, GPUs, torch build, RCCL, groups, kernel options, disk, clock) and cross-node checks.
 
     \b
-    Exit: 0 no check failed · 1 a check failed · 2 bad input · 3 nodes unreachable
+    Exit: 0 no error (warnings are shown) · 1 a check failed · 2 bad input · 3 nodes unreachable
     """
     from cluster.transport import make_transport
     from launcher.doctor import run_doctor
@@ -88,7 +88,7 @@ def doctor(
         _render(report)
     if report.ok:
         sys.exit(EXIT_OK)
-    only_unreachable = all(c.name == "reachable" for c in report.failed)
+    only_unreachable = all(c.name == "reachable" for c in report.errors)
     sys.exit(EXIT_INFRA if only_unreachable else EXIT_FAILED)
 
 
@@ -107,14 +107,17 @@ def _render(report) -> None:
     out.print(table)
     for check in report.checks:
         if check.failed:
-            color = "red" if check.severity == "error" else "yellow"
+            word = "[red]FAIL[/]" if check.severity == "error" else "[yellow]WARN[/]"
             where = f" [{', '.join(check.nodes)}]" if check.nodes else ""
-            out.print(f"[{color}]FAIL[/] {check.name}{where}: {check.message}", markup=True, highlight=False)
+            out.print(f"{word} {check.name}{where}: {check.message}", markup=True, highlight=False)
             if check.fix:
                 out.print(f"     fix: {check.fix}", markup=False)
     passed = sum(c.status == "pass" for c in report.checks)
     skipped = sum(c.status == "skip" for c in report.checks)
-    out.print(f"doctor: {passed} checks passed, {len(report.failed)} failed, {skipped} skipped")
+    warned = len(report.failed) - len(report.errors)
+    out.print(
+        f"doctor: {passed} checks passed, {len(report.errors)} failed, {warned} warned, {skipped} skipped"
+    )
 
 
 @main.group()

@@ -26,7 +26,13 @@ class DoctorReport:
 
     @property
     def ok(self) -> bool:
-        return not any(c.failed for c in self.checks)
+        """No error failed. A failed warning (an unknown GPU model, a clock offset) is shown but does not fail the
+        doctor: `--help` promises exit 0 when no check failed, and a prolog must not drain a node over a warning."""
+        return not self.errors
+
+    @property
+    def errors(self) -> list[Check]:
+        return [c for c in self.checks if c.failed and c.severity == "error"]
 
     @property
     def failed(self) -> list[Check]:
