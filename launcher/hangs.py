@@ -41,7 +41,7 @@ class HangForensics:
         cascade = precedence(failure) == PRECEDENCE_CASCADE
         if not self._probed and cascade and self._probe_silent_nodes(failure, now):
             return True
-        if not self._dumped and failure.kind in STACK_KINDS:
+        if not self._dumped and (failure.kind in STACK_KINDS or failure.rule == "unresponsive"):
             self._dumped = True
             self.dump_stacks()
         return False

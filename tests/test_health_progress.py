@@ -18,8 +18,17 @@ def test_progress_lines_of_the_common_emitters() -> None:
     )
 
 
-def run_job(w: Watcher, until: float, *, busy: set[int] = frozenset(), hang_at: float = 1e9) -> list:
-    """Two nodes × two ranks, a step every 0.5 s until `hang_at`; ranks in `busy` keep burning CPU after it."""
+def run_job(
+    w: Watcher,
+    until: float,
+    *,
+    busy: set[int] = frozenset(),
+    hang_at: float = 1e9,
+    unheard: tuple[str, ...] = (),
+    unheard_at: float = 1e9,
+) -> list:
+    """Two nodes × two ranks, a step every 0.5 s until `hang_at`; ranks in `busy` keep burning CPU after it.
+    From `unheard_at` on the `unheard` nodes' guards send nothing (a frozen host)."""
     found, t, step, cpu = [], 0.0, 0, {r: 0.0 for r in range(4)}
     while t <= until:
         if t < hang_at and abs(t * 2 - round(t * 2)) < 1e-9:
@@ -28,6 +37,8 @@ def run_job(w: Watcher, until: float, *, busy: set[int] = frozenset(), hang_at: 
         for r in range(4):
             cpu[r] += 0.4 if (t < hang_at or r in busy) else 0.0
         for node, ranks in (("node1", (0, 1)), ("node2", (2, 3))):
+            if node in unheard and t >= unheard_at:
+                continue
             w.observe_procs(t, node, [ProcSample(100 + r, "S", r, cpu[r], 0.0) for r in ranks])
         found += w.tick_progress(t)
         t = round(t + 0.5, 3)
@@ -49,6 +60,25 @@ def test_a_silent_busy_phase_is_not_a_hang() -> None:
         w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
         assert run_job(w, 200.0, hang_at=40.0, busy=busy) == []
         assert w.state is State.RUNNING
+
+
+def test_a_frozen_node_is_named_when_the_others_wait_for_it() -> None:
+    """Issue 14 item 5: a host that freezes says nothing and breaks no connection; its peers wait idle in the
+    collective. Its ranks' samples simply stop, which must neither hide the hang (missing samples used to mean
+    "not covered yet": stall_timeout, 600 s) nor be blamed on the survivors."""
+    w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+    found = run_job(w, 200.0, hang_at=40.0, unheard=("node2",), unheard_at=40.0)
+    assert [(e.kind, e.node, e.rule) for e in found] == [("lost", "node2", "unresponsive")]
+    assert "node2 unresponsive: nothing heard from its node guard since" in found[0].text
+    assert found[0].time == 39.5  # when it was last heard: the earliest evidence is the root cause
+    assert w.first_failure is found[0] and w.state is State.STOPPING
+
+    # Both nodes unheard: the head's own link or load, not one node's fault (left to stall_timeout / SSH).
+    w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+    assert run_job(w, 200.0, hang_at=40.0, unheard=("node1", "node2"), unheard_at=40.0) == []
+    # A node's guard unheard while the job still steps: no verdict (only a job that stopped progressing is hung).
+    w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+    assert run_job(w, 200.0, unheard=("node2",), unheard_at=40.0) == []
 
 
 def test_hang_needs_a_learned_cadence() -> None:

@@ -12,6 +12,11 @@ A **hang** is no progress for ``max(hang_factor × interval, hang_floor)`` while
 checkpoint or reading data is busy, so an evaluation or a save that prints nothing is never a hang; a job
 spinning in a busy loop is left to ``stall_timeout``.
 
+A node whose guard stops sending samples altogether while the others keep reporting (a frozen host, a node deep
+in swap: its kernel still acknowledges TCP, so no connection breaks and no peer shouts) is **unheard**: its ranks
+are left out of the quiescence test, and the watcher names that node when the rest of the job is hung waiting for
+it, instead of waiting for ``stall_timeout``.
+
 A **straggler** is a node whose ranks spend persistently more CPU time per step than the other nodes' ranks
 (``straggler_ratio`` × their median and at least ``straggler_min_s`` more, over ``straggler_window`` seconds, on
 ``straggler_confirm`` consecutive checks). In a synchronous job the fast ranks wait idle inside the collective
@@ -92,6 +97,7 @@ class Progress:
     _last_step: int | None = None
     ranks: dict[tuple[str, int], RankSeries] = field(default_factory=dict)
     _straggling: dict[str, int] = field(default_factory=dict)
+    heard: dict[str, float] = field(default_factory=dict)  # node → when its guard last sent samples
     _custom: re.Pattern[str] | None = None
 
     def __post_init__(self) -> None:
@@ -119,6 +125,10 @@ class Progress:
     def observe_rank(self, time: float, node: str, rank: int, cpu: float, io: float) -> None:
         self.ranks.setdefault((node, rank), RankSeries()).add(time, cpu, io)
 
+    def observe_heard(self, time: float, node: str) -> None:
+        """The node's guard sent a snapshot of its job processes (about every second, even an empty one)."""
+        self.heard[node] = max(time, self.heard.get(node, time))
+
     # ---- questions ------------------------------------------------------------------------------
 
     @property
@@ -138,13 +148,23 @@ class Progress:
             return None
         return max(self.settings.hang_factor * interval, self.settings.hang_floor)
 
-    def busy_ranks(self, now: float) -> list[tuple[str, int]] | None:
-        """Ranks whose CPU or I/O advanced over the quiet window; None when the samples do not cover it yet."""
+    def unheard_nodes(self, now: float) -> list[str]:
+        """Nodes not heard from for the quiet window while another node was: frozen, not merely quiet."""
         window = self.settings.quiet_window
-        if not self.ranks:
+        if not any(now - t < window for t in self.heard.values()):
+            return []  # nobody heard: the head's own link or load, not one node's fault
+        return sorted(node for node, t in self.heard.items() if now - t >= window)
+
+    def busy_ranks(self, now: float, skip: frozenset[str] = frozenset()) -> list[tuple[str, int]] | None:
+        """Ranks whose CPU or I/O advanced over the quiet window; None when the samples do not cover it yet.
+        Ranks of the ``skip`` nodes (unheard) are left out; None when no other rank is left."""
+        window = self.settings.quiet_window
+        if not any(node not in skip for node, _ in self.ranks):
             return None
         busy = []
         for key, series in self.ranks.items():
+            if key[0] in skip:
+                continue
             delta = series.delta(now - window)
             if delta is None or delta[0] < window * 0.75:
                 return None
@@ -161,7 +181,7 @@ class Progress:
         silent = now - self.last_progress
         if silent < threshold:
             return None
-        busy = self.busy_ranks(now)
+        busy = self.busy_ranks(now, frozenset(self.unheard_nodes(now)))
         if busy is None or busy:
             return None
         return silent, threshold

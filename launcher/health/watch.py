@@ -293,6 +293,7 @@ class Watcher:
         self.start(time)
         found: list[Event] = []
         samples = [sample if isinstance(sample, ProcSample) else ProcSample(*sample) for sample in procs]
+        self.progress.observe_heard(time, node)
         self._observe_usage(time, node, samples)
         for proc in samples:
             key = (node, proc.pid)
@@ -401,12 +402,26 @@ class Watcher:
             self._hang_reported = True
             silent, threshold = hung
             interval = self.progress.interval or 0.0
-            quietest, _ = self._quietest_node()
-            text = (
-                f"no progress for {silent:.0f}s (step interval {interval:.2f}s, limit {threshold:.0f}s) "
-                f"and every rank idle for {self.progress.settings.quiet_window:.0f}s (no CPU, no I/O)"
-            )
-            found.append(self._record(Event(now, quietest, None, "hang", "hang", "fatal", text)))
+            unheard = self.progress.unheard_nodes(now)
+            if unheard:
+                # The others wait for a node that says nothing at all: that node is the cause, not a hang of all.
+                node = unheard[0]
+                since = self.progress.heard[node]
+                text = (
+                    f"{node} unresponsive: nothing heard from its node guard since {format_time(since)} "
+                    f"({format_duration(now - since)}) while the other nodes' ranks wait idle; no progress for "
+                    f"{silent:.0f}s (host frozen, or its link stalled without breaking)"
+                )
+                found.append(
+                    self._record(Event(since, node, None, "lost", None, "fatal", text, rule="unresponsive"))
+                )
+            else:
+                quietest, _ = self._quietest_node()
+                text = (
+                    f"no progress for {silent:.0f}s (step interval {interval:.2f}s, limit {threshold:.0f}s) "
+                    f"and every rank idle for {self.progress.settings.quiet_window:.0f}s (no CPU, no I/O)"
+                )
+                found.append(self._record(Event(now, quietest, None, "hang", "hang", "fatal", text)))
         for node, evidence in self.progress.stragglers(now).items():
             if node in self._stragglers:
                 continue
