@@ -71,6 +71,11 @@ def parse_tolerances(pairs: tuple[str, ...]) -> dict:
 @click.option("--local", is_flag=True, help="This machine only, without SSH (Slurm prolog form).")
 @click.option("--budget", type=float, help="Seconds; checks not started in time are skipped ('budget').")
 @click.option("--ckpt-dir", help="Checkpoints for fault injection; must be on storage every node sees.")
+@click.option(
+    "--no-fault",
+    is_flag=True,
+    help="Skip kill + resume (fault injection): a quicker check, e.g. against a baseline in a Slurm prolog.",
+)
 @click.option("--node", "dual_node", help="The node for stage dual (default: the first node).")
 @click.option("--min-busbw", type=float, help="All-reduce bus bandwidth threshold in GB/s.")
 @click.option(
@@ -95,6 +100,7 @@ def validate(
     local: bool,
     budget: float | None,
     ckpt_dir: str | None,
+    no_fault: bool,
     dual_node: str | None,
     min_busbw: float | None,
     save_baseline: str | None,
@@ -146,6 +152,7 @@ def validate(
         ckpt_dir=ckpt_dir,
         budget=budget,
         inject=inject,
+        fault=not no_fault,
         min_busbw=min_busbw,
         stall_timeout=stall_timeout,
         dual_node=dual_node,

@@ -74,6 +74,7 @@ class Options:
     ckpt_dir: str | None = None
     budget: float | None = None
     inject: str | None = None  # hidden: fault the validator itself, to prove its checks can fail
+    fault: bool = True  # kill a rank mid-run and resume (dual, cluster); off for a quicker check
     min_busbw: float | None = None
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
     dual_node: str | None = None
@@ -482,6 +483,8 @@ def fault_injection(
     checkpoint (`restart.max_restarts: 1`, the path users rely on); compare with the clean run."""
     if session.out_of_time():
         return skipped(FAULT, node, "budget")
+    if not session.opts.fault:
+        return skipped(FAULT, node, "--no-fault")
     if not clean.ok:
         return skipped(FAULT, node, "the uninterrupted run failed")
     k = fail_step(session.opts.steps)
