@@ -201,10 +201,18 @@ def rlaunch_detached_trial(sim: SimCluster, case: str, stall_timeout: float, cap
     """`up --detach`: nobody holds a terminal; the run's supervisor (launcher/supervise.py) must reach the same
     verdict and teardown as a foreground `up`. The verdict time is when the run record says it failed."""
     data = sim.inventory_dict(
-        job={"kind": "torchrun", "script": TRAIN, "args": TRAIN_ARGS, "nproc_per_node": 2, "timeout": 120},
+        job={
+            "kind": "torchrun",
+            "script": TRAIN,
+            "args": TRAIN_ARGS + (QUIET_ARGS if case == "quiet" else []),
+            "nproc_per_node": 2,
+            "timeout": 120,
+        },
         master={"port": "auto"},
         health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": stall_timeout},
     )
+    if case == "quiet":
+        data.pop("health", None)  # every health setting at its default, as in the foreground trial
     started = time.time()
     run_id, _ = lifecycle.up(from_mapping(data), detach=True, force=True)
     record = records.RunRecord.open(run_id)

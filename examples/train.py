@@ -41,10 +41,13 @@ def main() -> None:
     )
     p.add_argument("--hang-rank", type=int, default=0)
     p.add_argument(
-        "--busy-at-step", type=int, default=0, help="after this step: compute silently, then a barrier"
+        "--busy-phase",
+        action="append",
+        default=[],
+        metavar="STEP:RANK",
+        help="after STEP: RANK computes silently (-1: every rank), then a barrier; repeatable",
     )
     p.add_argument("--busy-seconds", type=float, default=75.0)
-    p.add_argument("--busy-rank", type=int, default=-1, help="the rank that computes (-1: every rank)")
     p.add_argument(
         "--slow-node", type=int, default=-1, help="ranks on this node (NODE_RANK) compute extra per step"
     )
@@ -52,6 +55,7 @@ def main() -> None:
         "--extra-compute", type=float, default=0.3, help="CPU seconds added per step on --slow-node"
     )
     args = p.parse_args()
+    busy = {int(step): int(rank) for step, rank in (phase.split(":") for phase in args.busy_phase)}
 
     timeout = timedelta(seconds=int(os.environ.get("RLAUNCH_PG_TIMEOUT", "600")))
     dist.init_process_group("gloo", timeout=timeout)
@@ -109,8 +113,8 @@ def main() -> None:
             os.replace(ckpt_dir / "latest.tmp", ckpt_dir / "latest")
         if args.sleep:
             time.sleep(args.sleep)
-        if args.busy_at_step and step + 1 == args.busy_at_step and start == 0:
-            if args.busy_rank in (-1, rank):
+        if step + 1 in busy and start == 0:
+            if busy[step + 1] in (-1, rank):
                 deadline = time.monotonic() + args.busy_seconds
                 while time.monotonic() < deadline:  # silent compute: an evaluation, a checkpoint being built
                     compute(0.5)

@@ -108,6 +108,7 @@ class SimNode:
     init_pid: int | None = None  # the node's PID 1 (sshd) as the head sees it
     pidns: str | None = None  # readlink of /proc/<init_pid>/ns/pid
     partitioned: bool = False
+    frozen: bool = False
 
     @property
     def known_hosts_name(self) -> str:
@@ -274,6 +275,25 @@ class SimCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
         sim.partitioned = False
+
+    def freeze(self, node: str) -> None:
+        """The host hangs: every process of the node (sshd, guard, job) stops. Its kernel, shared with the head,
+        still acknowledges TCP, like a node deep in swap: no connection breaks and nobody shouts."""
+        sim = self.node(node)
+        if sim.pidns is None:
+            raise RuntimeError("freeze needs the node's own PID namespace (namespaces=True)")
+        sim.frozen = True
+        for _ in range(2):  # a process forked while we stopped the others is caught on the second pass
+            for pid in self._sshd_pids(sim):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self, node: str) -> None:
+        sim = self.node(node)
+        for pid in self._sshd_pids(sim):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        sim.frozen = False
 
     def kill_node(self, node: str) -> None:
         """The node dies: its sshd and everything it ran. Its address stays (connections are refused)."""
@@ -489,6 +509,8 @@ class SimCluster:
     def _kill(self, node: SimNode) -> None:
         if node.partitioned:
             self.heal(node.name)  # SIGSTOPped processes or a downed link must not outlive us
+        if node.frozen:
+            self.thaw(node.name)
         if node.proc is None:
             return
         if node.init_pid:
