@@ -155,7 +155,8 @@ RULES: tuple[Rule, ...] = (
           r"|Call to posix_fallocate failed|unable to allocate shared memory",
           "config", "fatal", "/dev/shm is too small (containers: --shm-size or --ipc=host)"),
     _rule("hip-no-device", r"no ROCm-capable device is detected|hipErrorNoDevice|invalid device ordinal|No (HIP|CUDA) GPUs are available"
-          r"|hipErrorInvalidDevice\b", "config", "fatal",
+          r"|hipErrorInvalidDevice\b|ROCk module is NOT loaded|Unable to open /dev/kfd|Driver not initialized \(amdgpu not found"
+          r"|adding custom device \"?/dev/(kfd|dri)|\b(CUDA|HIP|ROCm) GPU is not available\b", "config", "fatal",
           "the rank sees no GPU, or fewer than its local rank needs (HIP_VISIBLE_DEVICES, /dev/kfd permissions)"),
     _rule("hip-peer-access", r"peer access is not supported between these two devices"
           r"|hipErrorPeerAccessUnsupported", "config", "fatal",
@@ -169,7 +170,7 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-no-kernel-image", r"no kernel image is available for execution on the device"
           r"|device kernel image is invalid|hipErrorInvalidImage", "version-mismatch", "fatal",
           "kernel not built for this gfx arch"),
-    _rule("hip-insufficient-driver", r"driver version is insufficient for runtime version"
+    _rule("hip-insufficient-driver", r"driver version is insufficient for (CUDA )?runtime version|cudaErrorInsufficientDriver"
           r"|hipErrorInsufficientDriver", "version-mismatch", "fatal",
           "the amdgpu kernel driver is older than the ROCm runtime needs"),
     _rule("rocblas-tensile-missing",
@@ -177,20 +178,21 @@ RULES: tuple[Rule, ...] = (
           "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
     _rule("hip-missing-code-object", r"Cannot find CO in the bundle|Missing CO for these ISAs",
           "version-mismatch", "warning", "a library lacks code objects for this ISA (AMD_LOG_LEVEL trace)"),
-    _rule("illegal-instruction", r"Illegal instruction|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
+    _rule("illegal-instruction", r"Illegal instruction(?! in command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
           "version-mismatch", "fatal", "a binary uses CPU instructions this host lacks (build for another CPU)"),
 
     # ---- oom: device memory (PyTorch, HIP, RCCL) and host memory (the kernel's OOM killer, Slurm's cgroup)
     _rule("gpu-out-of-memory", r"(HIP|CUDA) out of memory|OutOfMemoryError|hipErrorOutOfMemory"
-          r"|Cuda failure( \d+)? 'out of memory'|Failed to CUDA calloc|HIP error: out of memory",
+          r"|Cuda failure( \d+)? 'out of memory'|Failed to CUDA calloc|HIP error: out of memory|HIP_ERROR_OutOfMemory",
           "oom", "fatal", "device memory exhausted: smaller micro-batch, ZeRO-3 offload, gradient checkpointing"),
-    _rule("host-oom-killer", r"Out of memory: Killed process|invoked oom-killer|\boom-kill:"
+    _rule("host-oom-killer", r"Out of memory: Killed process|invoked oom-killer|\boom-kill:|\bKilled process \d+ \(.*\) total-vm:"
+          r"|(Out of memory|Memory cgroup out of memory): Kill process \d+"
           r"|Memory cgroup out of memory|oom_reaper: reaped process|oom[-_]kill event"
           r"|task \d+: Out Of Memory|OOM Killed", "oom", "fatal",
           "the kernel OOM killer killed a process: host RAM (or the job's memory cgroup) exhausted"),
     _rule("rank-sigkill", r"exitcode\s*:?\s*-9\b|Signal 9 \(SIGKILL\)", "crash", "fatal",
           "killed by SIGKILL: the OOM killer if the kernel log or the cgroup says so, else an external kill"),
-    _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ Killed\b|\]\s*Killed\s*$", "crash", "fatal",
+    _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ (Killed\b|已杀死)|\]\s*Killed\s*$|^\s*已杀死\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
 
     # ---- divergence: HF Trainer log dicts, DeepSpeed's loss scaler, fairseq, Lightning, common scripts
@@ -202,7 +204,7 @@ RULES: tuple[Rule, ...] = (
           r"""['"](train_|eval_)?loss['"]\s*:\s*['"]?(nan|-?inf(inity)?)\b"""
           r"|\bloss is (nan|inf)|\bloss (became|is not|was) (nan|finite|not finite)|\bnan loss\b"
           r"|(?<![\w])(\w+_)?loss\s*[:=]?\s*['\"]?(nan|-?inf)\b|found NaN in local forward loss|non-finite loss"
-          r"|\b(loss|model) diverged\b",
+          r"|\b(loss|model) diverged\b|\boutputs? (is|are) nan\b|\bnan\b.{0,40}\bstop(ping)? training|\bstop(ping)? training\b.{0,40}\bnan\b",
           "divergence", "fatal", "the loss is NaN/Inf: training diverged",
           # "loss" is in every healthy progress line: key on the non-finite value instead ("inf" as a word only).
           needles=("nan", " inf", ":inf", "=inf", "'inf", '"inf', "-inf", "lossinf", "finite", "diverged")),
@@ -213,6 +215,9 @@ RULES: tuple[Rule, ...] = (
           r"|grad norm\s*[:=]\s*(nan|-?inf(inity)?)\b", "divergence",
           "warning", "gradient norm is NaN/Inf: a skipped step under fp16, or the start of divergence",
           needles=("nan", " inf", ":inf", "=inf", "'inf", '"inf', "-inf")),
+    # tensorboardX's x2num check_nan warning: a logged value is NaN/Inf (also seen, harmless, during AMP loss-scale warm-up)
+    _rule("logged-value-not-finite", r"NaN or Inf found in input tensor", "divergence", "warning",
+          "a value written to TensorBoard is NaN/Inf: the loss or a metric is diverging (or an fp16 warm-up step)"),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
@@ -232,14 +237,23 @@ RULES: tuple[Rule, ...] = (
           "a GPU job timed out and the driver recovered it without a reset"),
     _rule("amdgpu-ring-timeout", r"ring \S+ timeout, signaled seq=|ring \S+ timeout\b|Ring \S+ reset fail|ring \S+ test failed",
           "gpu-fault", "fatal", "amdgpu job timeout on a ring: the GPU stopped responding"),
+    _rule("amdgpu-bad-command-stream", r"Illegal (opcode|register access|instruction) in command stream", "gpu-fault", "fatal",
+          "the GPU's command processor hit an illegal packet or register access (a ring timeout and reset follow)"),
     _rule("amdgpu-mes-unresponsive", r"MES failed to respon|MES might be in unrecoverable state"
+          r"|failed to (reset|unmap|map) legacy queue|reset via MES failed"
           r"|failed to (add|remove) hardware queue|Hardware scheduler is not responding",
           "gpu-fault", "fatal", "the GPU's micro engine scheduler stopped responding"),
     _rule("amdgpu-queue-preemption", r"Queue preemption failed|Failed to evict (process )?queues?|Failed to suspend process"
           r"|Suspending all queues failed|failed to suspend (all )?gangs"
           r"|Failed to quiesce KFD|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
-          r"|Queue preemption time out", "gpu-fault", "fatal",
+          r"|Queue preemption time out|failed to halt cp\b", "gpu-fault", "fatal",
           "the driver could not preempt or evict a compute queue: the GPU is hung (a reset usually follows)"),
+    # Per-ring recovery (amdgpu_job.c "Starting %s ring reset" / "Ring %s reset succeeded", drm "device wedged, but
+    # recovered through reset") and the devcoredump written at every job timeout, also a soft-recovered one: warnings; a
+    # failed ring reset ("Ring %s reset failed") stays fatal above.
+    _rule("amdgpu-ring-reset", r"Starting \S+ ring reset|Ring \S+ reset succeeded|reset compute queue \(|device wedged, but recovered"
+          r"|AMDGPU device coredump file has been created", "gpu-fault", "warning",
+          "the driver reset one GPU ring after a job timeout; the job on it is lost, the GPU may recover"),
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
           "gpu-fault", "fatal", "the driver reset the GPU; everything running on it is lost"),
@@ -272,6 +286,9 @@ RULES: tuple[Rule, ...] = (
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
     # ---- rendezvous: before the job exists (torch elastic, c10d TCPStore/socket.cpp, gloo)
+    _rule("nccl-unique-id-store", r"is setting up \w+ communicator and retr(ie|ei)ving \w+UniqueId from \[0\] via c10d key-value store",
+          "rendezvous", "fatal", "the rank could not fetch the communicator id from rank 0 through the store: rank 0 "
+          "crashed or was never reached (the error after \"got error:\" says which)", cascade=True),
     _rule("rendezvous-heartbeat", r"has failed to (send a keep-alive heartbeat|shutdown the rendezvous)",
           "rendezvous", "warning", "a torchrun agent could not reach the rendezvous store", cascade=True),
     _rule("rendezvous-timeout", r"RendezvousTimeoutError", "rendezvous", "fatal",
@@ -298,7 +315,7 @@ RULES: tuple[Rule, ...] = (
     _rule("store-wait-timeout", r"wait timeout after \d+ms, keys:", "rendezvous", "fatal",
           "a store wait timed out: a peer never published its key (it did not start, or died)", cascade=True),
     _rule("store-connect-timeout", r"client socket has timed out after .* trying to connect to|DistStoreError"
-          r"|DistNetworkError|Socket Timeout",
+          r"|DistNetworkError|Socket Timeout|connect\(\) timed out\. Original timeout was",
           "rendezvous", "fatal", "cannot reach MASTER_ADDR:MASTER_PORT (wrong address, firewall, master not up)"),
     _rule("gloo-connect-full-mesh", r"connectFullMesh failed", "rendezvous", "fatal",
           "gloo could not connect all ranks: GLOO_SOCKET_IFNAME or an unreachable interface"),
@@ -309,7 +326,7 @@ RULES: tuple[Rule, ...] = (
           "collective-timeout", "fatal",
           "a collective waited past the process-group timeout: a peer died, hung or diverged", cascade=True),
     _rule("nccl-watchdog-exception", r"Exception \(either an error or timeout\) detected by watchdog"
-          r"|failure detected by watchdog at work", "collective-timeout", "fatal",
+          r"|failure detected by watchdog at work|Timeout at NCCL work: \d+", "collective-timeout", "fatal",
           "the watchdog saw a failed or timed-out collective", cascade=True),
     _rule("nccl-heartbeat-monitor", r"Heartbeat monitor timed out|watchdog got stuck for \d+ seconds",
           "collective-timeout", "fatal", "the NCCL/RCCL watchdog itself was stuck (API hang or deadlock)",
@@ -322,9 +339,14 @@ RULES: tuple[Rule, ...] = (
           r"|Observed flight recorder dump signal from another rank|ProcessGroupNCCL preparing to dump debug info",
           "collective-timeout", "warning", "a rank saw a collective timeout; the flight recorder is dumping",
           cascade=True),
-    _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out",
+    _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out|To avoid data inconsistency, we are taking the entire",
           "collective-timeout", "fatal",
           "PyTorch is taking the process down after a failed/timed-out collective", cascade=True),
+    _rule("deepep-timeout", r"DeepEP timeout check failed", "collective-timeout", "fatal",
+          "a DeepEP dispatch/combine kernel timed out waiting for a peer rank (expert-parallel collective hang)",
+          cascade=True),
+    _rule("nccl-collective-mismatch", r"Your program may be hanging|collective mismatch", "collective-timeout", "warning",
+          "NCCL/RCCL sees ranks calling different collectives: a rank diverged in its code path or hangs"),
     _rule("gloo-wait-timeout", r"Timed out waiting \d+ms for (recv|send) operation"
           r"|Application timeout caused pair closure", "collective-timeout",
           "fatal", "a gloo collective timed out waiting for a peer", cascade=True),
@@ -332,9 +354,11 @@ RULES: tuple[Rule, ...] = (
           "collective-timeout", "fatal", "monitored_barrier names the ranks that did not arrive", cascade=True),
 
     # ---- network: link-level errors are causes; closed/reset connections are what survivors see
-    _rule("ib-completion-error", r"NET/IB\w*\s*:\s*Got completion from peer .*(error|status=)\s*\d+",
+    _rule("ib-completion-error", r"NET/IB\w*\s*:\s*Got completion (from peer .*(error|status=)\s*\d+|with error \d+)",
           "network", "fatal", "InfiniBand/RoCE completion error: link, switch or NIC trouble"),
-    _rule("ibverbs-call-failed", r"Call to ibv_\w+ failed", "network", "fatal",
+    _rule("ib-async-event", r"NET/IB\w*\s*:.*Got async event\s*:", "network", "warning",
+          "the InfiniBand/RoCE NIC reported an async event (port error: a flapping link or cable)"),
+    _rule("ibverbs-call-failed", r"Call to ibv_\w+ failed|\bibv_\w+ failed \(errno", "network", "fatal",
           "an ibverbs call failed (RoCE GID/route/interface problem)"),
     _rule("ofi-completion-error", r"NET/OFI .*completed with error", "network", "fatal",
           "libfabric (OFI) completion error on the network"),
@@ -348,6 +372,10 @@ RULES: tuple[Rule, ...] = (
     _rule("network-unreachable", r"No route to host|Network is unreachable|EHOSTUNREACH|ENETUNREACH"
           r"|Connection timed out", "network", "fatal",
           "the peer's address cannot be reached: a link, route or node is down", cascade=True),
+    # misc/socket.cc socketStartConnect's WARN for any other errno ("Software caused connection abort")
+    _rule("nccl-socket-connect-failed", r"socketStartConnect: Connect to .* failed", "network", "fatal",
+          "NCCL/RCCL could not open a socket to a peer (the reason follows: refused, unreachable, aborted)",
+          cascade=True),
 
     # ---- comm-error: NCCL/RCCL return codes surfaced by PyTorch (NCCLUtils getNcclErrorDetailStr), RCCL's
     #      WARN lines (checks.h CUDACHECK/SYSCHECK, proxy), and the RAS client's report (ras/client_support.cc)
@@ -397,8 +425,10 @@ RULES: tuple[Rule, ...] = (
           "a process segfaulted (native extension, driver, or corrupted memory)"),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
-    _rule("abort", r"Aborted \(core dumped\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
+    _rule("abort", r"Aborted \((core dumped|Speicherabzug geschrieben)\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
+    _rule("glog-fatal-signal", r"^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
+          "fatal", "a C++ program's failure signal handler (glog) reports a fatal signal; its stack trace follows"),
     _rule("dataloader-worker-killed", r"DataLoader worker \(pid \d+\) is killed by signal", "crash", "fatal",
           "a DataLoader worker was killed (host OOM is the usual reason: fewer workers, less prefetch)"),
     _rule("child-failed", r"ChildFailedError", "crash", "fatal",
@@ -435,10 +465,13 @@ COMPLETION = re.compile(
 
 # One scan for every rule's literals at once: most lines are healthy and contain none of them, so they leave after a
 # single regex pass instead of a Python-level `in` test per rule (the table has ~100 rules). Valid because every rule
-# has needles (a test checks it); a line with any literal goes through the per-rule loop as before.
+# has needles (a test checks it); a line with any literal goes through the per-rule loop as before. A needle that
+# contains a shorter one ("killed process" and "killed") adds nothing to this scan but its cost (one alternative more
+# tried at every position), so only the minimal ones go in.
+_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
 _ANY_NEEDLE = re.compile(
     "|".join(
-        re.escape(n) for n in sorted({n for rule in RULES for n in rule.needles or ()}, key=len, reverse=True)
+        re.escape(n) for n in sorted(n for n in _NEEDLES if not any(m != n and m in n for m in _NEEDLES))
     )
 )
 
