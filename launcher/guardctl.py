@@ -101,8 +101,12 @@ class GuardClient:
     def start(self, targets: Iterable[GuardTarget], *, timeout: float = 60) -> dict[str, GuardReply]:
         return self.call(targets, protocol.START, timeout=timeout)
 
-    def stop(self, targets: Iterable[GuardTarget], *, grace: float) -> dict[str, GuardReply]:
-        return self.call(targets, protocol.STOP, timeout=grace + 30, grace=grace)
+    def stop(
+        self, targets: Iterable[GuardTarget], *, grace: float, timeout: float | None = None
+    ) -> dict[str, GuardReply]:
+        return self.call(
+            targets, protocol.STOP, timeout=grace + 30 if timeout is None else timeout, grace=grace
+        )
 
     def status(self, targets: Iterable[GuardTarget], *, timeout: float = 30) -> dict[str, GuardReply]:
         return self.call(targets, protocol.STATUS, timeout=timeout)

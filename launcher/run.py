@@ -137,6 +137,9 @@ class Outcome:
 LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
 
 
+LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its guard also acts on its own)
+
+
 class Runner:
     def __init__(
         self,
@@ -483,8 +486,24 @@ class Runner:
         with self._lock:
             self.watcher.request_stop(time.time(), watcher_reason)
         grace = float(self.plan.health.get("grace", 5))
+        lost = self.lost_hosts()
+        live = [t for h, t in self.targets.items() if h not in lost]
+        gone = [t for h, t in self.targets.items() if h in lost]
         with teardown_shield():
-            replies = self.guards.stop(self.targets.values(), grace=grace)
+            # A node already lost (cut off, frozen) is asked too, in parallel, but only briefly: waiting the full
+            # stop timeout for it would hold `up` for half a minute, and its guard ends the job by itself once
+            # our heartbeat stops reaching it.
+            late: dict[str, GuardReply] = {}
+            asked = threading.Thread(
+                target=lambda: late.update(self.guards.stop(gone, grace=grace, timeout=grace + LOST_STOP_S)),
+                daemon=True,
+            )
+            if gone:
+                asked.start()
+            replies = self.guards.stop(live, grace=grace)
+            if gone:
+                asked.join()
+            replies.update(late)
         for host, reply in replies.items():
             if reply.data and reply.state and self.nodes[host].final is None:
                 self.nodes[host].final = reply.data
@@ -501,11 +520,19 @@ class Runner:
         )
         return replies
 
+    def lost_hosts(self) -> set[str]:
+        """Nodes the link or the watcher gave up on: cut off, frozen, or whose guard died."""
+        with self._lock:
+            named = {e.node for e in self.watcher.events if e.kind == "lost"}
+            return {h for h, s in self.nodes.items() if s.lost} | (named & set(self.nodes))
+
     def collect_artifacts(self, max_bytes: int = 8 << 20) -> list[str]:
-        """Copy flight-recorder dumps and torchrun error files of a failed run into the run record."""
+        """Copy flight-recorder dumps and torchrun error files of a failed run into the run record (not from lost
+        nodes: they would only hold the verdict back for the transport's timeout)."""
         code = node_script("collect.py")
+        lost = self.lost_hosts()
         group = self.transport.run_all(
-            self.plan.hosts,
+            [h for h in self.plan.hosts if h not in lost],
             lambda host: [
                 self.plan.node(host).python,
                 "-c",
