@@ -197,10 +197,14 @@ def heldout_score() -> tuple[dict[str, tuple[int, int, int]], list[str]]:
 
 
 def _cited_threads(paths: list[Path]) -> set[str]:
+    """URLs on the comment lines that cite sources; a URL inside a log line (PyTorch's OOM message points at its
+    docs) is text to classify, not a citation."""
     return {
         url.rstrip(").,")
         for path in paths
-        for url in re.findall(r"https://\S+", path.read_text(encoding="utf-8"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+        for url in re.findall(r"https://\S+", line)
     }
 
 
