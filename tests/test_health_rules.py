@@ -259,3 +259,12 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
         "step=120 loss=0.4213",
     ]
     assert [line for line in common if _ANY_NEEDLE.search(line.lower())] == []
+
+
+def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
+    """_ANY_NEEDLE is built as a trie of the minimal needles: it must find each needle anywhere in a line."""
+    from launcher.health.rules import _ANY_NEEDLE, _NEEDLES
+
+    for needle in _NEEDLES:
+        assert _ANY_NEEDLE.search(f"x {needle} y"), needle
+    assert _ANY_NEEDLE.search("step 12: all good so far") is None
