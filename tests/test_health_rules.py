@@ -197,10 +197,14 @@ def heldout_score() -> tuple[dict[str, tuple[int, int, int]], list[str]]:
 
 
 def _cited_threads(paths: list[Path]) -> set[str]:
+    """URLs on the comment lines that cite sources; a URL inside a log line (PyTorch's OOM message points at its
+    docs) is text to classify, not a citation."""
     return {
         url.rstrip(").,")
         for path in paths
-        for url in re.findall(r"https://\S+", path.read_text(encoding="utf-8"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+        for url in re.findall(r"https://\S+", line)
     }
 
 
@@ -255,3 +259,12 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
         "step=120 loss=0.4213",
     ]
     assert [line for line in common if _ANY_NEEDLE.search(line.lower())] == []
+
+
+def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
+    """_ANY_NEEDLE is built as a trie of the minimal needles: it must find each needle anywhere in a line."""
+    from launcher.health.rules import _ANY_NEEDLE, _NEEDLES
+
+    for needle in _NEEDLES:
+        assert _ANY_NEEDLE.search(f"x {needle} y"), needle
+    assert _ANY_NEEDLE.search("step 12: all good so far") is None
