@@ -135,6 +135,10 @@ RULES: tuple[Rule, ...] = (
     _rule("store-connect-gave-up", r"TCP client failed to connect/validate to host .* - timed out",
           "rendezvous", "fatal", "TCPStore gave up reaching MASTER_ADDR:MASTER_PORT (wrong address, firewall, "
           "master not up)"),
+    # c10d socket.cpp: C10D_WARNING("The hostname of the client socket cannot be retrieved. err={}") (getnameinfo failed,
+    # e.g. err=-3 EAI_AGAIN: DNS): the store connection is set up without it, but a rendezvous that hangs next is this
+    _rule("store-hostname-unresolved", r"The hostname of the client socket cannot be retrieved", "rendezvous", "warning",
+          "c10d could not resolve this host's name (DNS): check /etc/hosts and MASTER_ADDR if the rendezvous hangs"),
     _rule("store-connect-attempt", r"client socket has failed to connect to (\[|any network address)",
           "rendezvous", "warning", "one connection attempt to the store failed; c10d retries until its timeout",
           waiting=True),
@@ -151,6 +155,9 @@ RULES: tuple[Rule, ...] = (
     _rule("nccl-no-interface", r"Bootstrap : no socket interface found|NET/Socket : no interface found"
           r"|no socket interface found", "config", "fatal",
           "NCCL/RCCL found no usable network interface: check NCCL_SOCKET_IFNAME"),
+    # NCCL/RCCL init.cc: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx"), then ncclInvalidUsage
+    _rule("nccl-duplicate-gpu", r"Duplicate GPU detected : rank \d+ and rank \d+ both on", "config", "fatal",
+          "two ranks on one node were given the same GPU: check LOCAL_RANK / HIP_VISIBLE_DEVICES and --nproc-per-node"),
     _rule("nccl-socket-family", r"with family \d+ is neither AF_INET|(Socket creation|Call to socket) failed : Address family not supported",
           "config", "fatal", "NCCL/RCCL was given no usable IPv4/IPv6 address: NCCL_SOCKET_IFNAME names a missing interface, "
           "or the host lacks that address family", needles=("neither af_inet", "family not supported")),
@@ -193,7 +200,8 @@ RULES: tuple[Rule, ...] = (
           r"|Memory cgroup out of memory|oom_reaper: reaped process|oom[-_]kill event"
           r"|task \d+: Out Of Memory|OOM Killed", "oom", "fatal",
           "the kernel OOM killer killed a process: host RAM (or the job's memory cgroup) exhausted"),
-    _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory", "oom", "fatal",
+    _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory"
+          r"|posix_memalign\(&data, gAlignment, nbytes\) == 0\. 12 vs 0", "oom", "fatal",
           "PyTorch could not allocate host memory (c10 alloc_cpu.cpp): host RAM or the job's memory limit is exhausted"),
     _rule("rank-sigkill", r"exitcode\s*:?\s*-9\b|Signal 9 \(SIGKILL\)", "crash", "fatal",
           "killed by SIGKILL: the OOM killer if the kernel log or the cgroup says so, else an external kill"),
@@ -201,7 +209,8 @@ RULES: tuple[Rule, ...] = (
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
 
     # ---- divergence: HF Trainer log dicts, DeepSpeed's loss scaler, fairseq, Lightning, common scripts
-    _rule("loss-scale-at-minimum", r"Current loss scale already at minimum|Minimum loss scale reached",
+    _rule("loss-scale-at-minimum", r"Current loss scale already at minimum|Minimum loss scale reached"
+          r"|iterations in a row due to Overflow - Exiting training",
           "divergence", "fatal", "fp16 loss scale collapsed: use bf16, lower the LR, or raise min_loss_scale"),
     _rule("metric-not-finite", r"Monitored metric .* is not finite", "divergence", "fatal",
           "a monitored metric became NaN/Inf (Lightning EarlyStopping stops the run)"),
@@ -230,6 +239,18 @@ RULES: tuple[Rule, ...] = (
     _rule("loss-scale-stuck", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?(?![\d.])", "divergence", "warning",
           "the fp16 loss scale is at its minimum (1) and every step overflows: the run is diverging",
           needles=("scale: 1, reducing to 1", "scale: 1.0, reducing to 1")),
+    # SwissArmyTransformer / VisualGLM training loops: print('Skipping backward and optimizer step for nan or inf in
+    # forwarding metrics/loss!') and go on with the next batch
+    _rule("nonfinite-step-skipped", r"Skipping backward and optimizer step for nan or inf", "divergence", "warning",
+          "the training loop skipped a step because the loss was NaN/Inf: repeated, the run is diverging"),
+    # torch/csrc/autograd/python_anomaly_mode.cpp: TORCH_WARN("Error detected in ", node_name, ". Traceback of forward
+    # call that caused the error:") when detect_anomaly catches an error in backward (nearly always a NaN check)
+    _rule("anomaly-mode-backward-error", r"Error detected in \w+Backward\d*\.", "divergence", "warning",
+          "autograd anomaly mode caught an error in backward (usually NaN/Inf values): the exception follows"),
+    # ultralytics engine/trainer.py: ("%11s" * 2 + "%11.4g" * (2 + n)) % (epoch, mem, *losses, ...): NaN losses print as
+    # columns of "nan"; two in a row is what no healthy row has
+    _rule("loss-columns-not-finite", r"\bnan {2,}nan\b", "divergence", "warning",
+          "a progress row shows NaN losses: training is diverging", needles=("nan  ",)),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
@@ -241,6 +262,10 @@ RULES: tuple[Rule, ...] = (
     # ---- gpu-fault: HIP runtime, HSA, and the amdgpu/amdkfd kernel driver
     _rule("gpu-memory-access-fault", r"Memory access fault by GPU node-\d+", "gpu-fault", "fatal",
           "a kernel touched an unmapped address (bug, bad build, or hardware)"),
+    # ROCR hsa_status_string: "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid." (and the
+    # invalid code object / ISA name ones): the kernels were built for another GPU, e.g. a wrong HSA_OVERRIDE_GFX_VERSION
+    _rule("hsa-invalid-isa", r"HSA_STATUS_ERROR_INVALID_(ISA|ISA_NAME|CODE_OBJECT)\b", "version-mismatch", "fatal",
+          "the code object's ISA does not match the GPU: a build or HSA_OVERRIDE_GFX_VERSION for another gfx target"),
     _rule("hsa-status-error", r"HSA_STATUS_ERROR_\w+", "gpu-fault", "fatal",
           "the HSA runtime aborted a queue (illegal access or hardware exception)"),
     _rule("gpu-hang-hw-exception", r"HW Exception by GPU node-\d+", "gpu-fault", "fatal",
@@ -259,8 +284,12 @@ RULES: tuple[Rule, ...] = (
           r"|Suspending all queues failed|failed to suspend (all )?gangs"
           r"|Failed to quiesce KFD|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
           r"|Queue preemption time out|failed to halt cp\b|qcm fence wait loop timeout expired"
-          r"|K[CG]Q disable failed|timeout waiting for kiq fence", "gpu-fault", "fatal",
+          r"|K[CG]Q disable failed|timeout waiting for kiq fence|Failed to (restore|remove) queue \d+", "gpu-fault", "fatal",
           "the driver could not preempt or evict a compute queue: the GPU is hung (a reset usually follows)"),
+    # amdgpu_psp.c psp_cmd_submit_buf: dev_warn("psp gfx command %s(0x%X) failed and response status is (0x%X)") (older
+    # "psp command (0x%X) failed ..."): the security processor refused a command, typically while a hung GPU is reset
+    _rule("amdgpu-psp-command-failed", r"psp (gfx )?command\b.* failed and response status is", "gpu-fault", "warning",
+          "the GPU's security processor (PSP) failed a command: usually during a reset of a hung GPU"),
     _rule("amdgpu-ip-hung", r"IP block: ?\S+ is hung", "gpu-fault", "fatal",
           "the driver found a hung IP block (gfx, sdma...) while recovering the GPU"),
     # drivers/iommu/amd/iommu.c: the IOMMU blocked a DMA from the GPU (the device prefix says which); often a detail of
@@ -449,7 +478,7 @@ RULES: tuple[Rule, ...] = (
           "a process segfaulted (native extension, driver, or corrupted memory)"),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
-    _rule("abort", r"Aborted \((core dumped|Speicherabzug geschrieben)\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
+    _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
     _rule("glog-fatal-signal", r"^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
           "fatal", "a C++ program's failure signal handler (glog) reports a fatal signal; its stack trace follows"),
@@ -458,6 +487,19 @@ RULES: tuple[Rule, ...] = (
           "a DataLoader worker was killed (host OOM is the usual reason: fewer workers, less prefetch)"),
     _rule("child-failed", r"ChildFailedError", "crash", "fatal",
           "torchrun reports a failed worker; the root cause is the first failure listed", cascade=True),
+    # elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE "  exitcode  : ${exitcode} (pid: ${pid})"; the
+    # signal exit codes are matched above (segfault, abort, SIGKILL ...)
+    _rule("elastic-failure-exitcode", r"^\s*exitcode\s*: -?\d+ \(pid: \d+\)", "crash", "fatal",
+          "torchrun's failure summary: a worker exited non-zero; its own output says why", cascade=True),
+    # deepspeed/launcher/launch.py sigkill_handler: logger.error(f"{cmd} exits with return code = {last_return_code}")
+    # once a rank has exited non-zero. Its "Killing subprocess {pid}" lines before it stay unflagged: the handler also
+    # runs on SIGINT/SIGTERM to the launcher (our own teardown), and they name no failure.
+    _rule("deepspeed-launcher-exit", r"sigkill_handler\] .* exits with return code = -?\d+", "crash", "fatal",
+          "the deepspeed launcher stopped every rank after one exited non-zero; that rank's output says why",
+          cascade=True),
+    # InternLM train.py: logger.error(f"Raise exception from {hostname} with rank id: {rank}\n{traceback}")
+    _rule("trainer-rank-exception", r"Raise exception from \S+ with rank id: \d+", "crash", "fatal",
+          "the trainer caught an exception on this rank; the traceback follows"),
     _rule("torchrun-worker-failed", r"failed \(exitcode: -?\d+\) local_rank: \d+", "crash", "fatal",
           "torchrun saw a worker exit non-zero; its own output says why", cascade=True),
     _rule("torchrun-restarting", r"Worker group (FAILED|UNHEALTHY)\. \d+/\d+ attempts left", "crash", "warning",
