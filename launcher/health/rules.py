@@ -284,7 +284,7 @@ RULES: tuple[Rule, ...] = (
           r"|Suspending all queues failed|failed to suspend (all )?gangs"
           r"|Failed to quiesce KFD|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
           r"|Queue preemption time out|failed to halt cp\b|qcm fence wait loop timeout expired"
-          r"|K[CG]Q disable failed|timeout waiting for kiq fence|Failed to (restore|remove) queue \d+", "gpu-fault", "fatal",
+          r"|K[CG]Q disable failed|timeout waiting for kiq fence|Failed to restore queue \d+|Failed to remove queue \d+", "gpu-fault", "fatal",
           "the driver could not preempt or evict a compute queue: the GPU is hung (a reset usually follows)"),
     # amdgpu_psp.c psp_cmd_submit_buf: dev_warn("psp gfx command %s(0x%X) failed and response status is (0x%X)") (older
     # "psp command (0x%X) failed ..."): the security processor refused a command, typically while a hung GPU is reset
