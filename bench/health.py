@@ -343,10 +343,13 @@ def table(
     }
     for (case, launcher), trials in results.items():
         c = quiet_cap if case == "quiet" else cap
-        named = "-" if launcher != "rlaunch" else f"{sum(bool(t.named) for t in trials)}/{len(trials)}"
+        # Plain torchrun names nothing; a detached run has no terminal, so nothing is "detected" on the head
+        # before the supervisor's verdict lands in the record.
+        named = "-" if launcher == "torchrun" else f"{sum(bool(t.named) for t in trials)}/{len(trials)}"
+        detected = "n/a" if launcher == "rlaunch-detached" else fmt(median_s([t.detected for t in trials]), c)
         loads = [t.load for t in trials]
         lines.append(
-            f"| {what[case]} | {launcher} | {fmt(median_s([t.detected for t in trials]), c)} "
+            f"| {what[case]} | {launcher} | {detected} "
             f"| {fmt(median_s([t.verdict for t in trials]), c)} | {fmt(median_s([t.gone for t in trials]), c)} "
             f"| {samples([t.gone for t in trials], c)} | {named} | {min(loads):.1f}–{max(loads):.1f} |"
         )
