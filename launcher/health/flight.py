@@ -57,7 +57,7 @@ def behind(summaries: Summaries) -> tuple[tuple[str, int] | None, str | None]:
         seq = enqueued + 1
         ahead = [p for _, _, p in here if p["enqueued"] == top]
         name = _name_of(ranks, pg, seq) or "collective"
-        waiting = sum(1 for p in ahead if p.get("in") and p["in"][0] == seq)
+        waiting = sum(1 for p in ahead if p["enqueued"] == seq and p["completed"] < seq)
         if waiting == len(ahead):
             rest = f"the {len(ahead)} others wait in it"
         else:

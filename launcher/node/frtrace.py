@@ -75,7 +75,11 @@ def summarise(rank: int, dump: dict) -> dict:
         if not isinstance(completed, int):
             completed = max((e[1] for e in mine if e[5]), default=-1)
         started = st.get("last_started_collective")
-        current = next((e for e in mine if e[1] == completed + 1), None) if enqueued > completed else None
+        # The collective the rank is in: the last it entered, not seen completing. (Not completed + 1: the record
+        # of a finished collective is retired a moment after the call returns, so `completed` can lag by one.)
+        current = (
+            next((e for e in reversed(mine) if e[1] == enqueued), None) if enqueued > completed else None
+        )
         pgs[pg] = {
             "enqueued": enqueued,
             "started": started if isinstance(started, int) else -1,
