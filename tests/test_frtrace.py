@@ -232,3 +232,35 @@ def test_plan_sets_the_dump_path_per_node_and_says_so() -> None:
     assert sum("flight recorder on (2000 entries)" in note for note in plan.notes) == 1
     quiet = plan_of(env={"TORCH_FR_BUFFER_SIZE": "0"})
     assert all("TORCH_FR_DUMP_TEMP_FILE" not in node.env for node in quiet.nodes)
+
+
+def test_hang_verdict_names_the_rank_behind_unless_the_stacks_did(dumps: Path) -> None:
+    import threading as th
+    from types import SimpleNamespace
+
+    from test_health_progress import run_job
+
+    from launcher.hangs import HangForensics
+    from launcher.health.watch import Watcher
+
+    answer = run_node_script({"dump": str(dumps / "nccl_trace_rank_"), "pipe": None, "ranks": [0, 1, 2]})
+    fr = by_node(answer["ranks"]) | {
+        "c": [{"rank": 9, "error": "unreadable: UnpicklingError: refused global"}]
+    }
+    for named in (False, True):
+        events: list[dict[str, Any]] = []
+        watcher = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+        run_job(watcher, 120.0, hang_at=40.0)  # a quiescent hang, as the watcher declares it
+        runner = SimpleNamespace(watcher=watcher, _lock=th.Lock(), _event=events.append)
+        with runner._lock:
+            event = HangForensics(runner)._explain_fr(fr, named=named)  # type: ignore[arg-type]
+        assert event is not None and watcher.verdict().root_cause == event
+        if named:  # the stacks named a rank already: the flight recorder's word is added as evidence
+            assert event.node != "b" and event.text.endswith("; rank 2 never entered gloo:all_reduce #6 "
+                                                             "(process group 0); the 2 others wait in it")  # fmt: skip
+        else:
+            assert (event.node, event.rank) == ("b", 2)
+            assert event.text.startswith("rank 2 never entered gloo:all_reduce #6")
+        assert [e["text"] for e in events] == [
+            "c rank 9: flight-recorder dump unreadable: UnpicklingError: refused global"
+        ]
