@@ -216,9 +216,11 @@ class HangForensics:
             for node in nodes:
                 evidence = flight.lag_evidence(node, lags, count)
                 if evidence is not None:
+                    # Shown under the straggler warning (kind "info" would stay in the record only).
                     self.runner._event(
-                        {"kind": "info", "severity": "warning", "node": node, "text": evidence}
-                    )
+                        {"kind": "evidence", "category": "straggler", "severity": "warning", "node": node,
+                         "text": evidence}
+                    )  # fmt: skip
 
         threading.Thread(target=work, name="fr-straggler", daemon=True).start()
 

@@ -7,17 +7,26 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from test_health_progress import run_job
+from test_plan import plan_of
 
+from cluster.local import LocalTransport
+from cluster.transport import Endpoint
 from launcher import envrules
+from launcher.hangs import HangForensics
 from launcher.health import flight
+from launcher.health.watch import Watcher
 
 torch = pytest.importorskip("torch")
 
@@ -223,8 +232,6 @@ def test_env_wiring_points_dumps_into_the_run_directory() -> None:
 
 
 def test_plan_sets_the_dump_path_per_node_and_says_so() -> None:
-    from test_plan import plan_of
-
     plan = plan_of()
     for node in plan.nodes:
         assert node.env["TORCH_FR_DUMP_TEMP_FILE"] == f"{node.run_dir}/nccl_trace_rank_"
@@ -235,14 +242,6 @@ def test_plan_sets_the_dump_path_per_node_and_says_so() -> None:
 
 
 def test_hang_verdict_names_the_rank_behind_unless_the_stacks_did(dumps: Path) -> None:
-    import threading as th
-    from types import SimpleNamespace
-
-    from test_health_progress import run_job
-
-    from launcher.hangs import HangForensics
-    from launcher.health.watch import Watcher
-
     answer = run_node_script({"dump": str(dumps / "nccl_trace_rank_"), "pipe": None, "ranks": [0, 1, 2]})
     fr = by_node(answer["ranks"]) | {
         "c": [{"rank": 9, "error": "unreadable: UnpicklingError: refused global"}]
@@ -251,7 +250,7 @@ def test_hang_verdict_names_the_rank_behind_unless_the_stacks_did(dumps: Path) -
         events: list[dict[str, Any]] = []
         watcher = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
         run_job(watcher, 120.0, hang_at=40.0)  # a quiescent hang, as the watcher declares it
-        runner = SimpleNamespace(watcher=watcher, _lock=th.Lock(), _event=events.append)
+        runner = SimpleNamespace(watcher=watcher, _lock=threading.Lock(), _event=events.append)
         with runner._lock:
             event = HangForensics(runner)._explain_fr(fr, named=named)  # type: ignore[arg-type]
         assert event is not None and watcher.verdict().root_cause == event
@@ -264,3 +263,35 @@ def test_hang_verdict_names_the_rank_behind_unless_the_stacks_did(dumps: Path) -
         assert [e["text"] for e in events] == [
             "c rank 9: flight-recorder dump unreadable: UnpicklingError: refused global"
         ]
+
+
+def test_straggler_warning_gets_the_arrival_lag_read_on_the_nodes(dumps: Path, tmp_path: Path) -> None:
+    plans = {}
+    for host, ranks in (("a", (0, 1)), ("b", (2,))):
+        run_dir = tmp_path / host
+        run_dir.mkdir()
+        for r in ranks:
+            shutil.copy(dumps / f"nccl_trace_rank_{r}", run_dir / f"nccl_trace_rank_{r}")
+        env = envrules.apply_rules({}, gpus=(), nproc=len(ranks), job_timeout=None, job_kind="torchrun").env
+        env.update(envrules.flight_recorder_env(env, str(run_dir))[0])
+        plans[host] = SimpleNamespace(env=env, python=sys.executable, ranks=range(ranks[0], ranks[-1] + 1))
+    events: list[dict[str, Any]] = []
+    endpoints = {h: Endpoint(host=h, address="127.0.0.1") for h in plans}
+    with LocalTransport(endpoints) as transport:
+        runner = SimpleNamespace(
+            plan=SimpleNamespace(node=plans.__getitem__),
+            transport=transport,
+            record=SimpleNamespace(root=tmp_path),
+            nodes={h: SimpleNamespace(lost=False) for h in plans},
+            _lock=threading.Lock(),
+            _event=events.append,
+        )
+        HangForensics(runner).fr_straggler_evidence(["b"])  # type: ignore[arg-type]
+        deadline = time.monotonic() + 30
+        while not events and time.monotonic() < deadline:
+            time.sleep(0.05)
+    (event,) = events
+    assert event["kind"] == "evidence" and event["category"] == "straggler" and event["node"] == "b"
+    assert event["text"].startswith("flight recorder: b arrives ")
+    saved = json.loads((tmp_path / "fr.json").read_text())
+    assert sorted(s["rank"] for host in saved.values() for s in host) == [0, 1, 2]
