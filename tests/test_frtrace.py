@@ -295,3 +295,28 @@ def test_straggler_warning_gets_the_arrival_lag_read_on_the_nodes(dumps: Path, t
     assert event["text"].startswith("flight recorder: b arrives ")
     saved = json.loads((tmp_path / "fr.json").read_text())
     assert sorted(s["rank"] for host in saved.values() for s in host) == [0, 1, 2]
+
+
+def summary(rank: int, enqueued: int, completed: int, name: str = "nccl:all_reduce") -> dict[str, Any]:
+    entries = [["0", seq, name, seq * 1_000_000, "scheduled"] for seq in range(1, enqueued + 1)]
+    current = [enqueued, name] if enqueued > completed else None
+    pg = {
+        "enqueued": enqueued,
+        "started": -1,
+        "completed": completed,
+        "in": current,
+        "last": [enqueued, name],
+    }
+    return {"rank": rank, "pgs": {"0": pg}, "entries": entries}
+
+
+def test_behind_with_asynchronous_enqueues_and_no_clear_minority() -> None:
+    # NCCL ranks run ahead of each other by a few enqueued collectives; the one far behind is named.
+    nodes = {"n1": [summary(0, 45, 40), summary(1, 44, 40)], "n2": [summary(2, 45, 40), summary(3, 40, 40)]}
+    assert flight.behind(nodes) == ((("n2", 3)), "rank 3 never entered nccl:all_reduce #41 (process group 0); "
+                                                 "the 3 others wait in it")  # fmt: skip
+    even = {"n1": [summary(0, 41, 40), summary(1, 40, 40)], "n2": [summary(2, 41, 40), summary(3, 40, 40)]}
+    assert flight.behind(even)[0] is None  # half the ranks: nobody stands out
+    same = {"n1": [summary(0, 41, 40)], "n2": [summary(1, 41, 40)]}
+    assert flight.behind(same) == (None, "flight recorder: all 2 rank(s) reached collective #41 (process group 0); "
+                                         "2 wait in nccl:all_reduce #41")  # fmt: skip

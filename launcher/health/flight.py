@@ -49,20 +49,23 @@ def behind(summaries: Summaries) -> tuple[tuple[str, int] | None, str | None]:
         ]
         if len(here) < 2:
             continue
-        top = max(p["enqueued"] for _, _, p in here)
-        late = sorted((p["enqueued"], node, rank) for node, rank, p in here if p["enqueued"] < top)
-        if not late or len(late) * 2 >= len(here):
+        low = min(p["enqueued"] for _, _, p in here)
+        late = sorted((node, rank) for node, rank, p in here if p["enqueued"] == low)
+        ahead = [p for _, _, p in here if p["enqueued"] > low]
+        # NCCL enqueues asynchronously, so healthy ranks may be several collectives ahead of each other; the one
+        # that matters is the rank at the bottom, if only a minority is there.
+        if not ahead or len(late) * 2 >= len(here):
             continue
-        enqueued, node, rank = late[0]
-        seq = enqueued + 1
-        ahead = [p for _, _, p in here if p["enqueued"] == top]
+        (node, rank), seq = late[0], low + 1
         name = _name_of(ranks, pg, seq) or "collective"
-        waiting = sum(1 for p in ahead if p["enqueued"] == seq and p["completed"] < seq)
-        if waiting == len(ahead):
-            rest = f"the {len(ahead)} others wait in it"
-        else:
-            rest = f"the {len(ahead)} others reached #{top}"
-        more = f"; {len(late) - 1} more behind" if len(late) > 1 else ""
+        # Nobody completes #seq without the late rank: the others are in it (or queued behind it).
+        stale = sum(1 for p in ahead if p["completed"] >= seq)
+        rest = (
+            f"the {len(ahead)} others wait in it"
+            if not stale
+            else f"{stale} of {len(ahead)} others are past it"
+        )
+        more = f"; {len(late) - 1} more with it" if len(late) > 1 else ""
         return (node, rank), f"rank {rank} never entered {name} #{seq} (process group {pg}); {rest}{more}"
     pg = pgs[0] if pgs else None
     if pg is None:
