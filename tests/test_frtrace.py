@@ -313,7 +313,7 @@ def summary(rank: int, enqueued: int, completed: int, name: str = "nccl:all_redu
 def test_behind_with_asynchronous_enqueues_and_no_clear_minority() -> None:
     # NCCL ranks run ahead of each other by a few enqueued collectives; the one far behind is named.
     nodes = {"n1": [summary(0, 45, 40), summary(1, 44, 40)], "n2": [summary(2, 45, 40), summary(3, 40, 40)]}
-    assert flight.behind(nodes) == ((("n2", 3)), "rank 3 never entered nccl:all_reduce #41 (process group 0); "
+    assert flight.behind(nodes) == (("n2", 3), "rank 3 never entered nccl:all_reduce #41 (process group 0); "
                                                  "the 3 others wait in it")  # fmt: skip
     even = {"n1": [summary(0, 41, 40), summary(1, 40, 40)], "n2": [summary(2, 41, 40), summary(3, 40, 40)]}
     assert flight.behind(even)[0] is None  # half the ranks: nobody stands out
