@@ -51,21 +51,25 @@ def number(value: object) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value else None
 
 
+def text(value: object) -> str:
+    # Only strings, and short: a crafted dump could point every field at one huge shared list.
+    return value[:200] if isinstance(value, str) and value else "?"
+
+
 def summarise(rank: int, dump: dict) -> dict:
     entries = []
     for e in dump.get("entries") or []:
         if not isinstance(e, dict) or e.get("is_p2p") or number(e.get("collective_seq_id")) is None:
             continue
-        pg = str(e.get("pg_id", 0))
-        name = str(e.get("profiling_name") or "?")
-        state = str(e.get("state") or "?")
+        pg = str(e.get("pg_id", 0)) if isinstance(e.get("pg_id", 0), int) else "?"
+        name, state = text(e.get("profiling_name")), text(e.get("state"))
         done = state == "completed" or bool(e.get("retired"))
         entries.append(
             [pg, number(e["collective_seq_id"]), name, number(e.get("time_created_ns")), state, done]
         )
     pgs: dict[str, dict] = {}
     status = dump.get("pg_status") if isinstance(dump.get("pg_status"), dict) else {}
-    for pg in sorted({e[0] for e in entries} | {str(k) for k in status}):
+    for pg in sorted({e[0] for e in entries} | {str(k) for k in status if isinstance(k, (str, int))}):
         mine = [e for e in entries if e[0] == pg]
         st = status.get(pg) if isinstance(status.get(pg), dict) else {}
         enqueued = st.get("last_enqueued_collective")
@@ -89,7 +93,7 @@ def summarise(rank: int, dump: dict) -> dict:
         }
     return {
         "rank": rank,
-        "version": str(dump.get("version", "?")),
+        "version": text(dump.get("version")),
         "pgs": pgs,
         "entries": [e[:5] for e in entries[-RECENT:]],
     }
