@@ -37,6 +37,11 @@ ROCM_DEFAULTS: dict[str, str] = {
     # Unbuffered output: a rank's last words before a crash must reach the log.
     "PYTHONUNBUFFERED": "1",
 }
+# The flight recorder's buffer size (either name turns it on: the newer one first) and the file names rlaunch gives
+# its dumps and its dump pipes in the run directory (node/collect.py and node/frtrace.py read them there).
+FR_SIZE_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+FR_DUMP_NAME = "nccl_trace_rank_"
+FR_PIPE_NAME = "fr_pipe_"
 # Only meaningful on GPU nodes.
 ROCM_GPU_DEFAULTS: dict[str, str] = {
     # RCCL warns at init when this is missing (rccl #1026); needed for fine-grained PCIe memory on multi-GPU nodes.
@@ -142,6 +147,10 @@ def apply_rules(
     # One thread per rank unless told otherwise: torchrun only sets it when nproc_per_node > 1, and on CPU
     # nodes (simulated or not) N ranks × all cores oversubscribes badly (measured 5× slower).
     defaults["OMP_NUM_THREADS"] = "1"
+    if FR_SIZE_VARS[0] in user_env or FR_SIZE_VARS[1] in user_env:
+        # One of the two names set by the user (0 turns the recorder off): the other must not override it.
+        for name in FR_SIZE_VARS:
+            defaults.pop(name, None)
     for name, value in defaults.items():
         env.setdefault(name, value)
 
@@ -159,6 +168,45 @@ def apply_rules(
             "HSA_FORCE_FINE_GRAIN_PCIE is not 1: RCCL warns and may fall back to slower paths"
         )
     return res
+
+
+def flight_recorder_env(env: dict[str, str], run_dir: str) -> tuple[dict[str, str], str | None]:
+    """Where a rank's flight-recorder dump goes, when the recorder is on: (variables to add, a note for `plan`).
+
+    PyTorch's default dump path is ~/.cache/torch/comm_lib_trace_rank_N (older releases: /tmp/nccl_trace_rank_N);
+    rlaunch keeps dumps in the run directory, private to the user, where `rlaunch` collects them and reads them at
+    hang forensics. The named pipe lets rlaunch ask a ProcessGroupNCCL rank for a dump without stopping it.
+    Variables the user set are kept. Sources: docs/facts.md (flight recorder)."""
+    if not flight_recorder_on(env):
+        return {}, None
+    prefix = f"{run_dir}/{FR_DUMP_NAME}"
+    chosen = env.get("TORCH_FR_DUMP_TEMP_FILE") or env.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") or prefix
+    added = {
+        # Both names: torch reads TORCH_FR_DUMP_TEMP_FILE first, older releases only the NCCL one.
+        "TORCH_FR_DUMP_TEMP_FILE": chosen,
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": chosen,
+        "TORCH_NCCL_DEBUG_INFO_PIPE_FILE": env.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE")
+        or f"{run_dir}/{FR_PIPE_NAME}",
+    }
+    where = "the run directory" if chosen == prefix else chosen
+    note = (
+        f"flight recorder on ({flight_recorder_size(env)} entries): dumps go to {where} "
+        f"({FR_DUMP_NAME.rstrip('_')}… via TORCH_FR_DUMP_TEMP_FILE, not ~/.cache or /tmp); at a hang rlaunch asks NCCL "
+        "ranks for a dump (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) and reads it into the run record"
+    )
+    return added, note
+
+
+def flight_recorder_size(env: dict[str, str]) -> int:
+    raw = env.get(FR_SIZE_VARS[0], env.get(FR_SIZE_VARS[1], "0"))
+    try:
+        return int(raw)
+    except ValueError:
+        return 0
+
+
+def flight_recorder_on(env: dict[str, str]) -> bool:
+    return flight_recorder_size(env) > 0
 
 
 def dataloader_workers(requested: int | None, cpus: int | None, nproc: int) -> int:

@@ -3,6 +3,10 @@
 - **Hang forensics.** After a hang or a stall, every rank's stack is dumped (launcher/node/stacks.py: py-spy, or
   /proc without it) on every node at once, bounded by ``health.stack_budget``; the stacks go into the run record
   (``stacks/<node>.txt``, ``stacks.json``) and the rank whose stack differs from the majority is named.
+- **Flight recorder, where enabled.** At the same time the ranks' flight-recorder dumps are read on every node
+  (launcher/node/frtrace.py: NCCL ranks are asked for a fresh dump through their dump pipe), summarised into
+  ``fr.json``, and a rank that never entered the collective its peers wait in is named (launcher/health/flight.py)
+  when the stacks do not single one out. A straggler warning gets the flight recorder's arrival lags as evidence.
 - **Silent nodes.** Survivors of a cut link shout first ("Connection closed by peer"); the cut node says nothing.
   So before a cascade-only failure is named, every node gets ``PROBE_S`` to show it is alive: each guard's
   follower sends a record every second, so a node that stays silent while its peers report closed connections
@@ -12,9 +16,13 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from launcher import envrules
+from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, precedence
 
@@ -91,6 +99,9 @@ class HangForensics:
         if not hosts:
             return
         started = time.time()
+        fr: dict[str, Any] = {}
+        fr_thread = threading.Thread(target=lambda: fr.update(self.fetch_fr(hosts, budget)), daemon=True)
+        fr_thread.start()
         code = node_script("stacks.py")
         group = runner.transport.run_all(
             hosts,
@@ -118,8 +129,14 @@ class HangForensics:
                                    for r in sorted(ranks, key=lambda r: r.get("rank") or 0))  # fmt: skip
                 (folder / f"{host}.txt").write_text(text + "\n")
         (runner.record.root / "stacks.json").write_text(json.dumps(saved, indent=1))
+        fr_thread.join(timeout=max(0.0, started + budget + 5 - time.time()))
         with runner._lock:
             refined = runner.watcher.explain_hang(dumps)
+            if fr:
+                refined = (
+                    self._explain_fr(dict(fr), named=refined is not None and refined.rank is not None)
+                    or refined
+                )
         took = time.time() - started
         tools = sorted({d[2] or "none" for d in dumps})
         text = f"stacks of {len(dumps)} rank(s) in {took:.1f}s ({', '.join(tools)}) saved to stacks/"
@@ -127,6 +144,85 @@ class HangForensics:
             who = refined.node if refined.rank is None else f"{refined.node} rank {refined.rank}"
             text += f"; named {who}"
         runner._event({"kind": "info", "severity": "info", "text": text})
+
+    # ---- flight recorder --------------------------------------------------------------------------
+
+    def fr_targets(self, host: str) -> dict[str, Any] | None:
+        """What node/frtrace.py needs on `host`, or None when the job's env leaves the flight recorder off."""
+        env = self.runner.plan.node(host).env
+        prefix = env.get("TORCH_FR_DUMP_TEMP_FILE") or env.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+        if not envrules.flight_recorder_on(env) or not prefix:
+            return None
+        ranks = sorted(set(self.rank_pids.get(host, {}).values()) or set(self.runner.plan.node(host).ranks))
+        return {"dump": prefix, "pipe": env.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"), "ranks": ranks}
+
+    def fetch_fr(self, hosts: list[str], budget: float) -> dict[str, Any]:
+        """Every node's flight-recorder summaries ({host: [summary, ...] or {"error"}}), within `budget` seconds;
+        empty when the recorder is off. Also written to the run record as ``fr.json``."""
+        from launcher.run import node_script
+
+        runner = self.runner
+        targets = {h: t for h in hosts if (t := self.fr_targets(h)) is not None}
+        if not targets:
+            return {}
+        code = node_script("frtrace.py")
+        group = runner.transport.run_all(
+            list(targets),
+            lambda host: [runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))],
+            stdin_for=lambda host: json.dumps(targets[host]).encode(),
+            timeout=budget + 3,
+        )
+        out: dict[str, Any] = {}
+        for host, result in group.results.items():
+            try:
+                ranks = json.loads(result.stdout.strip().splitlines()[-1])["ranks"] if result.ok else None
+            except (ValueError, IndexError, KeyError, TypeError):
+                ranks = None
+            out[host] = ranks if isinstance(ranks, list) else {"error": result.why()}
+        if any(isinstance(r, list) and r for r in out.values()):
+            (runner.record.root / "fr.json").write_text(json.dumps(out, indent=1))
+        return out
+
+    def _explain_fr(self, fr: dict[str, Any], *, named: bool) -> Event | None:
+        """Add the flight recorder's word to the hang verdict; it names the rank only when the stacks did not.
+        Called with the runner's lock held."""
+        runner = self.runner
+        culprit, sentence = flight.behind(fr)
+        for note in flight.unreadable(fr):
+            runner._event({"kind": "info", "severity": "warning", "text": note})
+        if sentence is None:
+            return None
+        events = runner.watcher.events
+        for i, event in enumerate(events):
+            if event.kind in ("hang", "stall") and event.is_fatal:
+                if culprit is not None and not named:
+                    events[i] = replace(
+                        event, node=culprit[0], rank=culprit[1], text=f"{sentence}; {event.text}"
+                    )
+                else:
+                    events[i] = replace(event, text=f"{event.text}; {sentence}")
+                return events[i]
+        return None
+
+    def fr_straggler_evidence(self, nodes: list[str]) -> None:
+        """In the background (the watch loop must keep its heartbeat): read the flight recorder's timings and add
+        each straggler's arrival lag as evidence, when the recorder is on and its dumps hold timings."""
+
+        def work() -> None:
+            with self.runner._lock:
+                hosts = [h for h, s in self.runner.nodes.items() if not s.lost]
+            fr = self.fetch_fr(hosts, 5.0)
+            lags, count = flight.arrival_lag(fr)
+            for node in nodes:
+                evidence = flight.lag_evidence(node, lags, count)
+                if evidence is not None:
+                    # Shown under the straggler warning (kind "info" would stay in the record only).
+                    self.runner._event(
+                        {"kind": "evidence", "category": "straggler", "severity": "warning", "node": node,
+                         "text": evidence}
+                    )  # fmt: skip
+
+        threading.Thread(target=work, name="fr-straggler", daemon=True).start()
 
     # ---- stragglers -----------------------------------------------------------------------------
 
@@ -140,6 +236,7 @@ class HangForensics:
         runner = self.runner
         names = runner.watcher.stragglers
         runner.record.update_state(stragglers=names)
+        self.fr_straggler_evidence([event.node for event in events if event.kind == "straggler"])
         registry = CollectorRegistry()
         gauge = Gauge("rlaunch_straggler", "1 if the node was named a straggler in this run", ["run", "node"],
                       registry=registry)  # fmt: skip

@@ -202,6 +202,9 @@ def build_plan(
             render = adapter.render(inv.job, inv, ctx)
         except JobConfigError as exc:  # the user's yaml/json: bad input (exit 2), one line naming the file
             raise PlanError(exc.message, file=exc.file or inv.source, field=exc.field) from None
+        fr_env, fr_note = envrules.flight_recorder_env(rules.env, run_dir)
+        if fr_note is not None:
+            rules.notes.append(fr_note)
         env = {
             **rules.env,
             **render.env,
@@ -214,7 +217,7 @@ def build_plan(
             "RLAUNCH_RUN_DIR": run_dir,
             "RLAUNCH_DATALOADER_WORKERS": str(ctx.dataloader_workers),
             # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
-            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{run_dir}/nccl_trace_rank_",
+            **fr_env,
             **_checkpoint_env(inv.job.checkpoint_dir, resume_from),
             **secrets,
         }
