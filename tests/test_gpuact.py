@@ -151,3 +151,29 @@ def test_one_rank_working_on_its_gpu_keeps_the_job_alive() -> None:
         progress.observe_rank(float(t), "node1", 0, 1.0 * t, 0.0, SPIN if t % 5 == 0 else None)
         progress.observe_rank(float(t), "node1", 1, 0.0 + 120, 0.0, WORK if t % 5 == 0 else None)
     assert progress.busy_ranks(159.0) == [("node1", 1)] and progress.hung(159.0) is None
+
+
+# ---- the watcher: an OOM kill names the rank (launcher/health/watch.py) -------------------------------------------
+
+
+def test_oom_kill_of_a_rank_is_one_event_naming_it() -> None:
+    from launcher.health.watch import ProcSample, Watcher
+
+    watcher = Watcher(ranks={"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
+    watcher.observe_procs(10.0, "node2", [ProcSample(25315, "S", 3, 5.0, 0.0), ProcSample(25300, "S", None)])
+    assert watcher.observe_gpu(11.0, "node2", OOM_LINES[0]) is not None  # "oom-kill:...pid=25315"
+    assert watcher.observe_gpu(11.0, "node2", OOM_LINES[1]) is None  # the same kill, now with its size
+    kills = [e for e in watcher.events if e.category == "oom"]
+    assert len(kills) == 1 and (kills[0].node, kills[0].rank, kills[0].kind) == ("node2", 3, "line")
+    assert kills[0].text == "rank 3 (node2) killed by the kernel OOM killer: anon-rss 31451456kB (pid 25315)"
+    # The rank's own SIGKILL, reported after, is the same story.
+    watcher.observe_exit(12.0, "node2", None, signal="SIGKILL", rank=3)
+    assert watcher.first_failure == kills[0]
+
+
+def test_oom_kill_of_an_unknown_pid_stays_evidence_for_the_node() -> None:
+    from launcher.health.watch import Watcher
+
+    watcher = Watcher(ranks={"node2": [3]}, stall_timeout=600)
+    event = watcher.observe_gpu(11.0, "node2", OOM_LINES[1])
+    assert event is not None and (event.kind, event.rank, event.category) == ("gpu", None, "oom")
