@@ -179,7 +179,8 @@ class Progress:
         return max(self.settings.hang_factor * interval, self.settings.hang_floor)
 
     def busy_ranks(self, now: float) -> list[tuple[str, int]] | None:
-        """Ranks whose CPU or I/O advanced over the quiet window; None when the samples do not cover it yet."""
+        """Ranks busy over the quiet window (real GPU work, I/O, or CPU unless every GPU sample showed the spinning
+        signature); None when the samples do not cover the window yet."""
         window = self.settings.quiet_window
         if not self.ranks:
             return None
