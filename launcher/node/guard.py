@@ -1015,6 +1015,7 @@ class GpuWatch:
         self.proc: subprocess.Popen | None = None
         self.proc_out = None
         self.proc_started = 0.0
+        self.killed = False  # the running tool overran TOOL_TIMEOUT_S and was sent SIGKILL
         self.readings: dict = {}  # GPU index -> {"gfx", "umc", "w"} of the latest sample
         self.idle_w: dict = {}  # GPU index -> lowest power seen: the baseline "near idle" is measured against
         self.fresh = False  # a sample arrived that no procs record carried yet
@@ -1058,13 +1059,20 @@ class GpuWatch:
         record = None
         if self.proc is not None:
             rc = self.proc.poll()
-            if rc is None and now - self.proc_started < self.TOOL_TIMEOUT_S:
-                return None
+            if rc is None and (self.killed or now - self.proc_started < self.TOOL_TIMEOUT_S):
+                return None  # still running, or killed but not gone yet (stuck in the driver): never a second one
             if rc is None:
+                # Killed, not waited for: a tool stuck in an ioctl (D state) would block the follower. It is
+                # reaped on a later pass, and no other tool starts before it is gone.
                 self.proc.kill()
-                self.proc.wait()
-                record = {"tool": name, "error": f"no answer within {self.TOOL_TIMEOUT_S:.0f} s"}
+                self.killed = True
                 self.readings = {}
+                if now >= self.next_snapshot:
+                    self.next_snapshot = now + self.SNAPSHOT_EVERY_S
+                    return {"tool": name, "error": f"no answer within {self.TOOL_TIMEOUT_S:.0f} s"}
+                return None
+            if self.killed:
+                self.killed = False
             else:
                 self.proc_out.seek(0)
                 text = self.proc_out.read(1 << 20).decode("utf-8", "replace")
@@ -1120,7 +1128,8 @@ class GpuWatch:
         if self.proc is not None:
             with contextlib.suppress(OSError):
                 self.proc.kill()
-            self.proc.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1.0)  # one stuck in the driver dies when the driver lets it
             self.proc = None
         if self.proc_out is not None:
             self.proc_out.close()
