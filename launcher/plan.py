@@ -24,6 +24,7 @@ GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
 PROTOCOL = "<rlaunch>/protocol.py"  # the head↔guard contract, pushed beside the guard (it imports it)
 # Edge health: pushed beside guard.py and loaded by it from the run directory (see launcher/node/edge.py).
 EDGE_FILES = {"edge.py": "<rlaunch>/edge.py", "rules.py": "<rlaunch>/rules.py"}
+GPUACT = "<rlaunch>/gpuact.py"  # GPU activity parsing, imported by the guard when present (launcher/node/gpuact.py)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 
 
@@ -228,6 +229,7 @@ def build_plan(
             FileSpec("guard.py", sources[GUARD], mode=0o755),
             FileSpec("protocol.py", sources[PROTOCOL], mode=0o644),
             *(FileSpec(name, sources[key], mode=0o644) for name, key in EDGE_FILES.items() if key in sources),
+            *([FileSpec("gpuact.py", sources[GPUACT], mode=0o644)] if GPUACT in sources else []),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(
@@ -365,6 +367,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
     sources: dict[str, bytes] = {
         GUARD: node_files.joinpath("guard.py").read_bytes(),
         PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
+        GPUACT: node_files.joinpath("gpuact.py").read_bytes(),
         EDGE_FILES["edge.py"]: node_files.joinpath("edge.py").read_bytes(),
         EDGE_FILES["rules.py"]: resources.files("launcher.health").joinpath("rules.py").read_bytes(),
     }

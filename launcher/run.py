@@ -613,6 +613,8 @@ def _proc_sample(p: dict[str, Any]) -> ProcSample:
         int(rank) if rank is not None else None,
         float(cpu) if cpu is not None else None,
         float(io) if io is not None else None,
+        # The rank's GPU reading, in the procs records that carry a fresh sample (guard GpuWatch.annotate).
+        p["gpu"] if isinstance(p.get("gpu"), dict) else None,
     )
 
 

@@ -17,6 +17,13 @@ in swap: its kernel still acknowledges TCP, so no connection breaks and no peer 
 are left out of the quiescence test, and the watcher names that node when the rest of the job is hung waiting for
 it, instead of waiting for ``stall_timeout``.
 
+Where the guard samples the rank's GPU (amd-smi / rocm-smi, every 5 s; launcher/node/gpuact.py), the GPU speaks
+first over the quiet window: a GPU doing real work (busy with memory-controller activity or power clearly above its
+idle power) makes the rank busy even with an idle CPU (a long evaluation kernel); a GPU that only shows the
+spinning signature of a hung collective (busy engine, quiet memory controller, about idle power) on every sample
+makes the rank quiescent even while its CPU spins (RCCL's proxy thread busy-polls, the host may spin-wait) unless
+its I/O advanced. An idle GPU, mixed samples or no samples leave the CPU/IO rule as it is.
+
 A **straggler** is a node whose ranks spend persistently more CPU time per step than the other nodes' ranks
 (``straggler_ratio`` × their median and at least ``straggler_min_s`` more, over ``straggler_window`` seconds, on
 ``straggler_confirm`` consecutive checks). In a synchronous job the fast ranks wait idle inside the collective
@@ -29,6 +36,8 @@ import re
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
+
+from launcher.node import gpuact
 
 PROGRESS_PATTERNS = (
     re.compile(
@@ -55,6 +64,11 @@ class Settings:
     straggler_window: float = 30.0
     straggler_confirm: int = 3
     progress_regex: str | None = None
+    # GPU activity (gpuact.gpu_state): graphics activity that counts as busy, memory-controller activity that
+    # proves real work, and the multiple of the GPU's lowest power reading below which it counts as "near idle".
+    gpu_busy_pct: float = gpuact.GFX_BUSY_PCT
+    gpu_mem_pct: float = gpuact.UMC_ACTIVE_PCT
+    gpu_idle_power_ratio: float = gpuact.IDLE_POWER_RATIO
 
 
 def progress_step(text: str, custom: re.Pattern[str] | None = None) -> int | bool | None:
@@ -71,13 +85,21 @@ class RankSeries:
     """Cumulative CPU seconds and I/O bytes of one rank's process over time."""
 
     samples: deque[tuple[float, float, float]] = field(default_factory=deque)  # (time, cpu, io)
+    gpu: deque[tuple[float, str]] = field(default_factory=deque)  # (time, gpuact state) of the rank's GPU
 
-    def add(self, time: float, cpu: float, io: float) -> None:
+    def add(self, time: float, cpu: float, io: float, gpu: str | None = None) -> None:
         if self.samples and (cpu < self.samples[-1][1] or io < self.samples[-1][2]):
             self.samples.clear()  # a new process under the same rank (a restart): counters began again
         self.samples.append((time, cpu, io))
         while self.samples and time - self.samples[0][0] > SAMPLES_KEPT_S:
             self.samples.popleft()
+        if gpu is not None:
+            self.gpu.append((time, gpu))
+        while self.gpu and time - self.gpu[0][0] > SAMPLES_KEPT_S:
+            self.gpu.popleft()
+
+    def gpu_since(self, since: float) -> list[str]:
+        return [state for t, state in self.gpu if t > since]
 
     def delta(self, since: float) -> tuple[float, float, float] | None:
         """(seconds covered, CPU seconds, I/O bytes) from the last sample at or before `since` to the newest."""
@@ -122,8 +144,26 @@ class Progress:
             self.steps.popleft()
         return True
 
-    def observe_rank(self, time: float, node: str, rank: int, cpu: float, io: float) -> None:
-        self.ranks.setdefault((node, rank), RankSeries()).add(time, cpu, io)
+    def observe_rank(
+        self, time: float, node: str, rank: int, cpu: float, io: float, gpu: dict | None = None
+    ) -> None:
+        """One sample of a rank: cumulative CPU seconds and I/O bytes, and when the guard sent one, a fresh reading
+        of its GPU ({"gfx", "umc", "w", "idle_w"}, as launcher/node/guard.py's GpuWatch.annotate writes it)."""
+        self.ranks.setdefault((node, rank), RankSeries()).add(time, cpu, io, self.gpu_state(gpu))
+
+    def gpu_state(self, gpu: dict | None) -> str | None:
+        if not isinstance(gpu, dict):
+            return None
+        s = self.settings
+
+        def number(key: str) -> float | None:
+            value = gpu.get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        return gpuact.gpu_state(
+            number("gfx"), number("umc"), number("w"), number("idle_w"),
+            s.gpu_busy_pct, s.gpu_mem_pct, s.gpu_idle_power_ratio,
+        )  # fmt: skip
 
     def observe_heard(self, time: float, node: str) -> None:
         """The node's guard sent a snapshot of its job processes (about every second, even an empty one)."""
@@ -156,8 +196,9 @@ class Progress:
         return sorted(node for node, t in self.heard.items() if now - t >= window)
 
     def busy_ranks(self, now: float, skip: frozenset[str] = frozenset()) -> list[tuple[str, int]] | None:
-        """Ranks whose CPU or I/O advanced over the quiet window; None when the samples do not cover it yet.
-        Ranks of the ``skip`` nodes (unheard) are left out; None when no other rank is left."""
+        """Ranks busy over the quiet window (real GPU work, I/O, or CPU unless every GPU sample showed the spinning
+        signature); None when the samples do not cover the window yet. Ranks of the ``skip`` nodes (unheard) are
+        left out; None when no other rank is left."""
         window = self.settings.quiet_window
         if not any(node not in skip for node, _ in self.ranks):
             return None
@@ -169,7 +210,12 @@ class Progress:
             if delta is None or delta[0] < window * 0.75:
                 return None
             seconds, cpu, io = delta
-            if cpu > self.settings.idle_cpu * seconds or io > 0:
+            gpu = series.gpu_since(now - window)
+            if gpuact.BUSY in gpu or io > 0:
+                busy.append(key)  # the GPU does real work (a long kernel with an idle CPU), or data moves
+            elif len(gpu) >= 2 and all(state == gpuact.SPINNING for state in gpu):
+                continue  # a hung collective's kernels spin: the CPU time is spin-waiting, not work
+            elif cpu > self.settings.idle_cpu * seconds:
                 busy.append(key)
         return busy
 

@@ -51,6 +51,7 @@ from launcher.health.rules import (
     is_progress,
 )
 from launcher.health.stacks import explain, where
+from launcher.node.gpuact import oom_detail, oom_pid
 
 
 class State(str, Enum):
@@ -84,6 +85,9 @@ class ProcSample:
     rank: int | None = None
     cpu: float | None = None  # cumulative CPU seconds (utime + stime), for progress.py
     io: float | None = None  # cumulative bytes read + written (any file or socket)
+    gpu: dict | None = (
+        None  # a fresh reading of the rank's GPU {"id", "gfx", "umc", "w", "idle_w"}, if sampled
+    )
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,10 @@ class Watcher:
     straggler_action: str = "warn"  # warn | restart-without
     _hang_reported: bool = False
     _stragglers: set[str] = field(default_factory=set)
+    # (node, pid) -> rank of every rank process seen in the guards' procs records: a kernel OOM-killer line names
+    # the killed process by pid, and the process is gone by then.
+    _pid_ranks: dict[tuple[str, int], int] = field(default_factory=dict)
+    _oom_killed: dict[tuple[str, int], int] = field(default_factory=dict)  # (node, pid) -> index in events
 
     # ---- inputs -------------------------------------------------------------------------------
 
@@ -296,6 +304,9 @@ class Watcher:
         self.progress.observe_heard(time, node)
         self._observe_usage(time, node, samples)
         for proc in samples:
+            if proc.rank is not None:
+                self._pid_ranks[(node, proc.pid)] = proc.rank
+        for proc in samples:
             key = (node, proc.pid)
             if proc.state not in ("T", "t"):
                 self._stopped_since.pop(key, None)
@@ -328,16 +339,41 @@ class Watcher:
         return self._record(Event(time, node, None, "lost", "network", "fatal", f"node lost: {why}"))
 
     def observe_gpu(self, time: float, node: str, text: str) -> Event | None:
-        """A GPU-state line from the node (kernel log, amd-smi); classified like any line."""
+        """A GPU-state line from the node (kernel log, amd-smi); classified like any line. The guard forwards the
+        kernel OOM killer's lines only for the job's own processes: one that names a rank's pid becomes that rank's
+        root cause ("rank 3 (node2) killed by the kernel OOM killer: anon-rss 31451456kB")."""
         self.start(time)
         match = classify(text)
         if match is None:
             return None
         if match.rule in OOM_EVIDENCE_RULES:
+            killed = self._oom_kill_of_rank(time, node, text)
+            if killed is not False:
+                return killed
             self.observe_oom_kill(time, node, f"the kernel log: {text.strip()[:120]}")
         return self._record(
             Event(time, node, None, "gpu", match.category, match.severity, text.strip(), rule=match.rule)
         )
+
+    def _oom_kill_of_rank(self, time: float, node: str, text: str) -> Event | bool | None:
+        """The OOM kill of a known rank process as an event (None when it only adds to one already recorded: the
+        kernel prints "oom-kill:...pid=N" and then "Killed process N ... anon-rss"); False if no rank is named."""
+        pid = oom_pid(text)
+        rank = self._pid_ranks.get((node, pid)) if pid is not None else None
+        if pid is None or rank is None:
+            return False
+        detail = oom_detail(text)
+        said = f"rank {rank} ({node}) killed by the kernel OOM killer: {detail} (pid {pid})"
+        self.observe_oom_kill(time, node, f"the kernel log: {said}")
+        known = self._oom_killed.get((node, pid))
+        if known is not None:
+            if detail.startswith("anon-rss") and "anon-rss" not in self.events[known].text:
+                self.events[known] = replace(self.events[known], text=said)
+            return None
+        # Kind "line" with the OOM rule, not "gpu": host memory ran out, which is no fault of the node's GPUs.
+        event = Event(time, node, rank, "line", "oom", "fatal", said, rule="host-oom-killer")
+        self._oom_killed[(node, pid)] = len(self.events)
+        return self._record(event)
 
     def request_stop(self, time: float, reason: str = "requested") -> None:
         """The user (or the runner) asked to stop: exits from now on are expected."""
@@ -382,14 +418,18 @@ class Watcher:
     # ---- progress: hangs and stragglers (progress.py) -----------------------------------------
 
     def _observe_usage(self, time: float, node: str, samples: list[ProcSample]) -> None:
-        # A rank's children (dataloader workers) inherit its RANK: a rank's activity is the sum over its processes.
+        # A rank's children (dataloader workers) inherit its RANK: a rank's activity is the sum over its processes,
+        # and they inherit its GPU visibility too, so any of them carries the rank's GPU reading.
         totals: dict[int, tuple[float, float]] = {}
+        gpus: dict[int, dict] = {}
         for proc in samples:
             if proc.rank is not None and proc.cpu is not None:
                 cpu, io = totals.get(proc.rank, (0.0, 0.0))
                 totals[proc.rank] = (cpu + proc.cpu, io + (proc.io or 0.0))
+                if proc.gpu is not None:
+                    gpus.setdefault(proc.rank, proc.gpu)
         for rank, (cpu, io) in totals.items():
-            self.progress.observe_rank(time, node, rank, cpu, io)
+            self.progress.observe_rank(time, node, rank, cpu, io, gpus.get(rank))
 
     def tick_progress(self, now: float) -> list[Event]:
         """Time passes, for the cadence rules: a hang (no progress for max(k × step interval, floor) with every

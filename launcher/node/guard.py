@@ -36,15 +36,21 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
 if __package__:  # imported by the head or tests as launcher.node.guard
-    from launcher.node import protocol
+    from launcher.node import gpuact, protocol
 else:  # run as a script from the run directory, where protocol.py is pushed beside it (named explicitly:
     # `python -I` or PYTHONSAFEPATH leave the script's directory off sys.path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import protocol  # type: ignore[no-redef]
+
+    try:
+        import gpuact  # type: ignore[no-redef]
+    except ImportError:  # a run directory pushed by an older rlaunch: no GPU activity, the CPU/IO rule alone
+        gpuact = None  # type: ignore[assignment]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = (
     protocol.EXIT_OK,
@@ -195,6 +201,7 @@ def describe(procs: list) -> list:
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _RANKS: dict = {}  # (pid, starttime) -> global rank, read once from /proc/PID/environ
+_GPU_ENV: dict = {}  # (pid, starttime) -> the rank's GPU visibility variables, read with its rank
 
 
 def rank_of(st: dict) -> int | None:
@@ -206,12 +213,27 @@ def rank_of(st: dict) -> int | None:
     if key not in _RANKS:
         try:
             with open("/proc/{}/environ".format(st["pid"]), "rb") as f:
+                env = {}
                 for item in f.read().split(b"\0"):
-                    if item.startswith(b"RANK=") and item[5:].isdigit():
-                        _RANKS[key] = int(item[5:])
+                    name, _, value = item.partition(b"=")
+                    if name == b"RANK" and value.isdigit():
+                        _RANKS[key] = int(value)
+                    elif name.decode("ascii", "replace") in GPU_ENV_NAMES:
+                        env[name.decode()] = value.decode("utf-8", "replace")
+                if key in _RANKS:
+                    _GPU_ENV[key] = env
         except OSError:
             pass
     return _RANKS.get(key)
+
+
+GPU_ENV_NAMES = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "LOCAL_RANK")
+
+
+def gpu_index_of(st: dict) -> int | None:
+    """The physical GPU a rank process computes on (gpuact.device_of over its environment), once its rank is known."""
+    env = _GPU_ENV.get((st["pid"], st["starttime"]))
+    return None if env is None or gpuact is None else gpuact.device_of(env)
 
 
 def usage(st: dict) -> dict:
@@ -961,14 +983,20 @@ def emit(record: dict) -> None:
 
 class GpuWatch:
     """GPU health seen from the node, for the launcher's watcher: new amdgpu lines of the kernel log (GPU resets,
-    ring timeouts, RAS/ACA and page faults appear there, not in the job's output) and a periodic amd-smi or
-    rocm-smi snapshot kept in the run record. Both are optional: a node without the tools or without permission to
-    read the kernel log (kernel.dmesg_restrict) simply reports nothing."""
+    ring timeouts, RAS/ACA and page faults appear there, not in the job's output), the kernel OOM killer's lines
+    about this job's processes, per-GPU activity every ACTIVITY_EVERY_S (reported with each rank's usage, for the
+    hang rule: gpuact.py) and every SNAPSHOT_EVERY_S the tool's whole output, kept in the run record. All optional:
+    a node without the tools or without permission to read the kernel log (kernel.dmesg_restrict) reports nothing.
+
+    At most one tool process runs at a time, and it never blocks the follower: it is started, then collected on a
+    later pass (its output goes to a file, so a large output cannot fill a pipe), killed after TOOL_TIMEOUT_S."""
 
     SNAPSHOT_EVERY_S = 30.0
+    ACTIVITY_EVERY_S = 5.0
+    TOOL_TIMEOUT_S = 8.0
     TOOLS = (
         ("amd-smi", ["amd-smi", "metric", "--json"]),
-        ("rocm-smi", ["rocm-smi", "--showuse", "--showmemuse", "--json"]),
+        ("rocm-smi", ["rocm-smi", "--showuse", "--showmemuse", "--showpower", "--json"]),
     )
 
     def __init__(self) -> None:
@@ -981,9 +1009,19 @@ class GpuWatch:
         except OSError:
             self.kmsg_fd = None
         self.tool = next((t for t in self.TOOLS if shutil.which(t[0])), None)
-        self.next_snapshot = time.time() + 5.0
+        now = time.time()
+        self.next_sample = now  # at once: the GPUs idle while the job imports give each its idle power
+        self.next_snapshot = now + 5.0
+        self.proc: subprocess.Popen | None = None
+        self.proc_out = None
+        self.proc_started = 0.0
+        self.killed = False  # the running tool overran TOOL_TIMEOUT_S and was sent SIGKILL
+        self.readings: dict = {}  # GPU index -> {"gfx", "umc", "w"} of the latest sample
+        self.idle_w: dict = {}  # GPU index -> lowest power seen: the baseline "near idle" is measured against
+        self.fresh = False  # a sample arrived that no procs record carried yet
 
-    def kernel_lines(self) -> list:
+    def kernel_lines(self, pids: frozenset = frozenset()) -> list:
+        """New kernel log lines worth forwarding: amdgpu/amdkfd ones, and OOM-killer lines naming one of `pids`."""
         if self.kmsg_fd is None:
             return []
         out = []
@@ -1008,23 +1046,106 @@ class GpuWatch:
             )  # /dev/kmsg: "pri,seq,ts,flags;message"
             if "amdgpu" in text or "amdkfd" in text:
                 out.append(text[:MAX_LINE_BYTES])
+            elif pids and gpuact is not None and gpuact.oom_pid(text) in pids:
+                out.append(text[:MAX_LINE_BYTES])  # another job's OOM kill is not this job's business
         return out
 
-    def snapshot(self, now: float) -> dict | None:
-        if self.tool is None or now < self.next_snapshot:
+    def poll(self, now: float) -> dict | None:
+        """Drive the tool: collect a finished sample, start the next when due. Returns a snapshot record (the tool's
+        whole output, for the run record) every SNAPSHOT_EVERY_S, else None."""
+        if self.tool is None:
             return None
-        self.next_snapshot = now + self.SNAPSHOT_EVERY_S
         name, argv = self.tool
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.SubprocessError) as e:
-            return {"tool": name, "error": str(e)}
-        return {"tool": name, "rc": done.returncode, "text": done.stdout[:65536]}
+        record = None
+        if self.proc is not None:
+            rc = self.proc.poll()
+            if rc is None and (self.killed or now - self.proc_started < self.TOOL_TIMEOUT_S):
+                return None  # still running, or killed but not gone yet (stuck in the driver): never a second one
+            if rc is None:
+                # Killed, not waited for: a tool stuck in an ioctl (D state) would block the follower. It is
+                # reaped on a later pass, and no other tool starts before it is gone.
+                self.proc.kill()
+                self.killed = True
+                self.readings = {}
+                if now >= self.next_snapshot:
+                    self.next_snapshot = now + self.SNAPSHOT_EVERY_S
+                    return {"tool": name, "error": f"no answer within {self.TOOL_TIMEOUT_S:.0f} s"}
+                return None
+            if self.killed:
+                self.killed = False
+            else:
+                self.proc_out.seek(0)
+                text = self.proc_out.read(1 << 20).decode("utf-8", "replace")
+                record = {"tool": name, "rc": rc, "text": text[:65536]}
+                self.take(gpuact.parse(name, text) if gpuact is not None and rc == 0 else {})
+            self.proc_out.close()
+            self.proc, self.proc_out = None, None
+            self.next_sample = max(self.next_sample, now)
+            if record is not None and now >= self.next_snapshot:
+                self.next_snapshot = now + self.SNAPSHOT_EVERY_S
+            else:
+                record = None
+        if self.proc is None and now >= self.next_sample:
+            self.next_sample = now + self.ACTIVITY_EVERY_S
+            self.proc_out = tempfile.TemporaryFile()  # noqa: SIM115 - kept open until a later pass collects it
+            try:
+                self.proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=self.proc_out, stderr=subprocess.DEVNULL
+                )
+                self.proc_started = now
+            except OSError as e:
+                self.proc_out.close()
+                self.proc_out = None
+                if now >= self.next_snapshot:
+                    self.next_snapshot = now + self.SNAPSHOT_EVERY_S
+                    record = {"tool": name, "error": str(e)}
+        return record
+
+    def take(self, readings: dict) -> None:
+        self.readings = readings
+        self.fresh = bool(readings)
+        for index, reading in readings.items():
+            watts = reading.get("w")
+            if watts is not None and watts > 0:  # 0 W is a die that reports no power, not an idle one
+                self.idle_w[index] = min(watts, self.idle_w.get(index, watts))
+
+    def annotate(self, procs: list, described: list) -> None:
+        """Add the fresh sample of each rank's GPU to its procs entry: {"id", "gfx", "umc", "w", "idle_w"}. Each
+        sample is carried once, so the head counts it once."""
+        if not self.fresh:
+            return
+        self.fresh = False
+        for i, entry in enumerate(described):
+            st = procs[i]
+            if entry.get("rank") is None:
+                continue
+            index = gpu_index_of(st)
+            reading = self.readings.get(index)
+            if reading is not None:
+                entry["gpu"] = dict(reading, id=index, idle_w=self.idle_w.get(index))
+
+    def close(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1.0)  # one stuck in the driver dies when the driver lets it
+            self.proc = None
+        if self.proc_out is not None:
+            self.proc_out.close()
+            self.proc_out = None
 
 
 def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object = None) -> None:
-    heartbeat = path_in(rundir, "heartbeat")
     gpu = GpuWatch()
+    try:
+        _follow(rundir, pid, start, tail, fwd, gpu)
+    finally:
+        gpu.close()  # a tool still running is ours: nothing is left behind
+
+
+def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object, gpu: GpuWatch) -> None:
+    heartbeat = path_in(rundir, "heartbeat")
     try:
         stdin_fd: int | None = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
@@ -1052,12 +1173,18 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: ob
             return
         now = time.time()
         if now >= next_procs:
-            procs = job_processes([pid], read_records(rundir))
-            emit({"k": "procs", "t": now, "procs": describe_with_usage(procs)})
+            records = read_records(rundir)
+            procs = job_processes([pid], records)
+            snapshot = gpu.poll(now)
+            described = describe_with_usage(procs)
+            gpu.annotate(procs, described)
+            emit({"k": "procs", "t": now, "procs": described})
             next_procs = now + PROCS_EVERY_S
-            for text in gpu.kernel_lines():
+            # Every process of the job ever seen (the pids file) and those seen now: an OOM-killed rank is gone by
+            # the time its kernel line is read.
+            pids = frozenset([r[0] for r in records] + [st["pid"] for st in procs])
+            for text in gpu.kernel_lines(pids):
                 emit({"k": "kernel", "t": now, "text": text})
-            snapshot = gpu.snapshot(now)
             if snapshot is not None:
                 emit({"k": "gpu", "t": now, **snapshot})
         if stdin_fd is None:
