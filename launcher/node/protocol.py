@@ -27,8 +27,10 @@ VERBS = (START, RUN, FOLLOW, STOP, STATUS)
 K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
 K_ERROR = "error"  # run only: {"error"}: the job could not be started
 K_LINE = "line"  # {"off": byte offset after the line in out.log, "text"}
-K_PROCS = "procs"  # {"procs": [{"pid", "state", ...}]}: the job's process tree, about once a second
-K_KERNEL = "kernel"  # {"text"}: a kernel log line about the GPUs
+# {"procs": [{"pid", "state", "rank", "cpu", "io", "gpu"?}]}: the job's process tree, about once a second; "gpu"
+# ({"id", "gfx", "umc", "w", "idle_w"}) rides on a rank's entries once per fresh amd-smi/rocm-smi reading
+K_PROCS = "procs"
+K_KERNEL = "kernel"  # {"text"}: a kernel log line about the GPUs, or the OOM killer's about a job process
 K_GPU = "gpu"  # amd-smi / rocm-smi snapshot
 K_ACTIVITY = (
     "activity"  # per-local-rank line counts, last progress, consumed offset: instead of healthy lines
