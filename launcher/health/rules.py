@@ -34,6 +34,8 @@ CATEGORIES = (
     "divergence",
     "version-mismatch",
     "config",
+    # The last-resort rule's own category: an error-shaped line no specific rule knows (never fatal).
+    "unclassified",
 )
 
 
@@ -118,6 +120,47 @@ def _longest_literal(items: list) -> str:
 # C++ stack frames ("frame #2: c10::DistNetworkError::DistNetworkError(...)") and "Exception raised from"
 # only repeat the exception's class names; the message line above them is what gets classified.
 HEALTHY = re.compile(r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from ")
+
+# fmt: off
+# Last resort, placed after every specific rule (first match wins), so it only sees lines no rule knows. Every held-out
+# round missed new phrasings that were nonetheless *shaped* like errors (docs/health-rules.md, "Last resort"): a Python
+# exception header, a logger's ERROR level, the kernel's *ERROR*, "... failed", "timed out". Such a line becomes a
+# warning, never fatal: the watcher names only fatal events as root cause, so it can never outrank a specific failure;
+# the operator still sees it, with its text. A Python exception header at the start of the line is named `crash` (the
+# traceback's last line: the rank raised and, uncaught, dies of it); anything else `unclassified`, since its shape
+# says "error" and nothing about which kind. Lines that declare themselves informational (an INFO level, glog's I/W
+# prefix, a Python *Warning) are left alone by the word rule: they are where healthy logs say "failed".
+_PYTHON_EXCEPTION = r"^\s*(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)(?:\s*\[[^\]]*\])?:(?!:)"
+# glog/c10 "E1019 01:04:03.357 file.cpp:N]" (PyTorch's C++ logging writes the month unpadded: "[E210 02:06:33"),
+# after any "[rankN]:"-style prefixes. It has no literal for the needle scan, so classify() also tries this anchored
+# match (cheap: it fails on the first characters of nearly every line).
+_GLOG_ERROR = r"^\s*(?:\[[^\]\s]*\]:)*\[?E\d{3,4} \d\d:\d\d:\d\d"
+_ERROR_LEVEL_PREFIX = re.compile(_GLOG_ERROR)
+# Case matters for the levels (ERROR, not the "error" of prose), not for the words, which say "failed" / "Failed".
+_ERROR_LEVEL = r"\b(?:ERROR|FATAL|CRITICAL|SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE)\b"
+# The words, unless the line declares itself informational (written so that each part scans the line once).
+_ERROR_WORDS = (
+    r"^(?!.*\bINFO\b)(?!\s*(?:\[[^\]\s]*\]:)*\[?[IW]\d{3,4} \d\d:)(?!.*Warning: )"
+    r"(?i:.*\b(?:failed|fail|timed out|timeout (?:expired|waiting)|hung|exception|error|aborted|killed|core dumped)\b)"
+)
+_ERROR_WORD_NEEDLES = (
+    "error", "fail", "timed out", "timeout expired", "timeout waiting", "hung", "exception", "aborted", "killed",
+    "core dumped",
+)
+_ERROR_SHAPED_NEEDLES = (*_ERROR_WORD_NEEDLES, "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")
+_FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines around it"
+FALLBACK_RULES: tuple[Rule, ...] = (
+    Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
+         "a Python exception no rule knows; if nothing else explains the failure, its traceback is the place to look",
+         needles=("error", "exception")),
+    Rule("error-level", re.compile(_ERROR_LEVEL), "unclassified", "warning", _FALLBACK_HINT,
+         needles=("error", "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")),
+    Rule("glog-error-level", _ERROR_LEVEL_PREFIX, "unclassified", "warning", _FALLBACK_HINT, needles=None),
+    Rule("error-words", re.compile(_ERROR_WORDS), "unclassified", "warning", _FALLBACK_HINT,
+         needles=_ERROR_WORD_NEEDLES),
+)
+
+# fmt: on
 
 # Where each group of rules comes from: docs/health-rules.md (emitter, source file and version read, messages).
 # Order matters (first match wins): a retry or "recovered" phrasing before the failure it resembles, a specific
@@ -514,6 +557,7 @@ RULES: tuple[Rule, ...] = (
     _rule("torchrun-closing-workers", r"Sending process \d+ closing signal SIG\w+"
           r"|Unable to shutdown process \d+ via", "crash", "info",
           "torchrun is stopping the remaining workers after a failure", cascade=True),
+    *FALLBACK_RULES,
 )
 # fmt: on
 
@@ -560,15 +604,44 @@ def _literal_trie(words: set[str]) -> str:
     return emit(trie)
 
 
-_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
-_ANY_NEEDLE = re.compile(_literal_trie({n for n in _NEEDLES if not any(m != n and m in n for m in _NEEDLES)}))
+def _minimal(needles: set[str]) -> set[str]:
+    return {n for n in needles if not any(m != n and m in n for m in needles)}
+
+
+_NEEDLES = {n for rule in RULES if rule not in FALLBACK_RULES for n in rule.needles or ()}
+_ANY_NEEDLE = re.compile(_literal_trie(_minimal(_NEEDLES)))  # the specific rules' literals alone
+# The one scan every line gets: the specific and the last-resort rules' literals in one trie (as fast as the specific
+# ones alone: "error" and "fail" stand in for the many needles that contain them). A hit on a literal of the specific
+# rules sends the line through the whole table; a hit on a last-resort literal ("failed", "error") sends it through
+# the whole table only if a specific literal is also in the line, else through the last-resort rules alone (the
+# whole loop costs ~50x the scan; 13 of ~490 healthy lines hold such a word).
+_FALLBACK_NEEDLES = {n for rule in FALLBACK_RULES for n in rule.needles or ()}
+_SCAN_NEEDLES = _minimal(_NEEDLES | _FALLBACK_NEEDLES)
+# Scan hits that can only come from a specific rule's literal:
+_SPECIFIC_ONLY = _SCAN_NEEDLES - _FALLBACK_NEEDLES
+_SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 
 
 def classify(line: str) -> Match | None:
     """The first rule that matches ``line``, or None for a healthy or unknown line."""
     low = line.lower()
-    if _ANY_NEEDLE.search(low) is None or HEALTHY.search(line):
+    found = _SCAN.search(low)
+    if found is None:  # no literal of any rule: only a glog-style "E1019 ..." error prefix can still match
+        if _ERROR_LEVEL_PREFIX.match(line) is None:
+            return None
+        rules = FALLBACK_RULES
+    elif found.group() in _SPECIFIC_ONLY or _ANY_NEEDLE.search(low) is not None:
+        rules = RULES
+    else:
+        rules = FALLBACK_RULES
+    if HEALTHY.search(line):
         return None
+    for rule in rules:
+        if rule.needles is not None and not any(n in low for n in rule.needles):
+            continue
+        if rule.pattern.search(line):
+            return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
+    return None
     for rule in RULES:
         if rule.needles is not None and not any(n in low for n in rule.needles):
             continue
