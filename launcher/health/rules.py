@@ -221,7 +221,7 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-invalid-device-function", r"invalid device function|hipErrorInvalidDeviceFunction",
           "version-mismatch", "fatal", "kernel not built for this gfx arch (torch/ROCm build vs GPU mismatch)"),
     _rule("hip-no-kernel-image", r"no kernel image is available for execution on the device"
-          r"|device kernel image is invalid|hipErrorInvalidImage", "version-mismatch", "fatal",
+          r"|device kernel image is invalid|hipErrorInvalidImage|COMGR API could not find the CO for this GPU", "version-mismatch", "fatal",
           "kernel not built for this gfx arch"),
     _rule("hip-insufficient-driver", r"driver version is insufficient for (CUDA )?runtime version|cudaErrorInsufficientDriver"
           r"|hipErrorInsufficientDriver", "version-mismatch", "fatal",
@@ -235,7 +235,7 @@ RULES: tuple[Rule, ...] = (
           "version-mismatch", "fatal", "a binary uses CPU instructions this host lacks (build for another CPU)"),
 
     # ---- oom: device memory (PyTorch, HIP, RCCL) and host memory (the kernel's OOM killer, Slurm's cgroup)
-    _rule("gpu-out-of-memory", r"(HIP|CUDA) out of memory|OutOfMemoryError|hipErrorOutOfMemory"
+    _rule("gpu-out-of-memory", r"(HIP|CUDA) out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA error: out of memory"
           r"|Cuda failure( \d+)? 'out of memory'|Failed to CUDA calloc|HIP error: out of memory|HIP_ERROR_OutOfMemory",
           "oom", "fatal", "device memory exhausted: smaller micro-batch, ZeRO-3 offload, gradient checkpointing"),
     _rule("host-oom-killer", r"Out of memory: Killed process|invoked oom-killer|\boom-kill:|\bKilled process \d+ \(.*\) total-vm:"
@@ -279,9 +279,13 @@ RULES: tuple[Rule, ...] = (
     # loss_scaler.py update_scale: at min_scale (raise_error_at_min_scale off) "next_scale = max(cur / factor, min)"
     # is the same number, so every step is skipped from then on. Only DeepSpeed's default minimum (1) is matched: every
     # healthy fp16 overflow line has "Attempted loss scale", and a broader literal sends them all through the rule loop.
-    _rule("loss-scale-stuck", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?(?![\d.])", "divergence", "warning",
+    # Also fused/unfused_optimizer._update_scale's "Reducing dynamic loss scale from {prev} to {cur}" at 1, and older
+    # DeepSpeed (stage2.py) whose scale could fall to 0.0 ("reducing to 0.0"): every step is skipped from then on.
+    _rule("loss-scale-stuck", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?(?![\d.])|Reducing dynamic loss scale from 1 to 1\b"
+          r"|Attempted loss scale: 0(\.0)?, reducing to 0(\.0)?(?![\d.])", "divergence", "warning",
           "the fp16 loss scale is at its minimum (1) and every step overflows: the run is diverging",
-          needles=("scale: 1, reducing to 1", "scale: 1.0, reducing to 1")),
+          needles=("scale: 1, reducing to 1", "scale: 1.0, reducing to 1", "scale from 1 to 1", "scale: 0.0, reducing to 0",
+                   "scale: 0, reducing to 0")),
     # SwissArmyTransformer / VisualGLM training loops: print('Skipping backward and optimizer step for nan or inf in
     # forwarding metrics/loss!') and go on with the next batch
     _rule("nonfinite-step-skipped", r"Skipping backward and optimizer step for nan or inf", "divergence", "warning",
@@ -299,6 +303,9 @@ RULES: tuple[Rule, ...] = (
 
     # A HIP call that failed inside RCCL (checks.h CUDACHECK "Cuda failure '%s'", newer "HIP failure: '%s'"): RCCL's
     # failure whatever the HIP error says, so before the gpu-fault group (device OOM is matched above).
+    # NCCL misc/shmutils.cc CUDACHECK around cudaHostRegister of the /dev/shm segment (code search): a shm failure
+    _rule("nccl-shm-cuda-failure", r"shmutils\.cc:\d+ NCCL WARN Cuda failure", "config", "fatal",
+          "NCCL could not register its /dev/shm segment with the GPU: /dev/shm too small or a container limit"),
     _rule("rccl-hip-call-failed", r"Cuda failure( \d+)? '|HIP failure:? '", "comm-error", "fatal",
           "a HIP call inside RCCL failed (the quoted text is the HIP error): check peer access and GPU health"),
 
@@ -343,7 +350,7 @@ RULES: tuple[Rule, ...] = (
     # recovered through reset") and the devcoredump written at every job timeout, also a soft-recovered one: warnings; a
     # failed ring reset ("Ring %s reset failed") stays fatal above.
     _rule("amdgpu-ring-reset", r"Starting \S+ ring reset|Ring \S+ reset succeeded|reset compute queue \(|device wedged, but recovered"
-          r"|AMDGPU device coredump file has been created", "gpu-fault", "warning",
+          r"|AMDGPU device coredump file has been created|amdgpu: Dumping IP State\s*$", "gpu-fault", "warning",
           "the driver reset one GPU ring after a job timeout; the job on it is lost, the GPU may recover"),
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
@@ -400,6 +407,16 @@ RULES: tuple[Rule, ...] = (
     _rule("store-gone-warning", r'Failed to check the "should dump" flag on TCPStore|sendBytes failed on SocketImpl',
           "rendezvous", "warning", "the TCPStore went away (often rank 0 exiting first at the end of a run)",
           cascade=True),
+    # distributed_c10d._store_based_barrier (torch 2.13 source in the .venv; older torch: "on rank: N, ... worker_count="):
+    # ranks count themselves in at init_process_group; the debug/info line while waiting is a retry loop
+    _rule("store-barrier-waiting", r"Waiting in store based barrier to initialize process group", "rendezvous", "warning",
+          "init_process_group waits for the other ranks to join the store-based barrier", waiting=True),
+    _rule("store-barrier-timeout", r"Timed out initializing process group in store based barrier", "rendezvous", "fatal",
+          "not every rank joined init_process_group in time: a rank did not start, crashed, or uses another store"),
+    # TCPStore.cpp "recvValue failed on {}: {}" (torch 2.13.0 libtorch_cpu.so strings): a rank waiting on the store
+    # lost its connection, the store's host (rank 0 / the agent) went away
+    _rule("store-recv-failed", r"recvValue failed on SocketImpl", "rendezvous", "fatal",
+          "the TCPStore connection broke while this rank waited on it: the store's host (rank 0) died", cascade=True),
     _rule("store-connection-lost", r"Failed to (recv|send), (got|sent) 0 bytes\. Connection was likely closed",
           "rendezvous", "fatal", "the TCPStore server went away (the master's agent or rank 0 died)",
           cascade=True),
@@ -521,7 +538,7 @@ RULES: tuple[Rule, ...] = (
           "a process segfaulted (native extension, driver, or corrupted memory)"),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
-    _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
+    _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
     _rule("glog-fatal-signal", r"^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
           "fatal", "a C++ program's failure signal handler (glog) reports a fatal signal; its stack trace follows"),
@@ -543,6 +560,14 @@ RULES: tuple[Rule, ...] = (
     # InternLM train.py: logger.error(f"Raise exception from {hostname} with rank id: {rank}\n{traceback}")
     _rule("trainer-rank-exception", r"Raise exception from \S+ with rank id: \d+", "crash", "fatal",
           "the trainer caught an exception on this rank; the traceback follows"),
+    # torch/multiprocessing/spawn.py: ProcessRaisedException(f"\n\n-- Process {i:d} terminated with the following error:\n")
+    # followed by the child's traceback (mp.spawn training scripts)
+    _rule("spawn-process-failed", r"ProcessRaisedException|ProcessExitedException|-- Process \d+ terminated with the following error",
+          "crash", "fatal", "a process started by torch.multiprocessing.spawn failed; its traceback follows", cascade=True),
+    # elastic/multiprocessing/errors/__init__.py ChildFailedError.format_msg: title = f"{self.name} FAILED" on its own line.
+    # Only a script name (".py"): the needle " failed" alone sent healthy INFO/warning lines through the rule loop
+    _rule("elastic-failed-banner", r"^\s*\S+\.py FAILED\s*$", "crash", "fatal",
+          "torchrun's failure summary for this script; the root cause is listed under it", cascade=True),
     _rule("torchrun-worker-failed", r"failed \(exitcode: -?\d+\) local_rank: \d+", "crash", "fatal",
           "torchrun saw a worker exit non-zero; its own output says why", cascade=True),
     _rule("torchrun-restarting", r"Worker group (FAILED|UNHEALTHY)\. \d+/\d+ attempts left", "crash", "warning",
