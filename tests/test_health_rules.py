@@ -156,14 +156,17 @@ def test_event_json_round_trip_and_validation() -> None:
 def test_every_rule_has_a_literal_prefilter_that_never_hides_a_match() -> None:
     """classify() skips a rule's regex when none of its required literals is in the line: check that every
     fixture line the regex matches also contains one of the literals (so the prefilter changes nothing)."""
-    from launcher.health.rules import RULES
+    from launcher.health.rules import _ERROR_LEVEL_PREFIX, RULES
 
-    assert all(rule.needles for rule in RULES)
+    # The one rule without literals is the glog "E1019 ..." prefix: anchored, so classify() tries it with one match.
+    assert [rule.name for rule in RULES if not rule.needles] == ["glog-error-level"]
     for name, number, _, line in CASES:
         for rule in RULES:
             if rule.pattern.search(line):
-                assert rule.needles is not None
-                assert any(n in line.lower() for n in rule.needles), (rule.name, name, number)
+                if rule.needles is None:
+                    assert _ERROR_LEVEL_PREFIX.match(line), (rule.name, name, number)
+                else:
+                    assert any(n in line.lower() for n in rule.needles), (rule.name, name, number)
 
 
 # ---- held-out scoring ---------------------------------------------------------------------------------------------
@@ -247,7 +250,7 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
     """The fast path (no rule literal in the line) must hold for what ranks print most: HF Trainer / LLaMA-Factory
     log dicts and progress bars, DeepSpeed step and timer lines. A rule whose literal is a common word would send
     every such line through the ~100-rule loop (see `needles=` in rules.py)."""
-    from launcher.health.rules import _ANY_NEEDLE
+    from launcher.health.rules import _ANY_NEEDLE, _ERROR_LEVEL_PREFIX, _SCAN
 
     common = [
         "{'loss': 1.7319, 'grad_norm': 0.547949492931366, 'learning_rate': 2.7037732088676582e-05, 'epoch': 1.42}",
@@ -259,12 +262,70 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
         "step=120 loss=0.4213",
     ]
     assert [line for line in common if _ANY_NEEDLE.search(line.lower())] == []
+    # ... nor the last-resort rules' scan (the same single pass with their words added) or their anchored glog check
+    assert [line for line in common if _SCAN.search(line.lower()) or _ERROR_LEVEL_PREFIX.match(line)] == []
 
 
 def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
     """_ANY_NEEDLE is built as a trie of the minimal needles: it must find each needle anywhere in a line."""
-    from launcher.health.rules import _ANY_NEEDLE, _NEEDLES
+    from launcher.health.rules import _ANY_NEEDLE, _FALLBACK_NEEDLES, _NEEDLES, _SCAN
 
     for needle in _NEEDLES:
         assert _ANY_NEEDLE.search(f"x {needle} y"), needle
+    for needle in _NEEDLES | _FALLBACK_NEEDLES:
+        assert _SCAN.search(f"x {needle} y"), needle
     assert _ANY_NEEDLE.search("step 12: all good so far") is None
+    assert _SCAN.search("step 12: all good so far") is None
+
+
+# ---- the last resort -------------------------------------------------------------------------------------------------
+
+
+def test_last_resort_rules_come_last_and_are_never_fatal() -> None:
+    from launcher.health.rules import FALLBACK_RULES
+
+    assert RULES[-len(FALLBACK_RULES) :] == FALLBACK_RULES
+    assert {(rule.category, rule.severity, rule.cascade) for rule in FALLBACK_RULES} == {
+        ("unclassified", "warning", False)
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (
+            "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+            "nccl-system-error",
+        ),
+        (
+            "[E210 02:06:33.321676720 ProcessGroupNCCL.cpp:1834] [Rank 4] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 600000 milliseconds",
+            "nccl-watchdog-timeout",
+        ),
+        (
+            "[ERROR] torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.",
+            "gpu-out-of-memory",
+        ),
+    ],
+)
+def test_a_specific_rule_wins_over_the_last_resort(line: str, rule: str) -> None:
+    match = classify(line)
+    assert match is not None and match.rule == rule
+
+
+def test_a_last_resort_warning_never_becomes_the_root_cause() -> None:
+    from launcher.health.watch import Watcher
+
+    watcher = Watcher(ranks={"node1": [0], "node2": [1]}, stall_timeout=600)
+    unknown = watcher.observe_line(10.0, "node1", 0, "ValueError: expected 3 channels, got 4")
+    assert unknown is not None and (unknown.category, unknown.severity) == ("unclassified", "warning")
+    assert watcher.first_failure is None and not watcher.should_stop  # a warning alone stops nothing
+    oom = watcher.observe_line(
+        11.0, "node2", 1, "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2 GiB."
+    )
+    assert oom is not None and watcher.first_failure == oom
+    watcher.observe_line(
+        12.0, "node1", 0, "[2025-11-30 09:19:37,203] [ERROR] [engine.py:88:step] bad batch shape"
+    )
+    assert watcher.first_failure == oom
+    assert watcher.verdict().root_cause == oom

@@ -34,6 +34,8 @@ CATEGORIES = (
     "divergence",
     "version-mismatch",
     "config",
+    # The last-resort rule's own category: an error-shaped line no specific rule knows (never fatal).
+    "unclassified",
 )
 
 
@@ -119,6 +121,47 @@ def _longest_literal(items: list) -> str:
 # only repeat the exception's class names; the message line above them is what gets classified.
 HEALTHY = re.compile(r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from ")
 
+# fmt: off
+# Last resort, placed after every specific rule (first match wins), so it only sees lines no rule knows. Every held-out
+# round missed new phrasings that were nonetheless *shaped* like errors (docs/health-rules.md, "Last resort"): a Python
+# exception header, a logger's ERROR level, the kernel's *ERROR*, "... failed", "timed out". Such a line becomes a
+# warning, never fatal: the watcher names only fatal events as root cause, so it can never outrank a specific failure;
+# the operator still sees it, with its text. A Python exception header at the start of the line is named `crash` (the
+# traceback's last line: the rank raised and, uncaught, dies of it); anything else `unclassified`, since its shape
+# says "error" and nothing about which kind. Lines that declare themselves informational (an INFO level, glog's I/W
+# prefix, a Python *Warning) are left alone by the word rule: they are where healthy logs say "failed".
+_PYTHON_EXCEPTION = r"^\s*(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)(?:\s*\[[^\]]*\])?:(?!:)"
+# glog/c10 "E1019 01:04:03.357 file.cpp:N]" (PyTorch's C++ logging writes the month unpadded: "[E210 02:06:33"),
+# after any "[rankN]:"-style prefixes. It has no literal for the needle scan, so classify() also tries this anchored
+# match (cheap: it fails on the first characters of nearly every line).
+_GLOG_ERROR = r"^\s*(?:\[[^\]\s]*\]:)*\[?E\d{3,4} \d\d:\d\d:\d\d"
+_ERROR_LEVEL_PREFIX = re.compile(_GLOG_ERROR)
+# Case matters for the levels (ERROR, not the "error" of prose), not for the words, which say "failed" / "Failed".
+_ERROR_LEVEL = r"\b(?:ERROR|FATAL|CRITICAL|SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE)\b"
+# The words, unless the line declares itself informational (written so that each part scans the line once).
+_ERROR_WORDS = (
+    r"^(?!.*\bINFO\b)(?!\s*(?:\[[^\]\s]*\]:)*\[?[IW]\d{3,4} \d\d:)(?!.*Warning: )"
+    r"(?i:.*\b(?:failed|fail|timed out|timeout (?:expired|waiting)|hung|exception|error|aborted|killed|core dumped)\b)"
+)
+_ERROR_WORD_NEEDLES = (
+    "error", "fail", "timed out", "timeout expired", "timeout waiting", "hung", "exception", "aborted", "killed",
+    "core dumped",
+)
+_ERROR_SHAPED_NEEDLES = (*_ERROR_WORD_NEEDLES, "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")
+_FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines around it"
+FALLBACK_RULES: tuple[Rule, ...] = (
+    Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
+         "a Python exception no rule knows; if nothing else explains the failure, its traceback is the place to look",
+         needles=("error", "exception")),
+    Rule("error-level", re.compile(_ERROR_LEVEL), "unclassified", "warning", _FALLBACK_HINT,
+         needles=("error", "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")),
+    Rule("glog-error-level", _ERROR_LEVEL_PREFIX, "unclassified", "warning", _FALLBACK_HINT, needles=None),
+    Rule("error-words", re.compile(_ERROR_WORDS), "unclassified", "warning", _FALLBACK_HINT,
+         needles=_ERROR_WORD_NEEDLES),
+)
+
+# fmt: on
+
 # Where each group of rules comes from: docs/health-rules.md (emitter, source file and version read, messages).
 # Order matters (first match wins): a retry or "recovered" phrasing before the failure it resembles, a specific
 # cause before the generic wrapper that repeats it (NCCL WARN, HIP error, the watchdog's "terminated with").
@@ -178,7 +221,7 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-invalid-device-function", r"invalid device function|hipErrorInvalidDeviceFunction",
           "version-mismatch", "fatal", "kernel not built for this gfx arch (torch/ROCm build vs GPU mismatch)"),
     _rule("hip-no-kernel-image", r"no kernel image is available for execution on the device"
-          r"|device kernel image is invalid|hipErrorInvalidImage", "version-mismatch", "fatal",
+          r"|device kernel image is invalid|hipErrorInvalidImage|COMGR API could not find the CO for this GPU", "version-mismatch", "fatal",
           "kernel not built for this gfx arch"),
     _rule("hip-insufficient-driver", r"driver version is insufficient for (CUDA )?runtime version|cudaErrorInsufficientDriver"
           r"|hipErrorInsufficientDriver", "version-mismatch", "fatal",
@@ -192,7 +235,7 @@ RULES: tuple[Rule, ...] = (
           "version-mismatch", "fatal", "a binary uses CPU instructions this host lacks (build for another CPU)"),
 
     # ---- oom: device memory (PyTorch, HIP, RCCL) and host memory (the kernel's OOM killer, Slurm's cgroup)
-    _rule("gpu-out-of-memory", r"(HIP|CUDA) out of memory|OutOfMemoryError|hipErrorOutOfMemory"
+    _rule("gpu-out-of-memory", r"(HIP|CUDA) out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA error: out of memory"
           r"|Cuda failure( \d+)? 'out of memory'|Failed to CUDA calloc|HIP error: out of memory|HIP_ERROR_OutOfMemory",
           "oom", "fatal", "device memory exhausted: smaller micro-batch, ZeRO-3 offload, gradient checkpointing"),
     _rule("host-oom-killer", r"Out of memory: Killed process|invoked oom-killer|\boom-kill:|\bKilled process \d+ \(.*\) total-vm:"
@@ -236,9 +279,13 @@ RULES: tuple[Rule, ...] = (
     # loss_scaler.py update_scale: at min_scale (raise_error_at_min_scale off) "next_scale = max(cur / factor, min)"
     # is the same number, so every step is skipped from then on. Only DeepSpeed's default minimum (1) is matched: every
     # healthy fp16 overflow line has "Attempted loss scale", and a broader literal sends them all through the rule loop.
-    _rule("loss-scale-stuck", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?(?![\d.])", "divergence", "warning",
+    # Also fused/unfused_optimizer._update_scale's "Reducing dynamic loss scale from {prev} to {cur}" at 1, and older
+    # DeepSpeed (stage2.py) whose scale could fall to 0.0 ("reducing to 0.0"): every step is skipped from then on.
+    _rule("loss-scale-stuck", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?(?![\d.])|Reducing dynamic loss scale from 1 to 1\b"
+          r"|Attempted loss scale: 0(\.0)?, reducing to 0(\.0)?(?![\d.])", "divergence", "warning",
           "the fp16 loss scale is at its minimum (1) and every step overflows: the run is diverging",
-          needles=("scale: 1, reducing to 1", "scale: 1.0, reducing to 1")),
+          needles=("scale: 1, reducing to 1", "scale: 1.0, reducing to 1", "scale from 1 to 1", "scale: 0.0, reducing to 0",
+                   "scale: 0, reducing to 0")),
     # SwissArmyTransformer / VisualGLM training loops: print('Skipping backward and optimizer step for nan or inf in
     # forwarding metrics/loss!') and go on with the next batch
     _rule("nonfinite-step-skipped", r"Skipping backward and optimizer step for nan or inf", "divergence", "warning",
@@ -256,6 +303,9 @@ RULES: tuple[Rule, ...] = (
 
     # A HIP call that failed inside RCCL (checks.h CUDACHECK "Cuda failure '%s'", newer "HIP failure: '%s'"): RCCL's
     # failure whatever the HIP error says, so before the gpu-fault group (device OOM is matched above).
+    # NCCL misc/shmutils.cc CUDACHECK around cudaHostRegister of the /dev/shm segment (code search): a shm failure
+    _rule("nccl-shm-cuda-failure", r"shmutils\.cc:\d+ NCCL WARN Cuda failure", "config", "fatal",
+          "NCCL could not register its /dev/shm segment with the GPU: /dev/shm too small or a container limit"),
     _rule("rccl-hip-call-failed", r"Cuda failure( \d+)? '|HIP failure:? '", "comm-error", "fatal",
           "a HIP call inside RCCL failed (the quoted text is the HIP error): check peer access and GPU health"),
 
@@ -300,7 +350,7 @@ RULES: tuple[Rule, ...] = (
     # recovered through reset") and the devcoredump written at every job timeout, also a soft-recovered one: warnings; a
     # failed ring reset ("Ring %s reset failed") stays fatal above.
     _rule("amdgpu-ring-reset", r"Starting \S+ ring reset|Ring \S+ reset succeeded|reset compute queue \(|device wedged, but recovered"
-          r"|AMDGPU device coredump file has been created", "gpu-fault", "warning",
+          r"|AMDGPU device coredump file has been created|amdgpu: Dumping IP State\s*$", "gpu-fault", "warning",
           "the driver reset one GPU ring after a job timeout; the job on it is lost, the GPU may recover"),
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
@@ -357,6 +407,16 @@ RULES: tuple[Rule, ...] = (
     _rule("store-gone-warning", r'Failed to check the "should dump" flag on TCPStore|sendBytes failed on SocketImpl',
           "rendezvous", "warning", "the TCPStore went away (often rank 0 exiting first at the end of a run)",
           cascade=True),
+    # distributed_c10d._store_based_barrier (torch 2.13 source in the .venv; older torch: "on rank: N, ... worker_count="):
+    # ranks count themselves in at init_process_group; the debug/info line while waiting is a retry loop
+    _rule("store-barrier-waiting", r"Waiting in store based barrier to initialize process group", "rendezvous", "warning",
+          "init_process_group waits for the other ranks to join the store-based barrier", waiting=True),
+    _rule("store-barrier-timeout", r"Timed out initializing process group in store based barrier", "rendezvous", "fatal",
+          "not every rank joined init_process_group in time: a rank did not start, crashed, or uses another store"),
+    # TCPStore.cpp "recvValue failed on {}: {}" (torch 2.13.0 libtorch_cpu.so strings): a rank waiting on the store
+    # lost its connection, the store's host (rank 0 / the agent) went away
+    _rule("store-recv-failed", r"recvValue failed on SocketImpl", "rendezvous", "fatal",
+          "the TCPStore connection broke while this rank waited on it: the store's host (rank 0) died", cascade=True),
     _rule("store-connection-lost", r"Failed to (recv|send), (got|sent) 0 bytes\. Connection was likely closed",
           "rendezvous", "fatal", "the TCPStore server went away (the master's agent or rank 0 died)",
           cascade=True),
@@ -478,7 +538,7 @@ RULES: tuple[Rule, ...] = (
           "a process segfaulted (native extension, driver, or corrupted memory)"),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
-    _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
+    _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
     _rule("glog-fatal-signal", r"^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
           "fatal", "a C++ program's failure signal handler (glog) reports a fatal signal; its stack trace follows"),
@@ -500,6 +560,14 @@ RULES: tuple[Rule, ...] = (
     # InternLM train.py: logger.error(f"Raise exception from {hostname} with rank id: {rank}\n{traceback}")
     _rule("trainer-rank-exception", r"Raise exception from \S+ with rank id: \d+", "crash", "fatal",
           "the trainer caught an exception on this rank; the traceback follows"),
+    # torch/multiprocessing/spawn.py: ProcessRaisedException(f"\n\n-- Process {i:d} terminated with the following error:\n")
+    # followed by the child's traceback (mp.spawn training scripts)
+    _rule("spawn-process-failed", r"ProcessRaisedException|ProcessExitedException|-- Process \d+ terminated with the following error",
+          "crash", "fatal", "a process started by torch.multiprocessing.spawn failed; its traceback follows", cascade=True),
+    # elastic/multiprocessing/errors/__init__.py ChildFailedError.format_msg: title = f"{self.name} FAILED" on its own line.
+    # Only a script name (".py"): the needle " failed" alone sent healthy INFO/warning lines through the rule loop
+    _rule("elastic-failed-banner", r"^\s*\S+\.py FAILED\s*$", "crash", "fatal",
+          "torchrun's failure summary for this script; the root cause is listed under it", cascade=True),
     _rule("torchrun-worker-failed", r"failed \(exitcode: -?\d+\) local_rank: \d+", "crash", "fatal",
           "torchrun saw a worker exit non-zero; its own output says why", cascade=True),
     _rule("torchrun-restarting", r"Worker group (FAILED|UNHEALTHY)\. \d+/\d+ attempts left", "crash", "warning",
@@ -514,6 +582,7 @@ RULES: tuple[Rule, ...] = (
     _rule("torchrun-closing-workers", r"Sending process \d+ closing signal SIG\w+"
           r"|Unable to shutdown process \d+ via", "crash", "info",
           "torchrun is stopping the remaining workers after a failure", cascade=True),
+    *FALLBACK_RULES,
 )
 # fmt: on
 
@@ -560,15 +629,44 @@ def _literal_trie(words: set[str]) -> str:
     return emit(trie)
 
 
-_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
-_ANY_NEEDLE = re.compile(_literal_trie({n for n in _NEEDLES if not any(m != n and m in n for m in _NEEDLES)}))
+def _minimal(needles: set[str]) -> set[str]:
+    return {n for n in needles if not any(m != n and m in n for m in needles)}
+
+
+_NEEDLES = {n for rule in RULES if rule not in FALLBACK_RULES for n in rule.needles or ()}
+_ANY_NEEDLE = re.compile(_literal_trie(_minimal(_NEEDLES)))  # the specific rules' literals alone
+# The one scan every line gets: the specific and the last-resort rules' literals in one trie (as fast as the specific
+# ones alone: "error" and "fail" stand in for the many needles that contain them). A hit on a literal of the specific
+# rules sends the line through the whole table; a hit on a last-resort literal ("failed", "error") sends it through
+# the whole table only if a specific literal is also in the line, else through the last-resort rules alone (the
+# whole loop costs ~50x the scan; 13 of ~490 healthy lines hold such a word).
+_FALLBACK_NEEDLES = {n for rule in FALLBACK_RULES for n in rule.needles or ()}
+_SCAN_NEEDLES = _minimal(_NEEDLES | _FALLBACK_NEEDLES)
+# Scan hits that can only come from a specific rule's literal:
+_SPECIFIC_ONLY = _SCAN_NEEDLES - _FALLBACK_NEEDLES
+_SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 
 
 def classify(line: str) -> Match | None:
     """The first rule that matches ``line``, or None for a healthy or unknown line."""
     low = line.lower()
-    if _ANY_NEEDLE.search(low) is None or HEALTHY.search(line):
+    found = _SCAN.search(low)
+    if found is None:  # no literal of any rule: only a glog-style "E1019 ..." error prefix can still match
+        if _ERROR_LEVEL_PREFIX.match(line) is None:
+            return None
+        rules = FALLBACK_RULES
+    elif found.group() in _SPECIFIC_ONLY or _ANY_NEEDLE.search(low) is not None:
+        rules = RULES
+    else:
+        rules = FALLBACK_RULES
+    if HEALTHY.search(line):
         return None
+    for rule in rules:
+        if rule.needles is not None and not any(n in low for n in rule.needles):
+            continue
+        if rule.pattern.search(line):
+            return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
+    return None
     for rule in RULES:
         if rule.needles is not None and not any(n in low for n in rule.needles):
             continue
