@@ -54,6 +54,7 @@ def main() -> None:
     p.add_argument(
         "--extra-compute", type=float, default=0.3, help="CPU seconds added per step on --slow-node"
     )
+    p.add_argument("--slow-from-step", type=int, default=0, help="--slow-node is slow from this step on")
     args = p.parse_args()
     busy = {int(step): int(rank) for step, rank in (phase.split(":") for phase in args.busy_phase)}
 
@@ -93,7 +94,9 @@ def main() -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if node_rank == args.slow_node:
+        if step + 1 == args.slow_from_step and rank == 0:
+            print(f"slow from step {step + 1}", flush=True)  # when the test may start to expect a warning
+        if node_rank == args.slow_node and step + 1 >= args.slow_from_step:
             compute(args.extra_compute)
         reduced = loss.detach().clone()
         if args.hang_at_step and step + 1 == args.hang_at_step and rank == args.hang_rank and start == 0:
