@@ -1,7 +1,16 @@
-"""Shared fixtures: simulated SSH nodes (tests/simnodes.py).
+"""Shared fixtures: simulated SSH nodes (tests/simnodes.py), and how `make test` spreads files over workers.
 
-`sim3` is one 3-node cluster for the whole session: tests that break nodes (kill, partition, re-key) must use
-`sim_cluster(n)` instead, which stops its clusters when the test ends.
+`sim3` is one 3-node cluster for the whole session (one per xdist worker): tests that break nodes (kill,
+partition, re-key) must use `sim_cluster(n)` instead, which stops its clusters when the test ends.
+
+Parallel runs (`make test`: pytest-xdist, `--dist loadgroup`; https://pytest-xdist.readthedocs.io/en/stable/
+distribution.html): every test gets an `xdist_group`, by default its file, so the tests of one file run in order
+on one worker as they would alone, and different files run side by side (most end-to-end time is waiting on
+sockets and subprocesses, not CPU). Files that start the one-node Slurm (they import tests/slurm_fixture.py) share
+the group "slurm": two slurmds for this host's one node name must not run at once. A file may name its own group
+with `pytestmark = pytest.mark.xdist_group("name")` for any other resource only one test may hold at a time.
+Simulated nodes need no group: simnodes.py picks names and addresses under a machine-wide lock.
+The known-slow groups are handed out first (SLOW_FIRST), so that the last one to finish starts early.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +60,56 @@ def sim_cluster() -> Iterator[Callable[..., simnodes.SimCluster]]:
     finally:
         for cluster in started:
             cluster.stop()
+
+
+SLURM_GROUP = "slurm"
+# Groups (files) by their wall time in a serial run, slowest first (make test --durations); the rest follow in
+# collection order. Only the order of hand-out depends on it, never which tests run.
+SLOW_FIRST = (
+    "test_validate_e2e",
+    "test_e2e_contract",
+    "test_llamafactory_e2e",
+    "test_e2e_hang",
+    "test_e2e_ssh",
+    "test_e2e_spares",
+    "test_deepspeed_e2e",
+    "test_e2e_health",
+    "test_e2e_detach",
+    SLURM_GROUP,
+    "test_e2e_local",
+    "test_frtrace",
+    "test_doctor",
+    "test_security",
+)
+
+
+def _group_of(module: Any) -> str:
+    path = Path(module.__file__)
+    if "slurm_fixture" in path.read_text(errors="replace"):
+        return SLURM_GROUP
+    return path.stem
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test without an explicit `xdist_group` its file's group (before xdist reads the marks); under
+    `--dist loadgroup` also put the known-slow groups first (with `--no-loadscope-reorder`, xdist hands groups
+    out in collection order; by default it orders them by test count, which puts a file of a few long tests
+    behind many quick ones and makes it the tail of the run)."""
+    groups: dict[str, str] = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None and getattr(item, "module", None) is not None:
+            key = item.module.__file__
+            if key not in groups:
+                groups[key] = _group_of(item.module)
+            item.add_marker(pytest.mark.xdist_group(groups[key]))
+    if config.getoption("dist", "no") == "loadgroup":
+        rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+
+        def order(item: pytest.Item) -> int:
+            mark = item.get_closest_marker("xdist_group")
+            name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+            return rank.get(name, len(rank))
+
+        items.sort(key=order)  # stable: within a group, and among the rest, collection order stays
