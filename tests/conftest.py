@@ -15,7 +15,11 @@ The known-slow groups are handed out first (SLOW_FIRST), so that the last one to
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,32 @@ def sim3() -> Iterator[simnodes.SimCluster]:
         cluster.stop()
 
 
+@pytest.fixture(autouse=True)
+def _sim3_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test on the shared `sim3`, no job of it may hold the nodes for the next test: a test that failed
+    half-way (its teardown never reached) would otherwise fail every later test on this worker with "node is
+    busy". Leftovers are killed (by PID, inside the node's own PID namespace) and reported as a warning; tests
+    still assert nothing-left themselves (tests/e2e_helpers.py)."""
+    cluster = request.getfixturevalue("sim3") if "sim3" in request.fixturenames else None
+    yield
+    if cluster is None or not cluster.started:
+        return
+    left = {
+        node.name: [p for p in cluster.node_pids(node.name) if "sshd" not in p[1]] for node in cluster.nodes
+    }
+    left = {name: procs for name, procs in left.items() if procs}
+    for procs in left.values():
+        for pid, _ in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    if left:
+        warnings.warn(
+            f"{request.node.nodeid} left processes on sim3, killed: "
+            + "; ".join(f"{name}: {', '.join(cmd[:60] for _, cmd in procs)}" for name, procs in left.items()),
+            stacklevel=1,
+        )
+
+
 @pytest.fixture
 def sim_cluster() -> Iterator[Callable[..., simnodes.SimCluster]]:
     """Factory: sim_cluster(n, **options) starts n fresh nodes, stopped when the test ends."""
@@ -67,19 +97,23 @@ SLURM_GROUP = "slurm"
 # collection order. Only the order of hand-out depends on it, never which tests run.
 SLOW_FIRST = (
     "test_validate_e2e",
-    "test_e2e_contract",
     "test_llamafactory_e2e",
     "test_e2e_hang",
-    "test_e2e_ssh",
-    "test_e2e_spares",
     "test_deepspeed_e2e",
-    "test_e2e_health",
-    "test_e2e_detach",
-    SLURM_GROUP,
+    "test_probe",
     "test_e2e_local",
+    "test_e2e_detach",
+    "test_e2e_spares",
     "test_frtrace",
-    "test_doctor",
+    "test_bench_smoke",
+    "test_e2e_contract",
+    "test_e2e_ssh",
+    "test_e2e_health",
+    SLURM_GROUP,
     "test_security",
+    "test_goodput",
+    "test_guard",
+    "test_doctor",
 )
 
 
@@ -104,7 +138,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if key not in groups:
                 groups[key] = _group_of(item.module)
             item.add_marker(pytest.mark.xdist_group(groups[key]))
-    if config.getoption("dist", "no") == "loadgroup":
+    # A worker sees `--dist loadgroup` as option.loadgroup (xdist/remote.py resets its option.dist to "no").
+    if getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
         rank = {name: i for i, name in enumerate(SLOW_FIRST)}
 
         def order(item: pytest.Item) -> int:
