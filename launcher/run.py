@@ -52,7 +52,20 @@ def node_script(name: str) -> str:
 
 
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node."""
+    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+
+    `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
+    could not be reached at all, as opposed to nodes that answered and failed a check."""
+
+    def __init__(
+        self,
+        message: str,
+        code: int | None = None,
+        failed: dict[str, str] | None = None,
+        failures: dict[str, str] | None = None,
+    ):
+        super().__init__(message, code, failed)
+        self.failures = failures or {}
 
 
 class LaunchRefused(BadInput, LaunchError):
@@ -208,7 +221,10 @@ class Runner:
         failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
-            raise LaunchError(_per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed)
+            kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
+            raise LaunchError(
+                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
+            )
         return group
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
@@ -226,8 +242,12 @@ class Runner:
                 self.nodes[host].guard_pid = pid
         if failed:
             self.stop(reason="a node failed to start")
+            kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
+                _per_node("start failed; every started node was stopped again", failed),
+                EXIT_INFRA,
+                failed,
+                {h: k for h, k in kinds.items() if k},
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 

@@ -194,3 +194,33 @@ def test_state_setter_and_settle_speak_the_run_vocabulary(tmp_path: Path) -> Non
     assert final is RunState.FAILED and "b: lost-launcher" in why
     assert settle({"a": protocol.SUCCEEDED, "b": protocol.RUNNING}) is None
     record.close()
+
+
+def test_transport_failures_carry_a_kind_and_validate_reads_it() -> None:
+    """Every transport failure has a kind (unreachable, auth, host-key, timeout); validate counts unreachable
+    nodes by it, never by words in the message."""
+    import socket
+
+    import pytest
+
+    from cluster.local import LocalTransport
+    from cluster.ssh import SSHTransport
+    from cluster.transport import FAILURE_KINDS, TIMEOUT, UNREACHABLE, Endpoint, Result
+
+    assert set(FAILURE_KINDS) == {"unreachable", "auth", "host-key", "timeout"}
+    assert Result("n1", None, error="gone").failure == UNREACHABLE and Result("n1", 0).failure is None
+    with pytest.raises(ValueError):
+        Result("n1", None, error="gone", failure="weather")
+    local = LocalTransport({"n1": Endpoint(host="n1", address="127.0.0.1")})
+    slow = local.run("n1", ["sleep", "5"], timeout=0.2)
+    assert slow.error and slow.failure == TIMEOUT
+    with socket.socket() as s:  # a port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ssh = SSHTransport({"n1": Endpoint(host="n1", address="127.0.0.1", port=port, connect_timeout=2)})
+    try:
+        refused = ssh.run("n1", ["true"], timeout=5)
+    finally:
+        ssh.close()
+    assert refused.error and "refused" in refused.error and refused.failure == UNREACHABLE
+    assert _launcher_lines(r'"timed out"|"connect"|"refused"', under="launcher/validate") == []

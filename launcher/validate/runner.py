@@ -47,6 +47,7 @@ class WorkloadResult:
     run_id: str | None = None
     lines: list[str] = field(default_factory=list)
     infra: dict[str, str] = field(default_factory=dict)
+    unreachable: dict[str, str] = field(default_factory=dict)  # host → transport failure kind (never reached)
 
     @property
     def ok(self) -> bool:
@@ -182,7 +183,11 @@ def run_attempts(
     except BadInput:
         raise  # the nodes are busy with another run, or the input cannot work: the user's call
     except LaunchError as exc:
-        return [WorkloadResult(name, list(hosts), exc.code, str(exc), infra=dict(exc.failed))]
+        return [
+            WorkloadResult(
+                name, list(hosts), exc.code, str(exc), infra=dict(exc.failed), unreachable=dict(exc.failures)
+            )
+        ]
     results = []
     record = records.RunRecord.open(run_id)
     for attempt, lines in enumerate(collect.attempts[:-1]):
