@@ -9,7 +9,8 @@ on one worker as they would alone, and different files run side by side (most en
 sockets and subprocesses, not CPU). Files that start the one-node Slurm (they import tests/slurm_fixture.py) share
 the group "slurm": two slurmds for this host's one node name must not run at once. A file may name its own group
 with `pytestmark = pytest.mark.xdist_group("name")` for any other resource only one test may hold at a time.
-Simulated nodes need no group: simnodes.py picks names and addresses under a machine-wide lock.
+Simulated nodes need no group: simnodes.py picks names and addresses under a machine-wide lock. The tests of a
+file in SPREAD are independent of each other and each get their own group.
 The known-slow groups are handed out first (SLOW_FIRST), so that the last one to finish starts early.
 """
 
@@ -22,7 +23,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -117,11 +117,13 @@ SLOW_FIRST = (
 )
 
 
-def _group_of(module: Any) -> str:
-    path = Path(module.__file__)
-    if "slurm_fixture" in path.read_text(errors="replace"):
-        return SLURM_GROUP
-    return path.stem
+# Files whose tests share nothing but `sim3` (one per worker) and their own tmp_path: each test is its own group,
+# so one long file does not make the tail of the run. Only for files without module-scoped fixtures.
+SPREAD = ("test_validate_e2e", "test_e2e_hang")
+
+
+def _group_of(path: Path) -> str:
+    return SLURM_GROUP if "slurm_fixture" in path.read_text(errors="replace") else path.stem
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -130,14 +132,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     `--dist loadgroup` also put the known-slow groups first (with `--no-loadscope-reorder`, xdist hands groups
     out in collection order; by default it orders them by test count, which puts a file of a few long tests
     behind many quick ones and makes it the tail of the run)."""
-    groups: dict[str, str] = {}
+    groups: dict[Path, str] = {}
     for item in items:
         mark = item.get_closest_marker("xdist_group")
         if mark is None and getattr(item, "module", None) is not None:
-            key = item.module.__file__
-            if key not in groups:
-                groups[key] = _group_of(item.module)
-            item.add_marker(pytest.mark.xdist_group(groups[key]))
+            path = Path(item.module.__file__)
+            if path not in groups:
+                groups[path] = _group_of(path)
+            group = groups[path]
+            if group in SPREAD:
+                group = f"{group}.{getattr(item, 'originalname', item.name)}"
+            item.add_marker(pytest.mark.xdist_group(group))
     # A worker sees `--dist loadgroup` as option.loadgroup (xdist/remote.py resets its option.dist to "no").
     if getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
         rank = {name: i for i, name in enumerate(SLOW_FIRST)}
@@ -145,6 +150,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         def order(item: pytest.Item) -> int:
             mark = item.get_closest_marker("xdist_group")
             name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
-            return rank.get(name, len(rank))
+            return rank.get(name.partition(".")[0], len(rank))
 
         items.sort(key=order)  # stable: within a group, and among the rest, collection order stays
