@@ -21,7 +21,7 @@ test: setup
 	  "load average $$(cut -d' ' -f1-3 /proc/loadavg)"; exit $$rc
 
 quick: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint:
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
