@@ -283,6 +283,8 @@ class SSHProcess(RemoteProcess):
         self._on_exit = on_exit
         self._code: int | None = None
         self._done = threading.Event()
+        self._send_lock = threading.Lock()
+        self._unsent = b""  # the rest of a message try_write could only send in part
         self._reader = threading.Thread(target=self._read, name=f"rlaunch-ssh-{host}", daemon=True)
         self._reader.start()
 
@@ -335,6 +337,27 @@ class SSHProcess(RemoteProcess):
             self._chan.sendall(data)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
+
+    def try_write(self, data: bytes) -> bool:
+        """Only when the channel's send window has room (paramiko's `send_ready`): `sendall` would otherwise wait
+        for the node to drain it, and a heartbeat that waits behind one slow node starves every other (issue 23).
+        A short send keeps its rest for the next call, so a message is never cut in two."""
+        with self._send_lock:
+            try:
+                if self._unsent:
+                    if not self._chan.send_ready():
+                        return False
+                    self._unsent = self._unsent[self._chan.send(self._unsent) :]
+                    if self._unsent:
+                        return False
+                if not self._chan.send_ready():
+                    return False
+                self._unsent = data[self._chan.send(data) :]
+                return True
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                raise TransportError(
+                    self.host, f"cannot write to the command on {self.host}: {exc}"
+                ) from None
 
     def close_stdin(self) -> None:
         with contextlib.suppress(OSError, EOFError, paramiko.SSHException):

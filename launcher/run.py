@@ -24,7 +24,7 @@ from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError
 from launcher.errors import ExitCode, RlaunchError
-from launcher.guardctl import GuardClient, GuardReply, GuardTarget
+from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
 from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
@@ -172,6 +172,7 @@ class Runner:
         self._lock = threading.Lock()
         self._changed = threading.Event()
         self._summary_ranks: dict[str, int] = {}
+        self._beats: Heartbeats | None = None
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
@@ -393,14 +394,37 @@ class Runner:
         self.on_event(event)
 
     def watch(self, *, poll: float = 0.2) -> Outcome:
-        """Block until every node finished or the first fatal event; tear down on failure."""
-        hb_every = max(0.3, float(self.plan.health["heartbeat_timeout"]) / 4)
-        last_hb = 0.0
+        """Block until every node finished or the first fatal event; tear down on failure. Heartbeats go out from
+        their own thread meanwhile (guardctl.Heartbeats), whatever holds this loop."""
+        beats = self.heartbeats().start()
+        try:
+            return self._watch(poll)
+        finally:
+            beats.stop()
+
+    def heartbeats(self) -> Heartbeats:
+        """The beats to every follower still streaming (not finished, not lost); read without the runner's lock:
+        each field is one attribute read, and a beat to a node that just finished is harmless."""
+        if self._beats is None:
+            self._beats = Heartbeats(
+                lambda: [
+                    (h, s.follower)
+                    for h, s in self.nodes.items()
+                    if s.follower is not None and s.final is None and not s.lost
+                ],
+                heartbeat_interval(float(self.plan.health["heartbeat_timeout"])),
+                self._beat_failed,
+            )
+        return self._beats
+
+    def _beat_failed(self, host: str, why: str) -> None:
+        state = self.nodes[host]
+        state.lost = state.lost or why  # the link is gone; _check_links reports it
+        self._changed.set()
+
+    def _watch(self, poll: float) -> Outcome:
         while True:
             now = time.time()
-            if now - last_hb >= hb_every:
-                self._heartbeat()
-                last_hb = now
             with self._lock:
                 progressed = self.watcher.tick_progress(now)
                 for event in self.watcher.tick(now) + progressed:
@@ -436,14 +460,6 @@ class Runner:
                     return
             self._changed.wait(0.1)
             self._changed.clear()
-
-    def _heartbeat(self) -> None:
-        for state in self.nodes.values():
-            if state.follower is not None and state.final is None and not state.lost:
-                try:
-                    state.follower.write(b"hb\n")
-                except Exception as exc:  # the link is gone; _check_links reports it
-                    state.lost = state.lost or f"heartbeat failed: {exc}"
 
     def _check_links(self, now: float) -> None:
         for host, state in self.nodes.items():
