@@ -53,6 +53,19 @@ class DoctorReport:
             out.append((name, cells, differs))
         return out
 
+    def sources(self) -> list[str]:
+        """One line per way a node's torch facts were learnt other than a fresh import (issue 23: say so)."""
+        by_source: dict[str, list[str]] = {}
+        for host in self.nodes:
+            source = self.facts[host].get("torch").source
+            if source:
+                by_source.setdefault(source, []).append(host)
+        return [
+            f"torch facts {source}: {', '.join(hosts[:5])}"
+            + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
+            for source, hosts in by_source.items()
+        ]
+
     def to_json(self) -> str:
         return json.dumps(
             {
@@ -100,6 +113,7 @@ def format_report(report: DoctorReport) -> str:
     passed = sum(c.status == "pass" for c in report.checks)
     skipped = sum(c.status == "skip" for c in report.checks)
     out.append(f"{passed} passed, {len(report.failed)} failed, {skipped} skipped")
+    out.extend(report.sources())
     return "\n".join(out)
 
 
