@@ -137,7 +137,8 @@ class Outcome:
 LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
 
 
-LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its guard also acts on its own)
+LOST_STOP_S = 10.0
+MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst  # how long a node already lost gets to answer a stop (its guard also acts on its own)
 
 
 class Runner:
@@ -423,7 +424,12 @@ class Runner:
         self._changed.set()
 
     def _watch(self, poll: float) -> Outcome:
+        round_began = 0.0
         while True:
+            # Every record wakes this loop and each round walks every node: at most one round per MIN_ROUND_S, or
+            # a thousand busy nodes would keep a core on the walk alone (bench/headsim.py, issue 23).
+            time.sleep(max(0.0, round_began + MIN_ROUND_S - time.monotonic()))
+            round_began = time.monotonic()
             now = time.time()
             with self._lock:
                 progressed = self.watcher.tick_progress(now)
