@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
 from launcher.errors import ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
 from launcher.hangs import HangForensics
@@ -259,9 +259,14 @@ class Runner:
 
     # --- phase 3: follow, heartbeat, watch ------------------------------------------------------------
     def attach(self) -> None:
-        for node in self.plan.nodes:
-            if self.nodes[node.host].follower is None:  # attached guards already have their channel
-                self._attach(node)
+        """Open every node's follower, in parallel (bounded like every fan-out): one exec round trip per node,
+        which at hundreds of nodes is seconds when done one after another (issue 23)."""
+        todo = [
+            n for n in self.plan.nodes if self.nodes[n.host].follower is None
+        ]  # attached guards have theirs
+        zip_hosts(
+            [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
+        )
 
     def _attach(self, node: NodePlan) -> None:
         state = self.nodes[node.host]
@@ -598,10 +603,15 @@ class Runner:
         return saved
 
     def detach_followers(self) -> None:
-        for state in self.nodes.values():
-            if state.follower is not None:
-                state.follower.close()
-                state.follower.wait(timeout=5)
+        """Close every follower, in parallel: a close waits (bounded) for its channel to end."""
+
+        def close(host: str) -> None:
+            follower = self.nodes[host].follower
+            if follower is not None:
+                follower.close()
+                follower.wait(timeout=5)
+
+        zip_hosts(list(self.nodes), close, self.transport.max_parallel)
 
     def outcome(self) -> Outcome:
         verdict = self.watcher.verdict()
