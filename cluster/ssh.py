@@ -52,6 +52,7 @@ class SSHTransport(Transport):
 
     def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
         super().__init__(endpoints, max_parallel)
+        raise_fd_limit(FDS_PER_NODE * len(endpoints) + 256)
         self._clients: dict[str, paramiko.SSHClient] = {}
         self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
         self._known_hosts_lock = threading.Lock()
@@ -265,6 +266,26 @@ class SSHTransport(Transport):
         client = self._clients.get(host)
         transport = client.get_transport() if client else None
         return bool(transport and transport.is_active())
+
+
+FDS_PER_NODE = 6  # the socket, a follower channel's event pipe (paramiko Channel.fileno), a log file, slack
+
+
+def raise_fd_limit(wanted: int) -> None:
+    """Raise the soft RLIMIT_NOFILE towards the hard limit when a run needs more descriptors than it allows.
+
+    Many systems still start sessions with a soft limit of 1024 (the select() era's default), and the head keeps
+    a few descriptors per node open for the whole run: at ~250 nodes it would fail with EMFILE. Raising the soft
+    limit up to the hard one is what the kernel's split is for (getrlimit(2); systemd's advice is the same:
+    a program that needs many descriptors raises its own soft limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 class SSHProcess(RemoteProcess):

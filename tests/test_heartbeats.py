@@ -134,3 +134,22 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     assert {n["state"] for n in outcome.nodes.values()} == {"succeeded"}
     assert runner.heartbeats().stats.sent > 0
     wait_for(lambda: not processes_of_run(plan.run_id), 30, "nothing left of the run")
+
+
+def test_ssh_transport_raises_the_soft_descriptor_limit_for_many_nodes() -> None:
+    """A few descriptors per node for the whole run: a soft limit of 1024 must not end a 250-node run."""
+    import resource
+
+    from cluster.ssh import FDS_PER_NODE, SSHTransport
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"hard descriptor limit {hard} leaves no room to test")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        endpoints = {f"n{i}": Endpoint(f"n{i}", "127.0.0.1") for i in range(250)}
+        SSHTransport(endpoints).close()
+        now = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert now >= min(FDS_PER_NODE * 250, hard) and now > 1024
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
