@@ -241,16 +241,17 @@ def head_table(rows: list[dict[str, float]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", default=None, help="also write the raw figures to this file")
     sub = parser.add_subparsers(dest="mode", required=True)
-    s = sub.add_parser("sim")
+    s = sub.add_parser("sim", parents=[common])
     s.add_argument("--sizes", default="32,128,250")
     s.add_argument("--phases", default=None, help="comma-separated subset of the phases")
     s.add_argument("--no-pdsh", action="store_true")
-    h = sub.add_parser("head")
+    h = sub.add_parser("head", parents=[common])
     h.add_argument("--sizes", default="1000,4000")
     h.add_argument("--follow", type=float, default=30.0)
     h.add_argument("--nproc", type=int, default=8)
-    parser.add_argument("--json", default=None, help="also write the raw figures to this file")
     args = parser.parse_args()
     load_before = os.getloadavg()
     raw: dict[str, Any] = {"load_before": load_before}
