@@ -101,7 +101,7 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
     sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     out.seek(0)
-    tail = out.read().decode(errors="replace")[-2000:]
+    tail = out.read().decode(errors="replace")[-20000:]
     return Phase(
         name,
         proc.returncode,
