@@ -102,3 +102,17 @@ def test_full_doctor_caches_torch_per_node_and_a_changed_install_asks_again(tmp_
     assert imports(tmp_path) == 3 and fresh.get("torch").source is None
     cache = list((tmp_path / "cache").iterdir())
     assert cache and all(p.stat().st_mode & 0o077 == 0 for p in cache)
+
+
+def test_master_listens_through_every_batch_of_probes() -> None:
+    """More nodes than ssh.max_parallel: later batches start after earlier ones end, so the master's probe (run
+    first) must listen through all of them (at 128 simulated nodes, 64 at a time, nodes 65+ found it closed)."""
+    from cluster.inventory import from_mapping
+
+    nodes = [{"host": f"n{i}", "address": "127.0.0.1"} for i in range(5)]
+    inv = from_mapping({"nodes": nodes, "master": {"port": 29500}, "ssh": {"max_parallel": 2},
+                        "job": {"kind": "command", "command": ["true"]}})  # fmt: skip
+    args = doctor.doctor_args(inv, "t", fast=True)
+    master, peer = args(inv.master_node.host), args("n4")
+    assert master["listen"] and master["expect_peers"] == [f"n{i}" for i in range(5)]
+    assert master["connect_window"] == peer["connect_window"] * 4  # 3 batches, plus the master's own
