@@ -139,7 +139,7 @@ def leftovers(sim: Any) -> dict[str, list[str]]:
     return found
 
 
-def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None) -> list[Phase]:
+def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None, repeat: int = 1) -> list[Phase]:
     """Every phase on n simulated nodes; each Phase's `left` counts job processes left where the phase ends."""
     from simnodes import SimCluster
 
@@ -165,7 +165,14 @@ def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None) -> li
         cli = [sys.executable, "-m", "launcher.cli"]
         steps: list[tuple[str, list[str], bool]] = [
             ("doctor", [*cli, "doctor", str(short), "--fast"], True),
-            ("up-no-doctor", [*cli, "up", str(short), "--no-doctor"], True),
+            *[
+                (
+                    f"up-no-doctor{'' if k == 0 else f'#{k + 1}'}",
+                    [*cli, "up", str(short), "--no-doctor"],
+                    True,
+                )
+                for k in range(repeat)
+            ],
             ("up", [*cli, "up", str(short)], True),
             ("up-detach", [*cli, "up", str(long), "--detach"], False),
             ("status", [*cli, "status", "--json"], False),
@@ -180,7 +187,7 @@ def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None) -> li
         else:
             pdsh_env = env
         for name, argv, ends in steps:
-            if name not in wanted:
+            if name.split("#")[0] not in wanted:
                 continue
             phase = measure(name, argv, pdsh_env if name.startswith("pdsh") else env)
             if ends:
@@ -248,6 +255,7 @@ def main() -> None:
     s.add_argument("--sizes", default="32,128,250")
     s.add_argument("--phases", default=None, help="comma-separated subset of the phases")
     s.add_argument("--no-pdsh", action="store_true")
+    s.add_argument("--repeat", type=int, default=1, help="foreground `up --no-doctor` runs per size")
     h = sub.add_parser("head", parents=[common])
     h.add_argument("--sizes", default="1000,4000")
     h.add_argument("--follow", type=float, default=30.0)
@@ -259,7 +267,7 @@ def main() -> None:
         rows = {}
         for n in (int(x) for x in args.sizes.split(",")):
             phases = args.phases.split(",") if args.phases else None
-            rows[n] = run_sim(n, pdsh=not args.no_pdsh, phases=phases)
+            rows[n] = run_sim(n, pdsh=not args.no_pdsh, phases=phases, repeat=args.repeat)
         raw["sim"] = {n: [asdict(p) for p in ps] for n, ps in rows.items()}
         print(sim_table(rows))
     else:

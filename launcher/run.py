@@ -138,6 +138,9 @@ LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None,
 
 
 LOST_STOP_S = 10.0
+ATTACH_RETRY_S = (
+    10.0  # how long a follower that failed to open is retried when no heartbeat timeout bounds it
+)
 MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst  # how long a node already lost gets to answer a stop (its guard also acts on its own)
 
 
@@ -269,19 +272,32 @@ class Runner:
         )
 
     def _attach(self, node: NodePlan) -> None:
+        """Open one follower. A node too busy to open a channel in time (sshd answering late at 250 simulated
+        nodes on 2 cores: "Timeout opening channel") is asked again while its guard still waits for us (half
+        the heartbeat timeout: the guard counts from its start); only then is it lost."""
         state = self.nodes[node.host]
-        try:
-            state.follower = self.guards.follow(
-                self.targets[node.host],
-                self._on_record,
-                offset=state.offset,
-                on_other=self._on_other,
-                show=self.show[node.host] if self.show is not None else None,
-            )
-        except TransportError as exc:
-            # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
-            with self._lock:
-                state.lost = state.lost or f"cannot follow: {exc.reason}"
+        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
+        deadline = time.monotonic() + (timeout / 2 if timeout > 0 else ATTACH_RETRY_S)
+        pause = 0.5
+        while True:
+            try:
+                state.follower = self.guards.follow(
+                    self.targets[node.host],
+                    self._on_record,
+                    offset=state.offset,
+                    on_other=self._on_other,
+                    show=self.show[node.host] if self.show is not None else None,
+                )
+                return
+            except TransportError as exc:
+                if time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause *= 2
+                    continue
+                # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
+                with self._lock:
+                    state.lost = state.lost or f"cannot follow: {exc.reason}"
+                return
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""

@@ -46,3 +46,37 @@ def test_head_alone_follows_hundreds_of_simulated_guards() -> None:
     print(result)
     assert result["ok"] == 1.0
     assert result["nodes_beaten"] == 300
+
+
+def test_a_follower_that_fails_to_open_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 250 simulated nodes sshd answered some channel opens late ("Timeout opening channel"): such a node is
+    asked again while its guard waits for us, not lost at the first refusal."""
+    import os
+
+    from cluster.transport import TransportError
+    from launcher import records
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import Runner
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    inv = headsim.inventory(3, 1, str(tmp_path / "work"))
+    sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
+    refusals = {"n00001": 2}
+
+    class Busy(headsim.SimTransport):
+        def start(self, host, argv, on_line, *, on_exit=None):  # type: ignore[no-untyped-def]
+            if refusals.get(host, 0) > 0:
+                refusals[host] -= 1
+                raise TransportError(host, "cannot start a command: Timeout opening channel.")
+            return super().start(host, argv, on_line, on_exit=on_exit)
+
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    runner = Runner(plan, Busy(sim), records.RunRecord.create(plan.run_id, plan.to_json()))
+    runner.push()
+    runner.start()
+    runner.attach()
+    assert refusals["n00001"] == 0
+    assert all(s.follower is not None and not s.lost for s in runner.nodes.values())
+    runner.record.close()
