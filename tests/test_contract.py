@@ -224,3 +224,21 @@ def test_transport_failures_carry_a_kind_and_validate_reads_it() -> None:
         ssh.close()
     assert refused.error and "refused" in refused.error and refused.failure == UNREACHABLE
     assert _launcher_lines(r'"timed out"|"connect"|"refused"', under="launcher/validate") == []
+
+
+def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
+    """Issue 23: the words on a follower's stdin live in protocol.py, and the head writes heartbeats only through
+    guardctl.Heartbeats (its own thread, `try_write`); a blocking `.write(` of a heartbeat anywhere else would
+    put every guard behind one slow node again."""
+    word = re.compile(r"""["']hb(\\n)?["']""")
+    for top in ("launcher", "cluster"):
+        for path in (ROOT / top).rglob("*.py"):
+            if path.name == "protocol.py":
+                continue
+            text = path.read_text()
+            assert not word.search(text), f"{path.relative_to(ROOT)} spells the heartbeat word itself"
+    guardctl = (ROOT / "launcher" / "guardctl.py").read_text()
+    assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
+        "try_write", ""
+    )
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
