@@ -255,7 +255,8 @@ RULES: tuple[Rule, ...] = (
           r"|Memory cgroup out of memory|oom_reaper: reaped process|oom[-_]kill event"
           r"|task \d+: Out Of Memory|OOM Killed", "oom", "fatal",
           "the kernel OOM killer killed a process: host RAM (or the job's memory cgroup) exhausted"),
-    _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory"
+    # libstdc++'s std::bad_alloc (operator new failed: host memory), as the terminate handler's what() prints it (round 9)
+    _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory|what\(\):\s+std::bad_alloc\b"
           r"|posix_memalign\(&data, gAlignment, nbytes\) == 0\. 12 vs 0", "oom", "fatal",
           "PyTorch could not allocate host memory (c10 alloc_cpu.cpp): host RAM or the job's memory limit is exhausted"),
     _rule("rank-sigkill", r"exitcode\s*:?\s*-9\b|Signal 9 \(SIGKILL\)", "crash", "fatal",
@@ -273,6 +274,8 @@ RULES: tuple[Rule, ...] = (
           r"""['"](train_|eval_)?loss['"]\s*:\s*['"]?(nan|-?inf(inity)?)\b"""
           r"|\bloss is (nan|inf)|\bloss (became|is not|was) (nan|finite|not finite)|\bnan loss\b"
           r"|(?<![\w])(\w+_)?loss\s*[:=]?\s*['\"]?(nan|-?inf)\b|found NaN in local forward loss|non-finite loss"
+          # scripts' own loss prints, any name with "loss" in it: "DLoss:nan", "loss_disc=nan" (added after round 9)
+          r"|\b\w*loss\w*\s*[:=]\s*(nan|-?inf)\b"
           r"|loss\w*['\"]?\s*[:=]\s*tensor\((nan|-?inf)\b"
           r"|\b(loss|model) diverged\b|\boutputs? (is|are) nan\b|\bnan\b.{0,40}\bstop(ping)? training|\bstop(ping)? training\b.{0,40}\bnan\b",
           "divergence", "fatal", "the loss is NaN/Inf: training diverged",
@@ -310,6 +313,11 @@ RULES: tuple[Rule, ...] = (
     # columns of "nan"; two in a row is what no healthy row has
     _rule("loss-columns-not-finite", r"\bnan {2,}nan\b", "divergence", "warning",
           "a progress row shows NaN losses: training is diverging", needles=("nan  ",)),
+    # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
+    # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
+    # (added after round 9)
+    _rule("fairseq-loss-scale-collapsing", r"overflow detected, setting loss scale to: 0\.000\d", "divergence", "warning",
+          "fairseq's fp16 loss scale is nearly at its minimum: the run is diverging (use bf16 or a lower LR)"),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
@@ -463,7 +471,9 @@ RULES: tuple[Rule, ...] = (
           r"|First PG on this rank (that detected no heartbeat|to signal dumping)",
           "collective-timeout", "warning", "a rank saw a collective timeout; the flight recorder is dumping",
           cascade=True),
-    _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out|To avoid data inconsistency, we are taking the entire",
+    # older ProcessGroupNCCL (torch 1.x): "To avoid data inconsistency, the entire process is terminated." (added after round 9)
+    _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out"
+          r"|To avoid data inconsistency, (?:we are taking the entire|the entire process is terminated)",
           "collective-timeout", "fatal",
           "PyTorch is taking the process down after a failed/timed-out collective", cascade=True),
     _rule("deepep-timeout", r"DeepEP timeout check failed", "collective-timeout", "fatal",
@@ -593,6 +603,11 @@ RULES: tuple[Rule, ...] = (
     _rule("torchrun-closing-workers", r"Sending process \d+ closing signal SIG\w+"
           r"|Unable to shutdown process \d+ via", "crash", "info",
           "torchrun is stopping the remaining workers after a failure", cascade=True),
+    # libstdc++ vterminate.cc (the verbose terminate handler): "terminate called after throwing an instance of '%s'"
+    # then "  what():  %s". The message line after an uncaught C++ exception; a specific rule above names it when the
+    # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
+    _rule("cxx-exception-what", r"^\s*what\(\):\s", "crash", "warning",
+          "the message of an uncaught C++ exception that aborted the process", needles=("what():",)),
     *FALLBACK_RULES,
 )
 # fmt: on

@@ -79,7 +79,10 @@ def instantiate(fmt: str) -> str:
 # fmt: off
 # ---- HIP runtime: ROCm/clr hipamd/src/hip_error.cpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d, 2024-10-22):
 #      ihipGetErrorName (the hipError_t names) and ihipGetErrorString (the texts PyTorch prints after "HIP error: ").
-#      Row: (name, text, category, severity); the name alone and "HIP error: <text>" are matched.
+#      Row: (name, text, category, severity); the name alone and "HIP error: <text>" are matched, and "CUDA error: <text>"
+#      too: PyTorch's ROCm build raises torch.AcceleratorError with the hipified C10_CUDA_CHECK text "CUDA error: <text>".
+#      hipErrorFileNotFound is version-mismatch: HIP returns it when a code object or library file it loads is missing
+#      (added after round 9, where "CUDA error: file not found" was a missing hipBLASLt library).
 HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorInvalidValue", "invalid argument", "gpu-fault", "fatal"),
     ("hipErrorOutOfMemory", "out of memory", "oom", "fatal"),
@@ -119,7 +122,7 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorInvalidKernelFile", "invalid kernel file", "version-mismatch", "fatal"),
     ("hipErrorInvalidGraphicsContext", "invalid OpenGL or DirectX context", "gpu-fault", "fatal"),
     ("hipErrorInvalidSource", "device kernel image is invalid", "version-mismatch", "fatal"),
-    ("hipErrorFileNotFound", "file not found", "config", "fatal"),
+    ("hipErrorFileNotFound", "file not found", "version-mismatch", "fatal"),
     ("hipErrorSharedObjectSymbolNotFound", "shared object symbol not found", "version-mismatch", "fatal"),
     ("hipErrorSharedObjectInitFailed", "shared object initialization failed", "version-mismatch", "fatal"),
     ("hipErrorOperatingSystem", "OS call failed or operation not supported on this OS", "config", "fatal"),
@@ -246,6 +249,12 @@ FAMILIES: tuple[Family, ...] = (
             ("hsa api call failure at: %s", "config", "fatal"),
             ("Failed to get user name to check for video group membership", "config", "fatal"),
             ("is member of render group", "config", "warning"),
+            # added after round 9: ROCr core/runtime/amd_aql_queue.cpp's GPU core dump on a queue error ("GPU core dump
+            # skipped because PC Sampling active", "GPU core dump failed" in c7785a6d; newer ROCr also prints "GPU core
+            # dump created: <file>", as seen in a thread): a detail of the fault printed next to it
+            ("GPU core dump created: %s", "gpu-fault", "warning"),
+            ("GPU core dump failed", "gpu-fault", "warning"),
+            ("GPU core dump skipped because PC Sampling active", "gpu-fault", "warning"),
         ),
     ),
     # ---- amdgpu / amdkfd kernel driver (the page-fault decode fields are warnings: details under the fatal fault line,
@@ -290,6 +299,8 @@ FAMILIES: tuple[Family, ...] = (
             ("Runlist is getting oversubscribed", "config", "warning"),
             ("Not enough memory for command submission", "oom", "warning"),
             ("Failed to initialize parser -%d", "gpu-fault", "warning"),
+            # added after round 9: amdkfd/kfd_process_queue_manager.c pqm_destroy_queue pr_err (code search, 6.x trees)
+            ("Pasid 0x%x destroy queue %d failed, ret %d", "gpu-fault", "fatal"),
         ),
         example_prefix="[ 4518.220312] amdgpu 0000:c1:00.0: amdgpu: ",
     ),
@@ -449,6 +460,9 @@ FAMILIES: tuple[Family, ...] = (
             ("rocBLAS error: No hipBLASLt solution found", "version-mismatch", "fatal"),
             ("rocBLAS error from hip error code: '%s'", "gpu-fault", "fatal"),
             ("hipBLASLt error(Err=%d) at %s:%d", "gpu-fault", "fatal"),
+            # added after round 9: hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp (7d9fb683): no kernel
+            # files for this gfx arch
+            ("rocblaslt warning: No paths matched %s", "version-mismatch", "warning"),
             ("HIPBLAS_STATUS_NOT_INITIALIZED", "oom", "fatal"),
             ("HIPBLAS_STATUS_ALLOC_FAILED", "oom", "fatal"),
             ("HIPBLAS_STATUS_INVALID_VALUE", "gpu-fault", "fatal"),
@@ -514,7 +528,7 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
         rows.append((rf"\b{name}\b", name.lower(), category, severity, f"RuntimeError: {name}"))
         rows.append(
             (
-                rf"HIP error: {re.escape(text)}",
+                rf"(?:HIP|CUDA) error: {re.escape(text)}",
                 text.lower(),
                 category,
                 severity,
