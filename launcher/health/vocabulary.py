@@ -53,6 +53,12 @@ class Family:
     prefix: str = ""  # a regex before every message of the family ("HIP error: "); "" for none
     example_prefix: str = ""  # what a log line shows before the message, for the example lines
     cascade: bool = False
+    # Shorter literals that stand in for the rows' own needles when a row's needle contains one ("miopenstatus" for
+    # every miopenStatus_t name): the one scan every line gets then carries one literal instead of one per row.
+    shared_needles: tuple[str, ...] = ()
+    # One literal for every row (the family's prefix must then require it): RCCL's 89 WARN formats all follow
+    # "NCCL WARN ", which the scan already knows (the older `nccl-warn` rule), so they add nothing to it.
+    needle: str = ""
 
 
 def format_regex(fmt: str) -> str:
@@ -404,6 +410,8 @@ FAMILIES: tuple[Family, ...] = (
             ("MSCCL Internal Scheduler:  Unable to find algorithm files in %s", "config", "warning"),
         ),
         example_prefix="node1:2841:2903 [0] transport/net_ib.cc:221 NCCL WARN ",
+        prefix=r"NCCL WARN ",
+        needle="nccl warn",
     ),
     # ---- MIOpen: ROCm/MIOpen (commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, 2024-10-24) src/handle_api.cpp
     #      miopenGetErrorString (the miopenStatus_t names), src/include/miopen/errors.hpp / src/errors.cpp ("MIOpen Error:
@@ -432,6 +440,7 @@ FAMILIES: tuple[Family, ...] = (
             ("MIOpen Error: ", "version-mismatch", "fatal"),
             ("MIOpen(HIP): Error [", "version-mismatch", "warning"),
         ),
+        shared_needles=("miopenstatus", "hiprtc_error_", "comgr_status_error"),
     ),
     # ---- rocBLAS: ROCm/rocBLAS (commit b520bc83fa67045bed4544f33ba83ce3a7c39c44) library/src/rocblas_auxiliary.cpp
     #      rocblas_status_to_string, library/src/tensile_host.cpp ("rocBLAS error: Cannot read / Could not load /
@@ -483,6 +492,7 @@ FAMILIES: tuple[Family, ...] = (
             ("CUBLAS_STATUS_INTERNAL_ERROR", "gpu-fault", "fatal"),
             ("CUBLAS_STATUS_NOT_SUPPORTED", "version-mismatch", "fatal"),
         ),
+        shared_needles=("rocblas_status_", "hipblas_status_", "cublas_status_", "rocblas error"),
     ),
     # ---- PyTorch, DeepSpeed, LLaMA-Factory / transformers formats not covered by the older rules (torch 2.13.0,
     #      DeepSpeed 0.19.8 and transformers in the .venv, read there: torch/distributed/distributed_c10d.py,
@@ -525,11 +535,13 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
     """HIP rows as (regex, needle, category, severity, example): the name, and the text after "HIP error: "."""
     rows = []
     for name, text, category, severity in HIP_ERRORS:
-        rows.append((rf"\b{name}\b", name.lower(), category, severity, f"RuntimeError: {name}"))
+        # needles: every name starts with "hiperror"; every text row needs " error: ", which the scan already finds as
+        # the last resort's "error" (so the 142 rows add two literals to the scan, not 142)
+        rows.append((rf"\b{name}\b", "hiperror", category, severity, f"RuntimeError: {name}"))
         rows.append(
             (
                 rf"(?:HIP|CUDA) error: {re.escape(text)}",
-                text.lower(),
+                " error: ",
                 category,
                 severity,
                 f"[rank0]: RuntimeError: HIP error: {text}",
@@ -543,7 +555,7 @@ def _hsa_rows() -> list[tuple[str, str, str, str]]:
     rows = []
     for name, category, severity in HSA_STATUS:
         example = f":0:rocdevice.cpp            :2995: 1234567890 us: [pid:9 tid:0x7f] Callback: Queue 0x7f0000000000 aborting with error : {name}: {text[name]} code: 0x1016"
-        rows.append((rf"\b{name}\b", name.lower(), category, severity, example))
+        rows.append((rf"\b{name}\b", "hsa_status_error", category, severity, example))
     return rows
 
 
@@ -592,11 +604,15 @@ HSA_STRINGS: tuple[tuple[str, str], ...] = (
 # fmt: on
 
 
+def _shared(needle: str, shared: tuple[str, ...]) -> str:
+    return next((literal for literal in shared if literal in needle), needle)
+
+
 def _family_rows(family: Family) -> list[tuple[str, str, str, str, str]]:
     return [
         (
             family.prefix + format_regex(fmt),
-            format_needle(fmt),
+            family.needle or _shared(format_needle(fmt), family.shared_needles),
             category,
             severity,
             family.example_prefix + instantiate(fmt),
