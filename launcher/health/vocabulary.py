@@ -249,7 +249,8 @@ FAMILIES: tuple[Family, ...] = (
     #      node-%u" are older rules; these add ROCr's init failures as printed by rocminfo and the runtime.
     Family(
         "rocr",
-        "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime (commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); rocminfo",
+        "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
+        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); rocminfo",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
         (
             ("hsa api call failure at: %s", "config", "fatal"),
@@ -316,7 +317,8 @@ FAMILIES: tuple[Family, ...] = (
     #      family, shm, Call to ..., connect retries, ring loop) keep their rules; every other WARN stays `nccl-warn`.
     Family(
         "rccl",
-        "ROCm/rccl src/ WARN(...) formats (commit 0cbce2a7571c907554199fad7e905f16ec0a565c)",
+        "ROCm/rccl src/ WARN(...) formats: transport/net_ib.cc, net_socket.cc, p2p.cc, shm.cc, misc/socket.cc, proxy.cc, "
+        "bootstrap.cc, init.cc, transport.cc, graph/*.cc (commit 0cbce2a7571c907554199fad7e905f16ec0a565c)",
         "RCCL/NCCL warned before failing: the text says which part (network, topology, config); the error follows",
         (
             ("NET/IB : Unable to open device %s", "network", "warning"),
