@@ -242,3 +242,29 @@ def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
         "try_write", ""
     )
     assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+
+
+def test_every_vocabulary_family_cites_its_emitter_source() -> None:
+    """Health rules derived from an emitter's error list name the repository file (and commit) they were read from, and
+    the health module stays standard-library only (the node guard applies the same table at the edge)."""
+    from launcher.health import vocabulary
+
+    for family in vocabulary.FAMILIES:
+        assert family.rows and re.search(r"\w+/\S+\.(?:cpp|c|cc|h|hpp|py)\b", family.source), family.name
+    text = (ROOT / "launcher" / "health" / "vocabulary.py").read_text(encoding="utf-8")
+    assert re.search(r"hip_error\.cpp \(commit [0-9a-f]{40}", text) and re.search(
+        r"hsa\.cpp hsa_status_string \(commit", text
+    )
+    tree = ast.parse(text)
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported <= {"__future__", "re", "dataclasses"}, imported
