@@ -294,7 +294,8 @@ def _attempts(
                 inv,
                 failed_node,
                 transport,
-                run_id=f"{record.run_id}-r{attempt}",
+                run_id=record.run_id,
+                attempt=attempt,
                 sources=sources,
                 head_env=head_env,
                 say=say,
@@ -317,7 +318,8 @@ def _attempts(
         say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
         plan = planning.build_plan(
             inv,
-            run_id=f"{record.run_id}-r{attempt}",
+            run_id=record.run_id,
+            attempt=attempt,
             sources=sources,
             head_env=head_env,
             resume_from=resume_from,
