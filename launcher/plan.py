@@ -311,6 +311,9 @@ def build_plan(
             f"spares {', '.join(s.host for s in inv.spares)} stand by: after a node's failure the first one that "
             "passes doctor's fast checks takes its node rank (world size and checkpoint layout unchanged)"
         )
+    moved = _moved_ranks_warning(inv)
+    if moved:
+        warnings.append(moved)
     if detach:
         notes.append(
             "detached: nodes do not require the launcher's heartbeat; stop the job with `rlaunch down`"
@@ -334,6 +337,27 @@ def build_plan(
         restart=inv.restart.model_dump(),
         spares=[s.host for s in inv.spares],
         attempt=attempt,
+    )
+
+
+def _moved_ranks_warning(inv: Inventory) -> str | None:
+    """A restart keeps each host's run directory (ATTEMPTS_DIR), so a program that resumes from its own relative
+    files (snapshot.pt) finds them again on the same node; a spare or exclude_failed_node gives a failed node's
+    ranks to a node whose run directory never saw those files (issue 20). job.checkpoint_dir (shared storage,
+    RLAUNCH_RESUME_FROM) is the way to resume across nodes."""
+    if inv.restart.max_restarts <= 0 or inv.job.checkpoint_dir:
+        return None
+    how = [
+        *(["spares"] if inv.spares else []),
+        *(["restart.exclude_failed_node"] if inv.restart.exclude_failed_node and len(inv.nodes) > 1 else []),
+    ]
+    if not how:
+        return None
+    return (
+        f"restart.max_restarts is {inv.restart.max_restarts} and {' and '.join(how)} can move a failed node's ranks "
+        "to another node, but no job.checkpoint_dir is set: a restarted rank there does not see the files the "
+        "program saved in its run directory (a relative snapshot or checkpoint) and starts over; save checkpoints "
+        "under job.checkpoint_dir on storage every node shares (rlaunch passes RLAUNCH_CKPT_DIR / RLAUNCH_RESUME_FROM)"
     )
 
 
