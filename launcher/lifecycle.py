@@ -225,7 +225,8 @@ def _attempts(
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from: str | None = None
-    tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
+    # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
+    tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(on_line)
     while True:
         tracker.attempt = attempt
