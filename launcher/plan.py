@@ -271,7 +271,11 @@ def build_plan(
                 for name, key in EDGE_FILES.items()
                 if key in sources
             ),
-            *([FileSpec("gpuact.py", sources[GPUACT], mode=0o644, attempt=True)] if GPUACT in sources else []),
+            *(
+                [FileSpec("gpuact.py", sources[GPUACT], mode=0o644, attempt=True)]
+                if GPUACT in sources
+                else []
+            ),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(

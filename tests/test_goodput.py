@@ -57,15 +57,24 @@ def inv_data(**over: Any) -> dict[str, Any]:
         ("[ 3/100] loss 1.0", (3, 1.0)),
         ("steps: 40", (40, None)),
         ("  3%|▎         | 12/400 [00:10<05:20,  1.21it/s]", (12, None)),
-        ("Running tokenizer on dataset (num_proc=16): 100%|██████████| 1090/1091 [00:02<00:00, 45 examples/s]", None),
+        (
+            "Running tokenizer on dataset (num_proc=16): 100%|██████████| 1090/1091 [00:02<00:00, 45 examples/s]",
+            None,
+        ),
         ("Converting format of dataset (num_proc=16): 6/91 [00:00<00:01, 50.0 examples/s]", None),
         ("Map: 100%|████| 50/50 [00:00<00:00, 50.0 examples/s]", None),
         ("Filter: 100%|████| 50/50 [00:00<00:00, 50.0 examples/s]", None),
         ("Loading checkpoint shards: 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]", None),
         # tqdm redraws with \r and torchrun's tee prefixes each partial chunk: the last bar state and the dict
-        ("\r 10%|█ | 1/10 [00:01<00:09]\r[default0]: 20%|██ | 2/10 [00:02<00:08][default0]:{'loss': 2.3}", (2, 2.3)),
+        (
+            "\r 10%|█ | 1/10 [00:01<00:09]\r[default0]: 20%|██ | 2/10 [00:02<00:08][default0]:{'loss': 2.3}",
+            (2, 2.3),
+        ),
         ("step " + "9" * 40, None),  # digit runs are bounded: no int() of a 40-digit number
-        ("{'train_runtime': 3.1, 'train_loss': 1.9, 'epoch': 1.0}", (None, None)),  # the summary: no curve point
+        (
+            "{'train_runtime': 3.1, 'train_loss': 1.9, 'epoch': 1.0}",
+            (None, None),
+        ),  # the summary: no curve point
     ],
 )
 def test_progress_lines(line: str, expected: Any) -> None:

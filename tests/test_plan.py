@@ -273,7 +273,10 @@ def test_every_attempt_runs_in_the_same_run_directory_with_its_own_guard_files()
     assert third.run_id == "run1-r2" and third.attempt == 2
     for a, b in zip(first.nodes, third.nodes, strict=True):
         assert a.run_dir == b.run_dir == f"/scratch/rl/run1/{a.host}"
-        assert a.guard_dir == f"{a.run_dir}/.rlaunch/attempt-0" and b.guard_dir == f"{a.run_dir}/.rlaunch/attempt-2"
+        assert (
+            a.guard_dir == f"{a.run_dir}/.rlaunch/attempt-0"
+            and b.guard_dir == f"{a.run_dir}/.rlaunch/attempt-2"
+        )
         for node in (a, b):
             job = json.loads(next(f for f in node.files if f.path == "job.json").content)
             assert job["cwd"] == node.run_dir

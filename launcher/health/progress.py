@@ -47,13 +47,15 @@ _N = r"(\d{1,12})(?!\d)"
 _FLOAT = r"(-?\d{1,12}(?:\.\d{0,20})?(?:e[-+]?\d{1,3})?|nan|-?inf)"
 # Most specific first. A program prints one of these shapes consistently; the first that matches names the step.
 STEP_PATTERNS = (
-    re.compile(r"\bglobal_step['\"]?\s*[=:]?\s*" + _N, re.IGNORECASE),  # DeepSpeed's ThroughputTimer, HF state
+    # DeepSpeed's ThroughputTimer "global_step=12", HF trainer state
+    re.compile(r"\bglobal_step['\"]?\s*[=:]?\s*" + _N, re.IGNORECASE),
     # "step=12", "step 12", "Step: 12", "'step': 12", DeepSpeed's "[Rank 0] step=12,", "Step [100/600]"
     re.compile(r"\bstep\b['\"]?\s*[=:]?\s*\[?\s*" + _N, re.IGNORECASE),
     re.compile(r"\bepoch\b['\"]?\s*[=:]?\s*\[?\s*" + _N + r"(?![.\d])", re.IGNORECASE),  # "Epoch 7 | ..."
     re.compile(r"\biter(?:ation)?\b\s*[=:]?\s*" + _N, re.IGNORECASE),  # "iter 30", "iteration: 30"
     re.compile(r"\[\s*" + _N + r"\s*/\s*\d{1,12}\s*\]"),  # "[30/100]"
-    re.compile(r"\bsteps\s*[=:]\s*" + _N, re.IGNORECASE),  # "steps: 30" (after "Epoch N": "| Steps: 64" is a count)
+    # "steps: 30", last: after "Epoch N" the tutorial's "| Steps: 64" is a count, not progress
+    re.compile(r"\bsteps\s*[=:]\s*" + _N, re.IGNORECASE),
 )
 # tqdm: "Label:  12%|█▏        | 12/100 [00:05<00:40,  2.10it/s]" (the label and the percentage are optional).
 TQDM = re.compile(r"(?:^|\s)" + _N + r"/(\d{1,12}) \[(?:[\d:]{1,12}|\?)<")

@@ -51,7 +51,8 @@ class NodeContext:
     world_size: int
     master_addr: str
     master_port: int
-    run_dir: str  # the node's run directory (remote path): the job's working directory, the same for every attempt
+    # The node's run directory (remote path): the job's working directory, the same for every attempt.
+    run_dir: str
     python: str
     collective_timeout: float | None
     arch: str | None  # gfx arch from the profile, None when unknown or CPU
