@@ -21,7 +21,6 @@ from launcher.health.progress import parse_progress
 from launcher.records import RunRecord
 
 PROGRESS = "progress.jsonl"
-LOSS_ONLY_EVERY = 1.0  # seconds between records of lines that carry a loss but no step
 
 
 def mark(record: RunRecord, attempt: int, phase: str, text: str, **extra: Any) -> None:
@@ -51,8 +50,8 @@ class ProgressTracker:
         self.attempt = 0
         self._custom = re.compile(progress_regex) if progress_regex else None
         self._max_step: dict[int, int] = {}
-        self._last_loss_only = 0.0
-        self._last_loss: tuple[int, int | None, float] | None = None
+        self._last_loss: tuple[int, float] | None = None
+        self._loss_at: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def wrap(
@@ -73,23 +72,24 @@ class ProgressTracker:
         now = time.time() if now is None else now
         with self._lock:
             at = self._max_step.get(self.attempt)
-            if step is not None:
-                if step <= self._max_step.get(self.attempt, -1):
-                    return  # another rank's copy of a step already noted, or an older step
+            if step is not None and step > self._max_step.get(self.attempt, -1):
                 self._max_step[self.attempt] = step
                 entry = {"t": now, "a": self.attempt, "node": host, "rank": rank, "step": step, "loss": loss}
+            elif step is not None and (loss is None or not parsed.bar):
+                return  # another rank's copy of a step already noted, or an older step (an eval bar)
             elif loss is None:
                 return
             else:
-                if self._last_loss == (self.attempt, at, loss):
+                if self._last_loss == (self.attempt, loss):
                     return  # the same log dict from another rank
-                if at is None and now - self._last_loss_only < LOSS_ONLY_EVERY:
-                    return
-                self._last_loss_only = now
-                self._last_loss = (self.attempt, at, loss)
+                # The bar's drawn count lags the real step (tqdm redraws at most every 0.1 s) and a dict comes
+                # once per logging step: each loss-only point goes after the previous one, at least at the bar.
+                prev = self._loss_at.get(self.attempt)
+                at = (at or 1) if prev is None else max(at or 0, prev + 1)
+                self._loss_at[self.attempt] = at
+                self._last_loss = (self.attempt, loss)
                 entry = {"t": now, "a": self.attempt, "node": host, "rank": rank, "step": None, "loss": loss}
-                if at is not None:
-                    entry["at"] = at
+                entry["at"] = at
             # Opened per record (a few per second at most): nothing to close when the run ends however it ends.
             with open(self.record.root / PROGRESS, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")

@@ -336,3 +336,21 @@ def test_goodput_textfile_for_prometheus(tmp_path: Path) -> None:
     text = path.read_text()
     assert f'rlaunch_run_goodput_ratio{{cluster="sim4",run_id="{record.run_id}"}} {gp.ratio}' in text
     assert "rlaunch_run_restart_seconds" in text and "rlaunch_run_lost_steps" in text
+
+
+def test_a_real_hf_trainer_log_gives_its_steps_and_loss_curve() -> None:
+    """What trl's SFTTrainer (a transformers Trainer; tests/corpus/trl_sft) printed here on CPU, 6 steps, logging
+    every step: the training bar counts, the datasets bars ("Tokenizing train dataset", ...) do not, and each
+    {'loss': '5.477', ...} dict (transformers 5 quotes the values) is a point at its step although tqdm drew the
+    bar's last count late."""
+    record = records.RunRecord.create("r-trl", {"nodes": []})
+    tracker = attempts.ProgressTracker(record)
+    log = (ROOT / "tests" / "fixtures" / "corpus" / "trl_sft_cpu.log").read_text()
+    printed = [float(m) for m in re.findall(r"\{'loss': '([\d.]+)'", log)]
+    for i, line in enumerate(log.split("\n")):
+        tracker.observe("node1", 0, line, now=100.0 + i)
+    events = [{"phase": "start", "attempt": 0, "time": 99.0}, {"phase": "end", "attempt": 0, "time": 200.0}]
+    found = goodput.attempts_from(events, attempts.read_progress(record.root))
+    assert found[0].max_step == 6
+    assert goodput.loss_curve(found) == [(0, step, loss) for step, loss in enumerate(printed, start=1)]
+    assert len(printed) == 6

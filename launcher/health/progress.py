@@ -81,6 +81,7 @@ class ProgressLine:
 
     step: int | None
     loss: float | None = None
+    bar: bool = False  # the step is a tqdm bar's drawn count (it may lag the real step)
 
 
 def _piece(text: str, custom: re.Pattern[str] | None) -> ProgressLine | None:
@@ -96,7 +97,7 @@ def _piece(text: str, custom: re.Pattern[str] | None) -> ProgressLine | None:
         name = _BAR.sub("", text[: m.start(1)]).strip().rstrip(":").strip().lower()
         if name and not name.startswith(TRAINING_LABELS):
             return None  # a start-up bar
-        return ProgressLine(int(m.group(1)), loss)
+        return ProgressLine(int(m.group(1)), loss, bar=True)
     if PROSE.search(text):
         return None
     for pattern in STEP_PATTERNS:
@@ -114,15 +115,17 @@ def parse_progress(text: str, custom: re.Pattern[str] | None = None) -> Progress
     pieces = _PIECES.split(text) if ("\r" in text or "]:" in text) else [text]
     step: int | None = None
     loss: float | None = None
+    bar = False
     found = False
     for piece in pieces:
         parsed = _piece(piece, custom)
         if parsed is None:
             continue
         found = True
-        step = parsed.step if parsed.step is not None else step
+        if parsed.step is not None:
+            step, bar = parsed.step, parsed.bar
         loss = parsed.loss if parsed.loss is not None else loss
-    return ProgressLine(step, loss) if found else None
+    return ProgressLine(step, loss, bar) if found else None
 
 
 def progress_step(text: str, custom: re.Pattern[str] | None = None) -> int | bool | None:
