@@ -131,3 +131,57 @@ def test_broken_ddp_tutorial_ends_with_the_ranks_own_exception(sim3: Any, tmp_pa
     steps = [p["step"] for p in attempts.read_progress(record.root) if p.get("step") is not None]
     assert steps == [0, 1, 2], steps  # epochs 0-2 began before the failure
     assert_nothing_left(sim3)
+
+
+DS = CORPUS / "ds_bf16_master_weight"
+TORCH_EXTENSIONS = Path(__file__).resolve().parents[1] / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops
+
+
+def test_deepspeed_example_progress_loss_curve_and_its_own_exception(sim3: Any, tmp_path: Path) -> None:
+    """DeepSpeedExamples' bf16_master_weight/train.py with one line added (global rank 1 raises IndexError at
+    step 5), 2 nodes × 1 rank: its own "[Rank 0] Step N: loss=X" lines make goodput's steps and the loss curve,
+    and the verdict names node2 rank 1's exception in train.py."""
+    source = (DS / "train.py").read_text()
+    anchor = "        start_time = time.time()\n"
+    broken = "        if step == 5 and world_size > 1 and deepspeed.comm.get_rank() == 1: [][step]\n"
+    assert source.count(anchor) == 1
+    text = source.replace(anchor, anchor + broken)
+    line_no = text.splitlines().index(broken.rstrip("\n")) + 1
+    (tmp_path / "train.py").write_text(text)
+    args = "--hidden_dim 32 --num_layers 2 --num_heads 2 --vocab_size 128 --seq_length 16 --batch_size 4"
+    data = sim3.inventory_dict(
+        job={
+            "kind": "deepspeed",
+            "script": str(tmp_path / "train.py"),
+            "args": [*args.split(), "--num_steps", "12", "--log_interval", "1"],
+            "nproc_per_node": 1,
+            "timeout": 300,
+        },
+        env={"OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(TORCH_EXTENSIONS)},
+        profile="cpu",
+        master={"port": "auto"},
+        health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": 120},
+    )
+    data["nodes"] = data["nodes"][:2]
+    lines: list[str] = []
+    run_id, outcome = lifecycle.up(from_mapping(data), on_line=lambda h, r, t: lines.append(t), head_env={})
+    assert outcome.code == 1
+    assert outcome.summary == f"node2 rank 1: IndexError: list index out of range (train.py:{line_no})"
+    printed = {
+        int(m.group(1)): float(m.group(2))
+        for t in lines
+        if (m := re.match(r"\[Rank 0\] Step (\d+): loss=([\d.]+)", t))
+    }
+    assert sorted(printed) == [0, 1, 2, 3, 4], lines  # rank 0 logged steps 0-4; step 5 failed on rank 1
+    record = records.RunRecord.open(run_id)
+    found = goodput.attempts_from(attempts.read_events(record), attempts.read_progress(record.root))
+    assert found[0].max_step == 4
+    assert goodput.loss_curve(found) == [(0, step, loss) for step, loss in sorted(printed.items())]
+    gp = goodput.compute(
+        float(record.read_state()["started_at"]),
+        float(record.read_state()["ended_at"]),
+        attempts.read_events(record),
+        attempts.read_progress(record.root),
+    )
+    assert gp.parts["productive_s"] > 0 and gp.parts["detect_s"] > 0
+    assert_nothing_left(sim3)
