@@ -114,3 +114,18 @@ def test_every_package_is_installed() -> None:
         for init in (ROOT / top).rglob("__init__.py")
     }
     assert found | {"launcher.templates"} == listed
+
+
+def test_one_progress_parser_and_a_sourced_corpus() -> None:
+    """Issue 20: progress lines are read in one place (launcher/health/progress.py); goodput, attempts and the
+    report hold no progress regexes of their own. Every third-party program in tests/corpus/ comes with its
+    licence and a SOURCE.md naming the repository, the commit and the edits."""
+    for name in ("goodput.py", "attempts.py", "runreport.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert "it/s" not in text and not re.search(r"re\.compile\(r?[\"'].*step", text, re.IGNORECASE), name
+    programs = [p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()]
+    assert programs
+    for program in programs:
+        source = (program / "SOURCE.md").read_text()
+        assert (program / "LICENSE").is_file(), program
+        assert "https://github.com/" in source and re.search(r"\b[0-9a-f]{40}\b", source), program
