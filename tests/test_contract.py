@@ -122,7 +122,9 @@ def test_one_progress_parser_and_a_sourced_corpus() -> None:
     licence and a SOURCE.md naming the repository, the commit and the edits."""
     for name in ("goodput.py", "attempts.py", "runreport.py"):
         text = (ROOT / "launcher" / name).read_text()
-        assert not re.search(r"^(?:STEP|TQDM|LOSS|PROGRESS_PATTERNS)\b\s*=|def parse_progress", text, re.M), name
+        assert not re.search(r"^(?:STEP|TQDM|LOSS|PROGRESS_PATTERNS)\b\s*=|def parse_progress", text, re.M), (
+            name
+        )
     programs = [p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()]
     assert programs
     for program in programs:

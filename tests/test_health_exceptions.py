@@ -95,3 +95,17 @@ def test_chained_exceptions_name_the_last_one_and_paths_are_short() -> None:
         "llamafactory/data/processor/x.py"
     )
     assert t.feed(2.0, ("n", 0), "ValueError: not after a frame") is None  # prose outside a traceback
+
+
+def test_teardown_waits_briefly_after_a_survivors_cascade_for_the_cause() -> None:
+    """The survivor's "Connection closed by peer" can reach the head before the failed node's torchrun reports
+    exit status 1: the runner holds teardown a moment, and the cause that arrives then is named."""
+    w = watcher()
+    for line in TRACEBACK:
+        w.observe_line(10.0, "node2", 1, line)  # read (flagged, warning) but no exit seen yet
+    cascade = w.observe_line(10.1, "node1", 0, SURVIVOR)
+    assert cascade is not None and w.first_failure == cascade
+    assert w.worth_holding(cascade, now=10.5)
+    assert not w.worth_holding(cascade, now=10.1 + w.confirm_s)
+    w.observe_line(10.8, "node2", None, WRAPPER)
+    assert w.first_failure is not None and w.first_failure.rule == "uncaught-exception"

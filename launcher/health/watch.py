@@ -534,11 +534,16 @@ class Watcher:
         A post-training abort may be forgiven by a completion line that another node's follower has not
         delivered yet (``clock_slack``). A line of a kind that a cleanly finishing torchrun also prints (exit
         barrier and store errors) waits for its node's exit code: an exit 0 forgives it. Specific causes (OOM,
-        GPU fault, a signal) never wait, and the hold ends as soon as that node exits non-zero."""
+        GPU fault, a signal) never wait, and the hold ends as soon as that node exits non-zero. A cascade line waits
+        the same while for the cause it is a consequence of."""
         if failure.kind != "line":
             return False
         if failure.rule == "end-of-run-abort":
             return now - failure.time < self.clock_slack
+        if precedence(failure) == PRECEDENCE_CASCADE:
+            # A survivor's line ("Connection closed by peer") often outruns the failed rank's own report (its
+            # torchrun's "failed (exitcode: 1)", which names the rank's exception): wait briefly for the cause.
+            return now - failure.time < self.confirm_s - 0.5
         if failure.category not in HOLD_CATEGORIES or now - failure.time >= self.confirm_s - 0.5:
             return False
         return not any(e.kind == "exit" and e.node == failure.node and e.is_fatal for e in self.events)
