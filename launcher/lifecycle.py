@@ -316,7 +316,14 @@ def _attempts(
         ):
             excluded = excluded | {failed_node}
         resume_from = find_checkpoint(inv, plan, transport, avoid=failed_node)
-        say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
+        if resume_from:
+            say(f"resuming from {resume_from}")
+        elif inv.job.checkpoint_dir:
+            say(f"no complete checkpoint under {inv.job.checkpoint_dir}: starting over")
+        else:
+            # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
+            # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
+            say("no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)")
         plan = planning.build_plan(
             inv,
             run_id=record.run_id,
