@@ -323,7 +323,9 @@ def _attempts(
         else:
             # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
             # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
-            say("no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)")
+            say(
+                "no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)"
+            )
         plan = planning.build_plan(
             inv,
             run_id=record.run_id,
