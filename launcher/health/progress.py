@@ -46,17 +46,23 @@ from launcher.node import gpuact
 _N = r"(\d{1,12})(?!\d)"
 _FLOAT = r"(-?\d{1,12}(?:\.\d{0,20})?(?:e[-+]?\d{1,3})?|nan|-?inf)"
 # Most specific first. A program prints one of these shapes consistently; the first that matches names the step.
+# Each comes with a lower-case word the line must contain, so most lines cost a few substring tests.
 STEP_PATTERNS = (
     # DeepSpeed's ThroughputTimer "global_step=12", HF trainer state
-    re.compile(r"\bglobal_step['\"]?\s*[=:]?\s*" + _N, re.IGNORECASE),
+    ("global_step", re.compile(r"\bglobal_step['\"]?\s*[=:]?\s*" + _N, re.IGNORECASE)),
     # "step=12", "step 12", "Step: 12", "'step': 12", DeepSpeed's "[Rank 0] step=12,", "Step [100/600]"
-    re.compile(r"\bstep\b['\"]?\s*[=:]?\s*\[?\s*" + _N, re.IGNORECASE),
-    re.compile(r"\bepoch\b['\"]?\s*[=:]?\s*\[?\s*" + _N + r"(?![.\d])", re.IGNORECASE),  # "Epoch 7 | ..."
-    re.compile(r"\biter(?:ation)?\b\s*[=:]?\s*" + _N, re.IGNORECASE),  # "iter 30", "iteration: 30"
-    re.compile(r"\[\s*" + _N + r"\s*/\s*\d{1,12}\s*\]"),  # "[30/100]"
+    ("step", re.compile(r"\bstep\b['\"]?\s*[=:]?\s*\[?\s*" + _N, re.IGNORECASE)),
+    (
+        "epoch",
+        re.compile(r"\bepoch\b['\"]?\s*[=:]?\s*\[?\s*" + _N + r"(?![.\d])", re.IGNORECASE),
+    ),  # "Epoch 7 | ..."
+    ("iter", re.compile(r"\biter(?:ation)?\b\s*[=:]?\s*" + _N, re.IGNORECASE)),  # "iter 30", "iteration: 30"
+    ("]", re.compile(r"\[\s*" + _N + r"\s*/\s*\d{1,12}\s*\]")),  # "[30/100]"
     # "steps: 30", last: after "Epoch N" the tutorial's "| Steps: 64" is a count, not progress
-    re.compile(r"\bsteps\s*[=:]\s*" + _N, re.IGNORECASE),
+    ("steps", re.compile(r"\bsteps\s*[=:]\s*" + _N, re.IGNORECASE)),
 )
+_WORDS = ("step", "epoch", "iter", "oss")
+_COUNT = re.compile(r"\d/\d")  # tqdm's "12/100 [" and "[12/100]"
 # tqdm: "Label:  12%|█▏        | 12/100 [00:05<00:40,  2.10it/s]" (the label and the percentage are optional).
 TQDM = re.compile(r"(?:^|\s)" + _N + r"/(\d{1,12}) \[(?:[\d:]{1,12}|\?)<")
 _BAR = re.compile(r"\d{1,3}%\|.*$")
@@ -84,25 +90,23 @@ class ProgressLine:
     bar: bool = False  # the step is a tqdm bar's drawn count (it may lag the real step)
 
 
-def _piece(text: str, custom: re.Pattern[str] | None) -> ProgressLine | None:
-    loss_match = LOSS.search(text) if "oss" in text else None
+def _piece(text: str, low: str, custom: re.Pattern[str] | None) -> ProgressLine | None:
+    loss_match = LOSS.search(text) if "oss" in low else None
     loss = float(loss_match.group(1)) if loss_match else None
     if custom is not None and (m := custom.search(text)):
         groups = [g for g in m.groups() if g is not None]
         digits = groups[0] if groups and groups[0].isdigit() and len(groups[0]) <= 12 else None
         return ProgressLine(int(digits) if digits else None, loss)
-    if LOG_DICT.search(text):
+    if "{" in text and LOG_DICT.search(text):
         return ProgressLine(None, loss)
-    if "/" in text and "[" in text and (m := TQDM.search(text)):
+    if "/" in text and " [" in text and (m := TQDM.search(text)):
         name = _BAR.sub("", text[: m.start(1)]).strip().rstrip(":").strip().lower()
         if name and not name.startswith(TRAINING_LABELS):
             return None  # a start-up bar
         return ProgressLine(int(m.group(1)), loss, bar=True)
-    if PROSE.search(text):
-        return None
-    for pattern in STEP_PATTERNS:
-        if m := pattern.search(text):
-            return ProgressLine(int(m.group(1)), loss)
+    for word, pattern in STEP_PATTERNS:
+        if word in low and (m := pattern.search(text)):
+            return None if PROSE.search(text) else ProgressLine(int(m.group(1)), loss)
     return None
 
 
@@ -110,15 +114,18 @@ def parse_progress(text: str, custom: re.Pattern[str] | None = None) -> Progress
     """The step and loss a line reports, or None when it shows no training progress (see STEP_PATTERNS)."""
     # Substring tests first: this runs for every line of every rank, and most lines are neither.
     low = text.lower()
-    if custom is None and not any(w in low for w in ("ep", "oss", "iter", "/")):
+    if custom is None and not any(w in low for w in _WORDS) and not ("/" in text and _COUNT.search(text)):
         return None
-    pieces = _PIECES.split(text) if ("\r" in text or "]:" in text) else [text]
+    if "\r" in text or ("]:" in text and ("it/s" in text or "%|" in text)):
+        pieces = _PIECES.split(text)
+    else:
+        pieces = [text]
     step: int | None = None
     loss: float | None = None
     bar = False
     found = False
     for piece in pieces:
-        parsed = _piece(piece, custom)
+        parsed = _piece(piece, piece.lower() if len(pieces) > 1 else low, custom)
         if parsed is None:
             continue
         found = True
