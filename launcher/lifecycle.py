@@ -224,7 +224,8 @@ def _attempts(
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from: str | None = None
-    tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
+    # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
+    tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(on_line)
     while True:
         tracker.attempt = attempt
@@ -293,7 +294,8 @@ def _attempts(
                 inv,
                 failed_node,
                 transport,
-                run_id=f"{record.run_id}-r{attempt}",
+                run_id=record.run_id,
+                attempt=attempt,
                 sources=sources,
                 head_env=head_env,
                 say=say,
@@ -313,10 +315,20 @@ def _attempts(
         ):
             excluded = excluded | {failed_node}
         resume_from = find_checkpoint(inv, plan, transport, avoid=failed_node)
-        say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
+        if resume_from:
+            say(f"resuming from {resume_from}")
+        elif inv.job.checkpoint_dir:
+            say(f"no complete checkpoint under {inv.job.checkpoint_dir}: starting over")
+        else:
+            # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
+            # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
+            say(
+                "no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)"
+            )
         plan = planning.build_plan(
             inv,
-            run_id=f"{record.run_id}-r{attempt}",
+            run_id=record.run_id,
+            attempt=attempt,
             sources=sources,
             head_env=head_env,
             resume_from=resume_from,

@@ -76,7 +76,7 @@ class LaunchRefused(BadInput, LaunchError):
 
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:
-    return [GuardTarget(n.host, n.python, n.run_dir) for n in plan.nodes]
+    return [GuardTarget(n.host, n.python, n.guard_dir) for n in plan.nodes]
 
 
 def interrupt_once(note: Callable[[str], None] | None = None) -> None:
@@ -211,6 +211,7 @@ class Runner:
                     "mode": f.mode,
                     "sha256": f.sha256,
                     "data": base64.b64encode(f.content).decode(),
+                    **({"attempt": True} if f.attempt else {}),
                 }
                 for f in node.files
             ]
@@ -219,7 +220,13 @@ class Runner:
 
         group = self.transport.run_all(
             self.plan.hosts,
-            lambda host: [self.plan.node(host).python, "-c", code, self.plan.node(host).run_dir],
+            lambda host: [
+                self.plan.node(host).python,
+                "-c",
+                code,
+                self.plan.node(host).run_dir,
+                self.plan.node(host).guard_dir,
+            ],
             stdin_for=payload,
             timeout=120,
         )
@@ -617,7 +624,7 @@ class Runner:
                 self.plan.node(host).python,
                 "-c",
                 code,
-                self.plan.node(host).run_dir,
+                self.plan.node(host).guard_dir,
                 str(max_bytes),
             ],
             timeout=60,

@@ -222,6 +222,7 @@ def watch_plan(plan_json: dict[str, Any]) -> Any:
             gpus=tuple(n.get("gpus", ())),
             first_rank=int(n["ranks"][0]),
             run_dir=n["run_dir"],
+            attempt_dir=n.get("attempt_dir", ""),  # records before issue 20: the guard ran in run_dir
             python=n.get("python") or n["argv"][0],
             argv=list(n.get("argv", [])),
             env=dict(n.get("env", {})),

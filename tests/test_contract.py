@@ -268,3 +268,20 @@ def test_every_vocabulary_family_cites_its_emitter_source() -> None:
         if isinstance(node, ast.ImportFrom) and node.module
     }
     assert imported <= {"__future__", "re", "dataclasses"}, imported
+
+
+def test_one_progress_parser_and_a_sourced_corpus() -> None:
+    """Issue 20: progress lines are read in one place (launcher/health/progress.py); goodput, attempts and the
+    report hold no progress regexes of their own. Every third-party program in tests/corpus/ comes with its
+    licence and a SOURCE.md naming the repository, the commit and the edits."""
+    for name in ("goodput.py", "attempts.py", "runreport.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert not re.search(r"^(?:STEP|TQDM|LOSS|PROGRESS_PATTERNS)\b\s*=|def parse_progress", text, re.M), (
+            name
+        )
+    programs = [p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()]
+    assert programs
+    for program in programs:
+        source = (program / "SOURCE.md").read_text()
+        assert (program / "LICENSE").is_file(), program
+        assert "https://github.com/" in source and re.search(r"\b[0-9a-f]{40}\b", source), program

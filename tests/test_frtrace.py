@@ -234,8 +234,8 @@ def test_env_wiring_points_dumps_into_the_run_directory() -> None:
 def test_plan_sets_the_dump_path_per_node_and_says_so() -> None:
     plan = plan_of()
     for node in plan.nodes:
-        assert node.env["TORCH_FR_DUMP_TEMP_FILE"] == f"{node.run_dir}/nccl_trace_rank_"
-        assert node.env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] == f"{node.run_dir}/fr_pipe_"
+        assert node.env["TORCH_FR_DUMP_TEMP_FILE"] == f"{node.guard_dir}/nccl_trace_rank_"
+        assert node.env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] == f"{node.guard_dir}/fr_pipe_"
     assert sum("flight recorder on (2000 entries)" in note for note in plan.notes) == 1
     quiet = plan_of(env={"TORCH_FR_BUFFER_SIZE": "0"})
     assert all("TORCH_FR_DUMP_TEMP_FILE" not in node.env for node in quiet.nodes)

@@ -376,6 +376,8 @@ def load_job(rundir: str) -> dict:
             "grace": float(job.get("grace", 10)),
             "poll_interval": float(job.get("poll_interval") or 0.2),
             EDGE_KEY: job.get(EDGE_KEY) if isinstance(job.get(EDGE_KEY), dict) else None,
+            "node_lock": job.get("node_lock") if isinstance(job.get("node_lock"), str) else None,
+            "run_id": job.get("run_id") if isinstance(job.get("run_id"), str) else None,
         }
     except (TypeError, ValueError) as e:
         raise ValueError(f"job.json: {e}") from e
@@ -733,13 +735,17 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
 # Commands
 
 
-def take_node_lock(rundir: str) -> tuple:
+def take_node_lock(rundir: str, job: dict | None = None) -> tuple:
     """One run per node (and user) at a time, kept by the node itself: the guard holds an flock on
     <workdir>/.node-<host>.lock for the job's life (two `up`s from two heads, or `--force`, cannot both start here).
-    The run dir is <workdir>/<run id>/<host>. A previous run's guard may still be finishing its teardown, so the
+    job.json names the lock and the run ("node_lock", "run_id"); without them (an older plan) the run dir is
+    <workdir>/<run id>/<host>. A previous run's (or attempt's) guard may still be finishing its teardown, so the
     lock is awaited for NODE_LOCK_WAIT_S. Returns (descriptor, None) or (None, why)."""
     host, run_id = os.path.basename(rundir), os.path.basename(os.path.dirname(rundir))
     path = os.path.join(os.path.dirname(os.path.dirname(rundir)), f".node-{host}.lock")
+    if job and isinstance(job.get("node_lock"), str) and isinstance(job.get("run_id"), str):
+        path, run_id = job["node_lock"], job["run_id"]
+        host = os.path.basename(path)[len(".node-") : -len(".lock")]
     try:
         fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
     except OSError as e:
@@ -784,7 +790,7 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         pid, _, _ = guard_identity(rundir)
         print(json.dumps({"error": f"a live guard (pid {pid}) already owns {rundir}"}))
         return EXIT_INFRA
-    node_lock, busy = take_node_lock(rundir)
+    node_lock, busy = take_node_lock(rundir, job)
     if busy:
         print(json.dumps({"error": busy}))
         return EXIT_INFRA
