@@ -336,6 +336,7 @@ def _launch(
     save_targets(record, targets_of_plan(plan), attempt)
     try:
         runner.push()
+        _check_job_paths(plan, runner.transport, say)
         say("starting")
         runner.start()
     except LaunchError as exc:
@@ -343,6 +344,23 @@ def _launch(
         record.update_state(state="failed", reason=str(exc), ended_at=time.time())
         raise
     record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
+
+
+def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
+    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
+    if plan.job_kind != "llamafactory":
+        return
+    from launcher.jobs.lfdata import check_paths_on_nodes
+
+    say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
+    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
+    if lines:
+        raise LaunchError(
+            "llamafactory: paths the nodes cannot open, nothing was started:\n"
+            + "\n".join(f"  {line}" for line in lines),
+            code,
+        )
 
 
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:

@@ -103,6 +103,11 @@ def format_report(report: DoctorReport) -> str:
     return "\n".join(out)
 
 
+# The module a job kind's ranks really start from, imported on every node (launcher/node/facts.py IMPORT_PROBE):
+# `-m llamafactory.launcher` runs llamafactory.train.tuner.run_exp (hiyouga/LLaMA-Factory v0.9.5 launcher.py).
+ENTRY_IMPORTS: dict[str, tuple[str, ...]] = {"llamafactory": ("llamafactory.train.tuner",)}
+
+
 def doctor_args(
     inv: Inventory,
     token: str,
@@ -111,8 +116,9 @@ def doctor_args(
     dataset: str | dict[str, Any] | None = None,
     tool_timeout: float = 10.0,
     torch_timeout: float = 60.0,
+    import_timeout: float = 110.0,
 ) -> Callable[[str], dict[str, Any]]:
-    """Per-node probe arguments for an inventory: env, dirs, master listen/connect, dataset."""
+    """Per-node probe arguments for an inventory: env, dirs, master listen/connect, dataset, entry imports."""
     master = inv.master_node
     port = inv.master.port if isinstance(inv.master.port, int) else None
     hosts = [n.host for n in inv.nodes]
@@ -129,6 +135,9 @@ def doctor_args(
             "torch_timeout": torch_timeout,
             "connect_window": min(10.0, tool_timeout),
         }
+        if inv.job.kind in ENTRY_IMPORTS:
+            args["imports"] = list(ENTRY_IMPORTS[inv.job.kind])
+            args["import_timeout"] = import_timeout
         if inv.job.checkpoint_dir and not fast:
             args["ckpt_dir"] = inv.job.checkpoint_dir
         if dataset and not fast:
@@ -160,7 +169,15 @@ def run_doctor(
     python_for = {n.host: inv.python_for(n) for n in inv.nodes}
     token = uuid.uuid4().hex  # marks this run's files and master-port handshake
     args = doctor_args(
-        inv, token, fast=fast, dataset=dataset, tool_timeout=tool_timeout, torch_timeout=torch_timeout
+        inv,
+        token,
+        fast=fast,
+        dataset=dataset,
+        tool_timeout=tool_timeout,
+        torch_timeout=torch_timeout,
+        import_timeout=max(
+            tool_timeout, timeout - 10
+        ),  # inside the per-node deadline, so the reply still comes
     )
     facts = gather(transport, hosts, script, args, timeout, python_for=python_for)
     result = fast_preflight_checks(facts, inv) if fast else checks(facts, inv)
