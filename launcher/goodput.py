@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PARTS = ("startup_s", "productive_s", "detect_s", "teardown_s", "restart_s")
+# An attempt ended by a deliberate stop (`rlaunch down`, Ctrl-C: launcher/errors.py INTERRUPTED) detected nothing:
+# from its last progress it is teardown, like a finished attempt.
+STOPPED_CODE = 130
 # `step=12`, `step: 12`, `'step': 12`, `global_step=12` (a bare "at step 12" is prose: a resume message).
 STEP = re.compile(r"""(?:^|[\s,{(\[|])['"]?(?:global_)?step['"]?\s*[=:]\s*(\d+)""", re.IGNORECASE)
 # tqdm, as Transformers' Trainer and LLaMA-Factory print it: ` 12/100 [00:10<01:20, ...]`.
@@ -162,7 +165,7 @@ def compute(
                     switches.append((caught, "productive_s", a.index))
             last = a.progress[-1][0]
             if a.end is not None:
-                if a.code not in (0, None):
+                if a.code not in (0, None, STOPPED_CODE):
                     switches.append((last, "detect_s", a.index))
                     switches.append((a.teardown_at or a.end, "teardown_s", a.index))
                 else:

@@ -275,9 +275,11 @@ def _attempts(
         cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
-        if outcome.code == 0 or attempt >= inv.restart.max_restarts:
+        if outcome.code in (0, EXIT_INTERRUPTED) or attempt >= inv.restart.max_restarts:
+            # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
+            final = {0: "succeeded", EXIT_INTERRUPTED: "stopped"}.get(outcome.code, "failed")
             record.update_state(
-                state="succeeded" if outcome.code == 0 else "failed",
+                state=final,
                 ended_at=time.time(),
                 summary=outcome.summary,
                 exit_code=outcome.code,
