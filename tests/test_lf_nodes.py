@@ -282,3 +282,31 @@ def test_a_deliberate_stop_is_no_failure_no_marker_and_no_detection_time() -> No
     assert parts["detect_s"] == 0 and parts["teardown_s"] == 4.0 and parts["productive_s"] == 3.0
     failed = [*events[:1], {**events[1], "code": 1}]
     assert goodput.compute(0.0, 8.0, failed, progress).parts["detect_s"] > 0  # a failure still is one
+
+
+# ---------------------------------------------------------------------------------------------- item 6: file:line
+
+
+def test_job_files_errors_name_the_inventory_line(tmp_path: Path) -> None:
+    from cluster.inventory import load_inventory
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.json").write_text("{}")
+    (tmp_path / "b" / "x.json").write_text("{}")
+    text = (
+        'nodes:\n  - host: n1\ntransport: local\njob:\n  kind: command\n  command: ["true"]\n'
+        "  files:\n    - a/x.json\n    - b/x.json\n    - c/missing.json\n"
+    )
+    (tmp_path / "cluster.yaml").write_text(text)
+    inv = load_inventory(tmp_path / "cluster.yaml")
+    with pytest.raises(planning.PlanError) as missing:
+        planning.load_sources(inv)
+    assert str(missing.value).startswith(f"{tmp_path}/cluster.yaml:10: job.files[2]: file not found")
+    (tmp_path / "cluster.yaml").write_text(text.replace("    - c/missing.json\n", ""))
+    inv = load_inventory(tmp_path / "cluster.yaml")
+    with pytest.raises(planning.PlanError) as twice:
+        planning.build_plan(inv, run_id="r1", sources=planning.load_sources(inv), head_env={})
+    assert str(twice.value).startswith(
+        f"{tmp_path}/cluster.yaml:9: job.files[1]: two files would be pushed as"
+    )
