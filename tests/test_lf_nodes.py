@@ -79,7 +79,7 @@ def test_doctor_fails_the_node_whose_llamafactory_does_not_import() -> None:
         },
     }
     facts = {h: doctor.parse_facts(h, r, 1.0, 2.0) for h, r in raws.items()}
-    check = next(c for c in doctor.fast_preflight_checks(facts) if c.name == "entry_import")
+    check = next(c for c in doctor.checks(facts) if c.name == "entry_import")
     assert check.failed and check.severity == "error" and check.nodes == ("node2",)
     assert "No module named 'torchaudio'" in check.message and "torchaudio" in (check.fix or "")
     del raws["node2"]
@@ -96,10 +96,12 @@ def test_doctor_asks_every_node_to_import_the_entry_of_a_llamafactory_job_only()
             else {"kind": kind, "command": ["true"]}
         )
         inv = from_mapping({"nodes": [{"host": "a"}, {"host": "b"}], "job": job})
-        return doctor.doctor_args(inv, "t", fast=True)("b")
+        return doctor.doctor_args(inv, "t")("b")
 
     assert args("llamafactory")["imports"] == ["llamafactory.train.tuner"]
     assert "imports" not in args("command")
+    inv = from_mapping({"nodes": [{"host": "a"}], "job": {"kind": "llamafactory", "config": "x.yaml"}})
+    assert "imports" not in doctor.doctor_args(inv, "t", fast=True)("a")  # `up`'s fast checks import no torch
 
 
 def test_a_cpu_node_shows_none_instead_of_five_unknown_gpu_rows() -> None:

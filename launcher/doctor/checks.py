@@ -471,7 +471,6 @@ FAST_CHECKS = frozenset(
         "torch_rocm_build",
         "master_port",
         "workdir_writable",
-        "entry_import",
     }
 )
 
