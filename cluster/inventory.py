@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import hostlist
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cluster import yamlpos
 
@@ -341,6 +349,14 @@ class Inventory(_Strict):
             return os.path.normpath(os.path.join(self.base_dir, python))
         return python
 
+    # The line of every value in the inventory file (cluster/yamlpos.py), for errors found after loading (the plan's
+    # job.files checks): a private attribute, so it is neither a key nor part of the dumped inventory.
+    _lines: yamlpos.Located | None = PrivateAttr(default=None)
+
+    def line_of(self, *loc: str | int) -> int | None:
+        """The 1-based line of a key path such as ("job", "files", 2) in the inventory file, when loaded from one."""
+        return self._lines.line_of(loc) if self._lines is not None else None
+
     def resolve(self, path: str) -> Path:
         """A head-node path from the inventory, relative to the inventory's directory."""
         p = Path(os.path.expanduser(path))
@@ -492,9 +508,11 @@ def from_mapping(
             line = lines.line_of((reserved,)) if lines else None
             raise InventoryError("is set by rlaunch itself", file=source, line=line, field=reserved)
     try:
-        return Inventory.model_validate({**data, "base_dir": base_dir, "source": source})
+        inv = Inventory.model_validate({**data, "base_dir": base_dir, "source": source})
     except ValidationError as exc:
         raise _explain(exc, data, source, lines) from None
+    inv._lines = lines
+    return inv
 
 
 def _explain(

@@ -35,6 +35,13 @@ def main() -> None:
         "--fail-at-step", type=int, default=0, help="fault injection: SIGKILL one rank at this step"
     )
     p.add_argument("--fail-rank", type=int, default=0)
+    p.add_argument(
+        "--fail-how",
+        choices=("sigkill", "gpu-fault"),
+        default="sigkill",
+        help="sigkill: as if killed from outside; gpu-fault: print the HIP runtime's memory access fault, then die "
+        "as the runtime does (SIGABRT)",
+    )
     # Health scenarios (fresh runs only): a hang, a silent busy phase, a slow node.
     p.add_argument(
         "--hang-at-step", type=int, default=0, help="--hang-rank sleeps forever before this step's all_reduce"
@@ -85,6 +92,13 @@ def main() -> None:
     for step in range(start, args.steps):
         # Fault injection happens only in a fresh run, so a resumed run can prove it continues cleanly.
         if args.fail_at_step and step + 1 == args.fail_at_step and rank == args.fail_rank and start == 0:
+            if args.fail_how == "gpu-fault":  # HIP's report of a GPU page fault (ROCR runtime), then abort()
+                print(
+                    "Memory access fault by GPU node-1 (Agent handle: 0x55d8c2a0) on address 0x7f2a4c000000. "
+                    "Reason: Page not present or supervisor privilege.",
+                    flush=True,
+                )
+                os.kill(os.getpid(), signal.SIGABRT)
             os.kill(os.getpid(), signal.SIGKILL)
         g = torch.Generator().manual_seed(1000 + step)
         x = torch.randn(global_batch, 16, generator=g)

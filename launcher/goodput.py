@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PARTS = ("startup_s", "productive_s", "detect_s", "teardown_s", "restart_s")
+# An attempt ended by a deliberate stop (`rlaunch down`, Ctrl-C: launcher/errors.py INTERRUPTED) detected nothing:
+# from its last progress it is teardown, like a finished attempt.
+STOPPED_CODE = 130
 # Checkpoint names of the usual savers: step-6, checkpoint-8 (HF Trainer), global_step8 (DeepSpeed). Progress lines
 # themselves are read by the one progress parser, launcher/health/progress.py (parse_progress).
 CKPT_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d{1,12})/*$", re.IGNORECASE)
@@ -151,7 +154,7 @@ def compute(
                     switches.append((caught, "productive_s", a.index))
             last = a.progress[-1][0]
             if a.end is not None:
-                if a.code not in (0, None):
+                if a.code not in (0, None, STOPPED_CODE):
                     switches.append((last, "detect_s", a.index))
                     switches.append((a.teardown_at or a.end, "teardown_s", a.index))
                 else:

@@ -275,9 +275,13 @@ def _attempts(
         cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
-        if outcome.code == 0 or attempt >= inv.restart.max_restarts:
+        if outcome.code in (0, EXIT_INTERRUPTED) or attempt >= inv.restart.max_restarts:
+            # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
+            final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
+                outcome.code, RunState.FAILED
+            )
             record.set_state(
-                RunState.SUCCEEDED if outcome.code == 0 else RunState.FAILED,
+                final,
                 ended_at=time.time(),
                 summary=outcome.summary,
                 exit_code=outcome.code,
@@ -347,6 +351,7 @@ def _launch(
     save_targets(record, targets_of_plan(plan), attempt)
     try:
         runner.push()
+        _check_job_paths(plan, runner.transport, say)
         say("starting")
         runner.start()
     except LaunchError as exc:
@@ -354,6 +359,23 @@ def _launch(
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         raise
     record.set_state(RunState.RUNNING, attempt=attempt, plan_run_id=plan.run_id)
+
+
+def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
+    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
+    if plan.job_kind != "llamafactory":
+        return
+    from launcher.jobs.lfdata import check_paths_on_nodes
+
+    say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
+    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
+    if lines:
+        raise LaunchError(
+            "llamafactory: paths the nodes cannot open, nothing was started:\n"
+            + "\n".join(f"  {line}" for line in lines),
+            code,
+        )
 
 
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:

@@ -240,7 +240,9 @@ def build_plan(
         try:
             render = adapter.render(inv.job, inv, ctx)
         except JobConfigError as exc:  # the user's yaml/json: bad input (exit 2), one line naming the file
-            raise PlanError(exc.message, file=exc.file or inv.source, field=exc.field) from None
+            raise PlanError(
+                exc.message, file=exc.file or inv.source, line=exc.line, field=exc.field
+            ) from None
         fr_env, fr_note = envrules.flight_recorder_env(rules.env, guard_dir)
         if fr_note is not None:
             rules.notes.append(fr_note)
@@ -283,7 +285,7 @@ def build_plan(
                 else []
             ),
         ]
-        _check_unique(files, node.host, inv.source)
+        _check_unique(files, node.host, inv)
         node_plans.append(
             NodePlan(
                 host=node.host,
@@ -436,12 +438,20 @@ def _job_json(
     return json.dumps(spec, indent=1, sort_keys=True).encode()
 
 
-def _check_unique(files: list[FileSpec], host: str, source: str) -> None:
+def _check_unique(files: list[FileSpec], host: str, inv: Inventory) -> None:
+    """Two files with one name in the node's run directory: the later job.files entry of that name is the culprit."""
     seen: set[str] = set()
     for f in files:
         if f.path in seen:
+            index = max(
+                (i for i, p in enumerate(inv.job.files) if p.rsplit("/", 1)[-1] == f.path), default=None
+            )
+            where = ("job", "files", index) if index is not None else ("job", "files")
             raise PlanError(
-                f"two files would be pushed as '{f.path}' on node '{host}'", file=source, field="job.files"
+                f"two files would be pushed as '{f.path}' on node '{host}'",
+                file=inv.source,
+                line=inv.line_of(*where),
+                field="job.files" if index is None else f"job.files[{index}]",
             )
         seen.add(f.path)
 
@@ -464,21 +474,29 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
         name = f"env_{inv.profile}.env"
         sources[f"<templates>/{name}"] = resources.files("launcher.templates").joinpath(name).read_bytes()
     job = inv.job
-    wanted = [("job.script", job.script), ("job.config", job.config)]
-    wanted += [(f"job.files[{i}]", p) for i, p in enumerate(job.files)]
+    wanted: list[tuple[str, tuple[str | int, ...], str | None]] = [
+        ("job.script", ("job", "script"), job.script),
+        ("job.config", ("job", "config"), job.config),
+    ]
+    wanted += [(f"job.files[{i}]", ("job", "files", i), p) for i, p in enumerate(job.files)]
     if job.deepspeed and job.deepspeed not in ("zero3", "zero3_offload", "none"):
-        wanted.append(("job.deepspeed", job.deepspeed))
-    for field_name, path in wanted:
+        wanted.append(("job.deepspeed", ("job", "deepspeed"), job.deepspeed))
+    for field_name, loc, path in wanted:
         if not path:
             continue
         full = inv.resolve(path)
         try:
             sources[path] = full.read_bytes()
         except FileNotFoundError:
-            raise PlanError(f"file not found: {full}", file=inv.source, field=field_name) from None
+            raise PlanError(
+                f"file not found: {full}", file=inv.source, line=inv.line_of(*loc), field=field_name
+            ) from None
         except OSError as exc:
             raise PlanError(
-                f"cannot read {full}: {exc.strerror}", file=inv.source, field=field_name
+                f"cannot read {full}: {exc.strerror}",
+                file=inv.source,
+                line=inv.line_of(*loc),
+                field=field_name,
             ) from None
     if job.kind == "llamafactory":
         from launcher.jobs.llamafactory import head_sources

@@ -29,7 +29,7 @@ from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
-from launcher.health.watch import ProcSample, Watcher
+from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
@@ -563,6 +563,9 @@ class Runner:
                 now, host, f"the guard lost our heartbeat: {final.get('reason')}"
             )
         else:
+            if state == protocol.STOPPED and not self.watcher.should_stop:
+                # Stopped by someone else (`rlaunch down` from another shell): deliberate, not a failure.
+                self.watcher.request_stop(now, "requested")
             if state == protocol.FAILED and code is None and sig is None:
                 code = 1  # the guard failed without the job's exit status (a guard error): never a clean exit
             event = self.watcher.observe_exit(now, host, code, sig)
@@ -686,6 +689,8 @@ class Runner:
         # The watcher's verdict decides: it forgives end-of-run aborts and the stop of nodes left waiting after one.
         if verdict.ok:
             code = EXIT_OK
+        elif root is None and verdict.state is State.STOPPED:
+            code = EXIT_INTERRUPTED  # stopped on request: no failure, nothing to restart
         elif root and root.get("kind") == "lost":
             code = EXIT_INFRA
         else:

@@ -53,6 +53,23 @@ if [[ ! -f "$stamp" ]]; then
   pip install --no-deps "llamafactory==0.9.5"
   touch "$stamp"
 fi
+# LLaMA-Factory imports torchaudio at module level (src/llamafactory/data/mm_plugin.py). PyPI's torchaudio 2.11.1
+# (py3-none, torch>=2.11 through the stable ABI) installs beside torch 2.13 without pulling another torch, but its
+# C++ extension is a CUDA build (needs libc10_cuda.so): on a CPU torch it cannot load. torchaudio treats an absent
+# extension as "not built" (torchaudio/_extension/utils.py _load_lib returns False) and LLaMA-Factory's audio path
+# (torchaudio.load via torchcodec, functional.resample) is Python: drop the CUDA-linked libraries. docs/facts.md.
+if ! "$VENV/bin/python" -c "import llamafactory.train.tuner" 2>/dev/null; then
+  log "installing torchaudio (LLaMA-Factory imports it)"
+  pip install --no-deps "torchaudio==2.11.1"
+  "$VENV/bin/python" - <<'PY'
+import importlib.util, pathlib, torch
+if torch.version.cuda is None and torch.version.hip is None:  # CPU torch: the CUDA-linked extension cannot load
+    lib = pathlib.Path(importlib.util.find_spec("torchaudio").origin).parent / "lib"
+    for so in lib.glob("*.so"):
+        so.unlink()
+PY
+  "$VENV/bin/python" -c "import llamafactory.train.tuner" || { log "llamafactory does not import"; exit 1; }
+fi
 # DeepSpeed JIT-builds its CPU ops on first use (~60 s): build them once here, into the cache the tests use.
 ext="$ROOT/.cache/torch_extensions"
 if [[ ! -f "$ext/.rlaunch-warm" ]]; then

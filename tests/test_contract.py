@@ -285,3 +285,25 @@ def test_one_progress_parser_and_a_sourced_corpus() -> None:
         source = (program / "SOURCE.md").read_text()
         assert (program / "LICENSE").is_file(), program
         assert "https://github.com/" in source and re.search(r"\b[0-9a-f]{40}\b", source), program
+
+
+def test_no_stand_in_package_shadows_a_real_one() -> None:
+    """Real parts, not mocks: no test puts a stand-in package on PYTHONPATH (LLaMA-Factory once imported a stub
+    torchaudio from tests/, so the project's own venv could not run it and nothing said so: issue 20 item 4)."""
+    assert not (ROOT / "tests" / "stubs").exists()
+    pattern = re.compile(r"PYTHONPATH[^\n]{0,80}tests" + r"[/\"' ,]+(stubs|fakes)")
+    offenders = [
+        p.relative_to(ROOT).as_posix()
+        for p in [*ROOT.glob("tests/*.py"), *ROOT.glob("scripts/*"), ROOT / "Makefile"]
+        if p.is_file() and pattern.search(p.read_text(errors="replace"))
+    ]
+    assert offenders == []
+
+
+def test_strikes_need_node_level_evidence() -> None:
+    """The ledger strikes a node only for what only that node did: a signal alone or an exception never counts."""
+    from launcher.ledger import node_fault
+
+    assert node_fault({"node": "n", "kind": "exit", "signal": "SIGKILL", "category": "crash"}) is None
+    assert node_fault({"node": "n", "kind": "line", "category": "crash", "text": "IndexError: x"}) is None
+    assert node_fault({"node": "n", "kind": "gpu", "category": "gpu-fault"}) == "gpu-fault"

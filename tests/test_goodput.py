@@ -184,8 +184,47 @@ def test_progress_tracker_writes_one_record_per_new_step(tmp_path: Path) -> None
     [
         ({"node": "n", "kind": "lost"}, "lost"),
         ({"node": "n", "kind": "line", "category": "gpu-fault"}, "gpu-fault"),
-        ({"node": "n", "kind": "exit", "signal": "SIGSEGV"}, "crash (SIGSEGV)"),
-        ({"node": "n", "kind": "line", "category": "oom", "rule": "rank-sigkill"}, "crash (SIGKILL)"),
+        (
+            {"node": "n", "kind": "gpu", "category": "gpu-fault", "text": "amdgpu: GPU reset begin!"},
+            "gpu-fault",
+        ),
+        ({"node": "n", "kind": "stall", "category": "straggler"}, "straggler"),
+        ({"node": "n", "kind": "lost", "rule": "unresponsive"}, "lost"),
+        # The kernel's OOM killer on that node: the rank it names, or a SIGKILL blamed on its log line.
+        ({"node": "n", "kind": "line", "category": "oom", "rule": "host-oom-killer"}, "oom-kill"),
+        (
+            {
+                "node": "n",
+                "kind": "exit",
+                "category": "oom",
+                "signal": "SIGKILL",
+                "text": "killed by SIGKILL — out of memory, per the kernel log: Out of memory: Killed process 7",
+            },
+            "oom-kill",
+        ),
+        # No node-level evidence: a rank SIGKILLed from outside, a signal alone, a Python exception.
+        (
+            {
+                "node": "n",
+                "kind": "exit",
+                "category": "crash",
+                "signal": "SIGKILL",
+                "text": "killed by SIGKILL",
+            },
+            None,
+        ),
+        ({"node": "n", "kind": "line", "category": "crash", "rule": "rank-sigkill"}, None),
+        ({"node": "n", "kind": "exit", "signal": "SIGSEGV"}, None),
+        (
+            {
+                "node": "n",
+                "kind": "line",
+                "category": "crash",
+                "rule": "python-traceback",
+                "text": "IndexError: index out of range in self",
+            },
+            None,
+        ),
         ({"node": "n", "kind": "exit", "signal": "SIGTERM"}, None),  # a teardown signal: a consequence
         ({"node": "n", "kind": "line", "category": "oom", "rule": "gpu-out-of-memory"}, None),  # the job's
         ({"node": "n", "kind": "line", "category": "config"}, None),
@@ -198,7 +237,7 @@ def test_which_root_causes_strike_the_node(root: Any, cause: str | None) -> None
 
 def test_ledger_counts_strikes_in_the_window_and_after_the_last_clear(tmp_path: Path) -> None:
     root = {"node": "node3", "kind": "exit", "signal": "SIGKILL", "text": "x" * 5000}
-    ledger.append([ledger.strike("node3", "r1", "crash (SIGKILL)", root, now=100.0)])
+    ledger.append([ledger.strike("node3", "r1", "gpu-fault", root, now=100.0)])
     ledger.append([ledger.strike("node3", "r2", "lost", root, now=1000.0)])
     with ledger.path().open("a") as f:
         f.write('{"torn": \n')  # a crash mid-write never breaks reading

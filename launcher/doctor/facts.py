@@ -135,6 +135,15 @@ def parse_facts(host: str, raw: Mapping[str, Any], sent_at: float = 0.0, receive
         v["gpu_vram_gib"] = _summary(vram, source, "VRAM")
 
     _torch_facts(v, tools.get("torch"))
+    if _cpu_node(v, tools, file_probe):
+        # No ROCm at all and a torch without GPU support: one clear "none" per row, not five "unknown (amd-smi:
+        # not found on PATH; rocm-smi: ...)" that look like a broken GPU node. gpu_count 0 still fails gpu_count
+        # for a node the inventory lists GPUs on.
+        why = "a CPU node: no ROCm, no amd-smi/rocm-smi/rocminfo, torch without GPU support"
+        v["rocm"] = Fact("none", source=why)
+        v["gpu_count"] = Fact(0, source=why)
+        for name in ("gpu_arch", "gpu_name", "gpu_vram_gib"):
+            v[name] = Fact("-", source=why)
 
     packages = raw.get("packages") if isinstance(raw.get("packages"), dict) else {}
     for name in ("deepspeed", "transformers", "llamafactory"):
@@ -211,6 +220,18 @@ def torch_source(tool: Mapping[str, Any] | None) -> str | None:
     if tool.get("from_files"):
         return "torch/version.py (not imported)"
     return None
+
+
+def _cpu_node(v: dict[str, Fact], tools: Mapping[str, Any], rocm_file: Mapping[str, Any]) -> bool:
+    """Every GPU tool is absent (not found on PATH: not failing, not timing out), there is no ROCm version file,
+    and torch is a CPU build that sees no device: nothing GPU-like to report, as opposed to GPU facts unknown."""
+    absent = all(
+        "not found on PATH" in str((tools.get(k) or {}).get("error") or "")
+        for k in ("amd_smi_static", "amd_smi_version", "rocm_smi")
+    )
+    rocminfo = tools.get("rocminfo")
+    absent = absent and (rocminfo is None or "not found on PATH" in str(rocminfo.get("error") or ""))
+    return absent and not rocm_file.get("text") and v.get("torch_build", unknown("")).value == "cpu"
 
 
 def _clock_offset(node_start: Any, sent_at: float, received_at: float) -> Fact:

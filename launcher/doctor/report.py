@@ -117,6 +117,11 @@ def format_report(report: DoctorReport) -> str:
     return "\n".join(out)
 
 
+# The module a job kind's ranks really start from, imported on every node (launcher/node/facts.py IMPORT_PROBE):
+# `-m llamafactory.launcher` runs llamafactory.train.tuner.run_exp (hiyouga/LLaMA-Factory v0.9.5 launcher.py).
+ENTRY_IMPORTS: dict[str, tuple[str, ...]] = {"llamafactory": ("llamafactory.train.tuner",)}
+
+
 def doctor_args(
     inv: Inventory,
     token: str,
@@ -125,8 +130,9 @@ def doctor_args(
     dataset: str | dict[str, Any] | None = None,
     tool_timeout: float = 10.0,
     torch_timeout: float = 60.0,
+    import_timeout: float = 110.0,
 ) -> Callable[[str], dict[str, Any]]:
-    """Per-node probe arguments for an inventory: env, dirs, master listen/connect, dataset."""
+    """Per-node probe arguments for an inventory: env, dirs, master listen/connect, dataset, entry imports."""
     master = inv.master_node
     port = inv.master.port if isinstance(inv.master.port, int) else None
     hosts = [n.host for n in inv.nodes]
@@ -143,6 +149,9 @@ def doctor_args(
             "torch_timeout": torch_timeout,
             "connect_window": min(10.0, tool_timeout),
         }
+        if inv.job.kind in ENTRY_IMPORTS and not fast:  # the fast checks never import torch (issue 23)
+            args["imports"] = list(ENTRY_IMPORTS[inv.job.kind])
+            args["import_timeout"] = import_timeout
         if inv.job.checkpoint_dir and not fast:
             args["ckpt_dir"] = inv.job.checkpoint_dir
         if dataset and not fast:
@@ -183,7 +192,15 @@ def run_doctor(
     order = [inv.master_node.host] + [h for h in hosts if h != inv.master_node.host]
     token = uuid.uuid4().hex  # marks this run's files and master-port handshake
     args = doctor_args(
-        inv, token, fast=fast, dataset=dataset, tool_timeout=tool_timeout, torch_timeout=torch_timeout
+        inv,
+        token,
+        fast=fast,
+        dataset=dataset,
+        tool_timeout=tool_timeout,
+        torch_timeout=torch_timeout,
+        import_timeout=max(
+            tool_timeout, timeout - 10
+        ),  # inside the per-node deadline, so the reply still comes
     )
     gathered = gather(transport, order, script, args, timeout, python_for=python_for)
     facts = {h: gathered[h] for h in hosts}

@@ -641,6 +641,10 @@ class Watcher:
             self.stop_reason = None
 
     def _record(self, event: Event) -> Event:
+        if event.is_fatal and self.state is State.STOPPING and self.stop_reason == "requested":
+            # A deliberate stop (`rlaunch down`, Ctrl-C): what the ranks print while dying of it (torchrun's
+            # SignalException, a rank's "got signal: 15") is its consequence, not a failure to report or restart.
+            event = replace(event, severity="info", text=f"while stopping on request: {event.text}")
         self.events.append(event)
         if event.is_fatal and self.state not in TERMINAL and self.state is not State.STOPPING:
             self.state = State.STOPPING

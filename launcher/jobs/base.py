@@ -17,14 +17,18 @@ from launcher.rocm import BF16_ARCHS
 class JobConfigError(ValueError):
     """The user's job config (LLaMA-Factory yaml, DeepSpeed json) cannot work: bad input, exit 2.
 
-    `file` is the head-node path the user wrote; the plan turns this into a one-line PlanError naming it.
+    `file` is the head-node path the user wrote and `line` the 1-based line of `field` in it, when known; the plan
+    turns this into a one-line PlanError naming them (file:line: field: message).
     """
 
-    def __init__(self, message: str, file: str | None = None, field: str | None = None):
+    def __init__(
+        self, message: str, file: str | None = None, field: str | None = None, line: int | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.file = file
         self.field = field
+        self.line = line
 
 
 @dataclass(frozen=True)

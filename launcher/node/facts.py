@@ -7,7 +7,8 @@ the last line of stdout, tagged "rlaunch_facts", so shell start-up noise before 
 
 Arguments (all optional): node (our name for this node), env (the job's environment, applied before probing so
 tools and torch are found as the job would find them), workdir, ckpt_dir, token (marks this doctor run),
-mode ("facts" or "markers"), master_addr, master_port, listen (bind and serve master_port here),
+mode ("facts" or "markers"), master_addr, master_port, listen (bind and serve master_port here), imports (module
+names the job's entry needs, imported in a child), import_timeout (s),
 expect_peers (names that should connect), connect_window (s), dataset (path to hash), fast (skip slow probes),
 tool_timeout, torch_timeout (s), rocm_path, fresh (ignore the slow-fact cache).
 
@@ -83,6 +84,25 @@ print(json.dumps(out))
 """
 
 LOAD_PROBE = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+
+# The job's real entry modules (args `imports`, e.g. llamafactory.train.tuner), each imported in this child: a
+# version number says nothing about whether the package imports (LLaMA-Factory 0.9.5 reported its version where
+# `import llamafactory` failed on torchaudio). Relative sys.path entries are dropped: the job's PYTHONPATH counts,
+# never the directory the probe runs in.
+IMPORT_PROBE = r"""import sys; sys.path[:] = [p for p in sys.path if p.startswith('/')]
+import importlib, json, time
+out = {}
+for name in sys.argv[1:]:
+    started = time.monotonic()
+    try:
+        importlib.import_module(name)
+        out[name] = {"ok": True, "error": None}
+    except BaseException as exc:
+        out[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    out[name]["seconds"] = round(time.monotonic() - started, 2)
+sys.stdout.write("\n" + json.dumps(out) + "\n")
+"""
+
 
 CACHE_VERSION = 1
 # What decides which devices and libraries torch finds, besides its own files.
@@ -555,10 +575,14 @@ def collect(args: dict) -> dict:
         del commands["torch"]
     if not fast:
         commands["rocminfo"] = ["rocminfo"]
+    imports = [str(m) for m in args.get("imports") or []]
+    if imports:
+        commands["imports"] = [sys.executable, "-c", IMPORT_PROBE, *imports]
+    timeouts = {"torch": torch_timeout, "imports": float(args.get("import_timeout", 180))}
     # Tools run side by side so a hanging one costs its timeout once, not once per tool.
     with ThreadPoolExecutor(max_workers=len(commands) + 2) as pool:
         futures = {
-            name: pool.submit(run_tool, argv, torch_timeout if name == "torch" else tool_timeout)
+            name: pool.submit(run_tool, argv, timeouts.get(name, tool_timeout))
             for name, argv in commands.items()
         }
         plugin = pool.submit(net_plugin, tool_timeout) if not fast else None
