@@ -34,7 +34,8 @@ def _read(path: str) -> str | None:
 
 
 def _run(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
-    exe = shutil.which(argv[0])
+    # iproute2 and pciutils live in sbin, which a non-root PATH (or the job's own PATH) often leaves out.
+    exe = shutil.which(argv[0]) or shutil.which(argv[0], path="/usr/sbin:/sbin:/usr/bin:/bin")
     if not exe:
         return None, "", f"{argv[0]}: not found on PATH"
     try:
