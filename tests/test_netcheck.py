@@ -264,3 +264,11 @@ def test_the_inventory_names_bad_net_keys(tmp_path: Path) -> None:
         with pytest.raises(InventoryError) as exc:
             load_inventory(path)
         assert expected in str(exc.value) and str(exc.value).startswith(f"{path}:"), str(exc.value)
+
+
+def test_a_node_without_iproute2_is_unknown_not_unroutable() -> None:
+    blind = node("b")
+    blind.raw["network"]["route"] = {"addr": "10.0.0.1", "unknown": "ip: not found on PATH"}
+    check = route_check({"a": node("a"), "b": blind})
+    assert check.status == "pass" and "(unknown on b: ip: not found on PATH)" in check.message
+    assert route_check({"b": blind}).status == "skip"

@@ -50,22 +50,27 @@ def route_check(live: Mapping[str, Facts]) -> Check:
     """The interface that routes to MASTER_ADDR on each node, named side by side."""
     routes: dict[str, str] = {}
     failing: dict[str, str] = {}
+    unknown: list[str] = []
     for host, f in live.items():
         route = (network_of(f) or {}).get("route")
         if not isinstance(route, dict):
             continue
-        if route.get("error"):
+        if route.get("unknown"):
+            unknown.append(f"{host}: {route['unknown']}")
+        elif route.get("error"):
             failing[host] = f"no route to the master {route.get('addr')}: {route['error']}"
         else:
             routes[host] = str(route.get("dev"))
+    note = f" (unknown on {'; '.join(unknown)})" if unknown else ""
     if not routes and not failing:
-        return Check("master_route", "error", "skip", "route to the master not probed (no master address)")
+        why = "route to the master not probed (no master address)" if not unknown else f"route unknown{note}"
+        return Check("master_route", "error", "skip", why)
     side = ", ".join(f"{h}: {d}" for h, d in routes.items())
     return _check(
         "master_route",
         "error",
         failing,
-        f"the master is routed through {side}",
+        f"the master is routed through {side}{note}",
         "add a route to the master's address on that node (or fix master.node / the node's address)",
     )
 

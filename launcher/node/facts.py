@@ -426,7 +426,7 @@ def collect(args: dict) -> dict:
         }
         plugin = pool.submit(net_plugin, tool_timeout) if not fast else None
         network = (
-            pool.submit(netfacts.collect, args.get("master_addr"), args.get("net_roots"), tool_timeout)
+            pool.submit(netfacts.collect, args.get("master_addr"), args.get("net_roots"), tool_timeout, fast)
             if netfacts is not None
             else None
         )
