@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import simnodes
@@ -28,6 +29,12 @@ IB_LINE = "e05r3n09:929:929 [2] NCCL INFO NET/IB : Using [0]mlx5_3:1/IB [1]mlx5_
 def _ip(netns: str, *commands: str) -> None:
     for command in commands:
         subprocess.run(["ip", "-n", netns, *command.split()], check=True, capture_output=True)
+
+
+@pytest.fixture(autouse=True)
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
 
 
 @pytest.fixture(scope="module")

@@ -111,8 +111,9 @@ def test_a_job_crashing_at_the_same_step_is_stopped_by_the_breaker(tmp_path: Pat
     assert left["restarts"] == 2 and left["restarts_left"] == 3 and left["by_kind"]["node"] == 1
     assert left["stopped_by"]["rule"] == "no_progress"
     human = cli("status", run_id)
-    (tmp_path.parent / "human.txt").write_text(human.stdout)
-    assert "restarts: 2 made, 3 left (per kind: code 1, node 1, network 2, hang 1, other 1)" in human.stdout
+    assert (
+        "restarts: 2 made, 3 left (per kind: code 1, node 1, network 2, hang 1, other 1)" in human.stdout
+    ), human.stdout + human.stderr
     assert "stopped: no progress in 2 attempts" in human.stdout
 
     restarts = [e for e in ledger.read(home) if e["kind"] == ledger.RESTART]
