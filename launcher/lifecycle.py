@@ -146,9 +146,8 @@ def up(
     inv, struck = spares.admit(inv, ledger.read())
     for host, spare in struck.items():
         say(f"{host} is at health.max_strikes: spare {spare} takes its place")
-    if (
-        inv.net.socket_ifname == "auto"
-    ):  # per-node NCCL_SOCKET_IFNAME from each node's route (docs/network.md)
+    # `net: auto`: each node's NCCL_SOCKET_IFNAME is the interface that routes to the master (docs/network.md).
+    if inv.net.socket_ifname == "auto":
         inv = _resolve_net(inv, transport, say)
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
