@@ -263,7 +263,10 @@ def _stuck_at(last: AttemptResult) -> str:
 
 def budget_line(left: Mapping[str, Any]) -> str:
     """`status`: restarts left overall and per kind, and the rule that stopped the run, if one did."""
-    kinds = ", ".join(f"{k} {v}" for k, v in (left.get("by_kind") or {}).items())
+    by_kind = left.get("by_kind") or {}  # state.json is written with sorted keys: show them in KINDS order
+    kinds = ", ".join(
+        f"{k} {by_kind[k]}" for k in (*KINDS, *sorted(set(by_kind) - set(KINDS))) if k in by_kind
+    )
     line = (
         f"restarts: {left.get('restarts', 0)} made, {left.get('restarts_left', 0)} left (per kind: {kinds})"
     )

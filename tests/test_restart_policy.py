@@ -161,3 +161,15 @@ def test_the_inventory_names_bad_restart_keys(tmp_path: Path) -> None:
     assert (
         inv.restart.budgets.code == 0 and inv.restart.budgets.node == 3 and inv.restart.on_exit_codes == (75,)
     )
+
+
+def test_the_status_line_keeps_the_kind_order_after_a_json_round_trip() -> None:
+    import json
+
+    from launcher.restart_policy import budget_line
+
+    left = Policy(max_restarts=3).budget_left(attempts((LOST, None, 1)))
+    sorted_back = json.loads(json.dumps(left, sort_keys=True))  # as state.json stores it
+    assert budget_line(sorted_back).startswith(
+        "restarts: 0 made, 3 left (per kind: code 1, node 3, network 2, hang 1, other 1)"
+    )
