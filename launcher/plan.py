@@ -99,7 +99,13 @@ class Plan:
     net: dict[str, Any] = field(default_factory=dict)  # inventory `net:` (the watcher's expect_net)
 
     def node(self, host: str) -> NodePlan:
-        return next(n for n in self.nodes if n.host == host)
+        """By host, in O(1): the head looks a node up for every record it handles (issue 23: a walk of the list
+        made following cost O(N) per record)."""
+        index = self.__dict__.get("_by_host")
+        if index is None or len(index) != len(self.nodes):
+            index = {n.host: n for n in self.nodes}
+            object.__setattr__(self, "_by_host", index)  # a cache on a frozen dataclass, not a field
+        return index[host]
 
     @property
     def hosts(self) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,17 +184,33 @@ def _torch_facts(v: dict[str, Fact], tool: dict[str, Any] | None) -> None:
         for name in ("torch", "torch_build", "rccl"):
             v[name] = unknown(why)
         return
+    source = torch_source(tool)
     v["torch"] = (
-        Fact(_text(probe.get("version"))) if _text(probe.get("version")) else unknown("no __version__")
+        Fact(_text(probe.get("version")), source=source)
+        if _text(probe.get("version"))
+        else unknown("no __version__")
     )
     if _text(probe.get("hip")):
-        v["torch_build"] = Fact(f"rocm (hip {probe['hip']})")
+        v["torch_build"] = Fact(f"rocm (hip {probe['hip']})", source=source)
     elif _text(probe.get("cuda")):
-        v["torch_build"] = Fact(f"cuda {probe['cuda']}")
+        v["torch_build"] = Fact(f"cuda {probe['cuda']}", source=source)
     else:
-        v["torch_build"] = Fact("cpu")
+        v["torch_build"] = Fact("cpu", source=source)
     rccl = _text(probe.get("rccl"))
-    v["rccl"] = Fact(rccl) if rccl else unknown(str(probe.get("rccl_error") or "not reported"))
+    v["rccl"] = Fact(rccl, source=source) if rccl else unknown(str(probe.get("rccl_error") or "not reported"))
+
+
+def torch_source(tool: Mapping[str, Any] | None) -> str | None:
+    """Where the node's torch facts came from when it was not a fresh `import torch` (launcher/node/facts.py):
+    its per-node cache (with the time it was learnt) or torch/version.py read as text by the fast checks."""
+    if not tool:
+        return None
+    if isinstance(tool.get("cached_at"), int | float):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(tool["cached_at"])))
+        return f"cached (learnt {when})"
+    if tool.get("from_files"):
+        return "torch/version.py (not imported)"
+    return None
 
 
 def _clock_offset(node_start: Any, sent_at: float, received_at: float) -> Fact:
