@@ -261,10 +261,66 @@ class Health(_Strict):
         return v
 
 
+class RestartBudgets(_Strict):
+    """Restarts per root-cause kind (launcher/restart_policy.py `kind_of`; docs/restarts.md)."""
+
+    code: int = Field(1, ge=0, le=100)  # config, version, OOM, divergence, a crash of the job's own code
+    # A lost node, a GPU fault, a rank killed by a signal (a spare, when listed, takes the node's place).
+    node: int = Field(3, ge=0, le=100)
+    network: int = Field(2, ge=0, le=100)  # network, comm errors, collective timeouts, rendezvous
+    hang: int = Field(1, ge=0, le=100)  # hangs and stalls
+    other: int = Field(1, ge=0, le=100)  # no root cause named
+
+
+class RestartStorm(_Strict):
+    """No restart once this cluster (any run, node ledger) restarted `restarts` times within `window` seconds."""
+
+    restarts: int = Field(5, ge=1, le=1000)
+    window: float = Field(1800.0, gt=0)
+
+
+def _exit_codes(v: Any) -> Any:
+    if isinstance(v, list) and not all(isinstance(c, int) and not isinstance(c, bool) for c in v):
+        raise ValueError("expected a list of exit codes (integers), e.g. [75]")
+    if isinstance(v, list) and not all(0 <= c <= 255 for c in v):
+        raise ValueError("exit codes run from 0 to 255")
+    return v
+
+
 class Restart(_Strict):
     max_restarts: int = Field(0, ge=0, le=100)
     backoff: float = Field(5.0, ge=0)
     exclude_failed_node: bool = False
+    budgets: RestartBudgets = Field(default_factory=RestartBudgets)
+    # Attempts in a row that got no further than the previous attempt's latest checkpoint (or step): 0 = off.
+    no_progress: int = Field(3, ge=0, le=100)
+    on_exit_codes: tuple[int, ...] = ()  # the job asks to be restarted with these (counted against no budget)
+    never_on: tuple[int, ...] = ()  # the run ends at once on these
+    storm: RestartStorm = Field(default_factory=RestartStorm)
+
+    @field_validator("on_exit_codes", "never_on", mode="before")
+    @classmethod
+    def _codes(cls, v: Any) -> Any:
+        return _exit_codes(v)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> Restart:
+        both = sorted(set(self.on_exit_codes) & set(self.never_on))
+        if both:
+            raise ValueError(
+                f"exit code(s) {', '.join(map(str, both))} are in both restart.on_exit_codes and restart.never_on"
+            )
+        return self
+
+
+class Net(_Strict):
+    """The fabric the job should use (docs/network.md). `net: auto` is short for `net: {socket_ifname: auto}`."""
+
+    # ib: RDMA expected (RCCL's NET/IB, InfiniBand or RoCE): doctor requires an ACTIVE RDMA port on every node,
+    # and a rank whose RCCL init says NET/Socket ends the run at once, naming its node. socket: TCP on purpose.
+    transport: Literal["auto", "ib", "socket"] = "auto"
+    # auto: NCCL_SOCKET_IFNAME per node, the interface that routes to the master (found at `up`).
+    socket_ifname: Literal["auto"] | None = None
 
 
 class Inventory(_Strict):
@@ -283,6 +339,7 @@ class Inventory(_Strict):
     job: JobSpec
     health: Health = Field(default_factory=Health)
     restart: Restart = Field(default_factory=Restart)
+    net: Net = Field(default_factory=Net)
     # Where the inventory came from: relative job paths are resolved against it.
     base_dir: str = "."
     source: str = "<inventory>"
@@ -291,6 +348,15 @@ class Inventory(_Strict):
     @classmethod
     def _env(cls, v: Any) -> dict[str, str]:
         return _check_env(v)
+
+    @field_validator("net", mode="before")
+    @classmethod
+    def _net(cls, v: Any) -> Any:
+        if v == "auto":
+            return {"socket_ifname": "auto"}
+        if isinstance(v, str):
+            raise ValueError(f"expected `auto` or a mapping like {{transport: ib}}, not '{v}'")
+        return v
 
     @field_validator("secrets")
     @classmethod
@@ -324,6 +390,18 @@ class Inventory(_Strict):
                     _at(f"spares.{i}.host", f"duplicate host '{spare.host}' in nodes and spares")
                 )
             seen.add(spare.host)
+        if self.net.socket_ifname == "auto":
+            for where, env in (
+                ("env", self.env),
+                *((f"nodes.{i}.env", n.env) for i, n in enumerate(self.nodes)),
+            ):
+                if "NCCL_SOCKET_IFNAME" in env:
+                    raise ValueError(
+                        _at(
+                            f"{where}.NCCL_SOCKET_IFNAME",
+                            "NCCL_SOCKET_IFNAME is set here and `net: auto` sets it per node: keep one of them",
+                        )
+                    )
         nproc = self.job.nproc_per_node
         if nproc is not None:
             for node in (*self.nodes, *self.spares):

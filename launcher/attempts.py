@@ -65,6 +65,11 @@ class ProgressTracker:
 
         return on_line
 
+    def max_step(self, attempt: int) -> int | None:
+        """The highest step attempt `attempt` printed (None: no step line seen)."""
+        with self._lock:
+            return self._max_step.get(attempt)
+
     def observe(self, host: str, rank: int | None, text: str, now: float | None = None) -> None:
         parsed = parse_progress(text, self._custom)
         if parsed is None:

@@ -9,7 +9,9 @@ a node at the limit out of the next `up`. Each run also adds its goodput per nod
 train and which mostly restart.
 
 Entries: {"kind": "strike", "host", "run_id", "time", "cause", "category", "text"} ·
-{"kind": "clear", "host", "time"} · {"kind": "goodput", "host", "run_id", "time", "total_s", "productive_s"}.
+{"kind": "clear", "host", "time"} · {"kind": "goodput", "host", "run_id", "time", "total_s", "productive_s"} ·
+{"kind": "restart", "host" (the failed node, or ""), "cluster", "run_id", "time", "cause"}: what the restart-storm
+guard counts (launcher/restart_policy.py); not a node's strike, so `summarize` leaves it out.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from launcher import records
 # SIGKILL blamed on memory evidence from that node ("— out of memory, per the kernel log: ...").
 OOM_KILL_RULES = frozenset({"host-oom-killer"})
 OOM_KILL_SOURCES = ("— out of memory, per ",)  # watch.py _blame_oom
+RESTART = "restart"  # the entry kind of one restart (restart_policy.storm_times)
 MAX_LINE = 2000  # a strike's text is a log line: keep the ledger small whatever a job prints
 
 
@@ -107,6 +110,17 @@ def strike(
     }
 
 
+def restart(host: str, cluster: str, run_id: str, cause: str, now: float | None = None) -> dict[str, Any]:
+    return {
+        "kind": RESTART,
+        "host": host,
+        "cluster": cluster,
+        "run_id": run_id,
+        "time": time.time() if now is None else now,
+        "cause": cause,
+    }
+
+
 def clear(host: str, now: float | None = None) -> dict[str, Any]:
     return {"kind": "clear", "host": host, "time": time.time() if now is None else now}
 
@@ -139,6 +153,8 @@ def summarize(
     now = time.time() if now is None else now
     out: dict[str, NodeSummary] = {}
     for e in sorted(entries, key=lambda e: float(e.get("time") or 0)):
+        if e.get("kind") == RESTART:
+            continue
         node = out.setdefault(e["host"], NodeSummary(e["host"]))
         kind = e.get("kind")
         if kind == "clear":

@@ -7,6 +7,7 @@ the `on_line` callback so the same code serves the terminal, tests and validatio
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
-from launcher import attempts, hostlock, ledger, records, spares
+from launcher import attempts, hostlock, ledger, records, restart_policy, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
@@ -145,6 +146,9 @@ def up(
     inv, struck = spares.admit(inv, ledger.read())
     for host, spare in struck.items():
         say(f"{host} is at health.max_strikes: spare {spare} takes its place")
+    # `net: auto`: each node's NCCL_SOCKET_IFNAME is the interface that routes to the master (docs/network.md).
+    if inv.net.socket_ifname == "auto":
+        inv = _resolve_net(inv, transport, say)
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
@@ -201,6 +205,16 @@ def up(
             transport.close()
 
 
+def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str], None]) -> Inventory:
+    from launcher import netauto
+
+    script = node_script("netfacts.py")
+    if transport is not None:
+        return netauto.resolve(inv, transport, script, say)
+    with make_transport(inv) as own:
+        return netauto.resolve(inv, own, script, say)
+
+
 def _attempts(
     inv: Inventory,
     plan: planning.Plan,
@@ -227,6 +241,9 @@ def _attempts(
     # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
     tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(on_line)
+    policy = restart_policy.Policy.from_config(inv.restart.model_dump())
+    # A supervisor taking over mid-run: the attempts before it count for budgets and the breaker.
+    history = [a for a in attempt_history(record) if a.attempt < attempt]
     while True:
         tracker.attempt = attempt
         ranks = record.read_state().get("ranks")
@@ -270,27 +287,54 @@ def _attempts(
         if outcome.code != 0:
             runner.collect_artifacts()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
-        _save_outcome(record, attempt, outcome)
         failed_node = (outcome.root_cause or {}).get("node")
         cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
-        if outcome.code in (0, EXIT_INTERRUPTED) or attempt >= inv.restart.max_restarts:
+        # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker
+        # compares with the previous attempt's (launcher/restart_policy.py).
+        checkpoint = (
+            find_checkpoint(inv, plan, transport, avoid=failed_node)
+            if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
+            else None
+        )
+        result = restart_policy.AttemptResult(
+            attempt, outcome.code, outcome.root_cause, outcome.nodes, checkpoint, tracker.max_step(attempt)
+        )
+        history.append(result)
+        decision = policy.decide(
+            history, restart_policy.storm_times(ledger.read(), inv.cluster), now=time.time()
+        )
+        if decision.restart:
+            history[-1] = dataclasses.replace(result, restarted=True)
+        _save_outcome(record, attempt, outcome, history[-1], decision)
+        left = policy.budget_left(history)
+        if not decision.restart:
             # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
             final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
                 outcome.code, RunState.FAILED
             )
+            stopped = (
+                decision.message
+                if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
+                else None
+            )
+            if stopped:
+                say(stopped)
             record.set_state(
                 final,
                 ended_at=time.time(),
                 summary=outcome.summary,
                 exit_code=outcome.code,
+                restart_policy={**left, "stopped_by": decision.to_json() if stopped else None},
             )
-            return outcome
+            return dataclasses.replace(outcome, stopped_by=stopped)
+        record.update_state(restart_policy={**left, "stopped_by": None})
+        ledger.append([ledger.restart(failed_node or "", inv.cluster, record.run_id, decision.kind or "")])
         attempt += 1
         # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
         straggler = (outcome.root_cause or {}).get("kind") == "straggler"
-        say(f"restart {attempt}/{inv.restart.max_restarts} in {inv.restart.backoff:g} s: {outcome.summary}")
+        say(f"{decision.message} in {inv.restart.backoff:g} s: {outcome.summary}")
         time.sleep(inv.restart.backoff)
         spare = None
         if cause and failed_node in plan.hosts and inv.spares:
@@ -318,7 +362,7 @@ def _attempts(
             and len(plan.nodes) > 1
         ):
             excluded = excluded | {failed_node}
-        resume_from = find_checkpoint(inv, plan, transport, avoid=failed_node)
+        resume_from = checkpoint
         if resume_from:
             say(f"resuming from {resume_from}")
         elif inv.job.checkpoint_dir:
@@ -407,7 +451,13 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     ]
 
 
-def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> None:
+def _save_outcome(
+    record: records.RunRecord,
+    attempt: int,
+    outcome: Outcome,
+    result: restart_policy.AttemptResult,
+    decision: restart_policy.Decision,
+) -> None:
     data = {
         "attempt": attempt,
         "code": outcome.code,
@@ -415,8 +465,23 @@ def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> 
         "root_cause": outcome.root_cause,
         "nodes": outcome.nodes,
         "end_of_run_abort": outcome.end_of_run_abort,
+        "checkpoint": result.checkpoint,
+        "max_step": result.max_step,
+        "restarted": result.restarted,
+        "decision": decision.to_json(),
     }
     records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
+
+
+def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptResult]:
+    """The recorded attempts (outcome-N.json), in attempt order; an unreadable one is left out."""
+    out = []
+    for path in record.root.glob("outcome-*.json"):
+        try:
+            out.append(restart_policy.AttemptResult.from_json(json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(out, key=lambda a: a.attempt)
 
 
 def find_checkpoint(

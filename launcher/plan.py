@@ -120,6 +120,7 @@ class Plan:
     restart: dict[str, Any] = field(default_factory=dict)
     spares: list[str] = field(default_factory=list)  # stand-by hosts (inventory `spares:`), not started
     attempt: int = 0
+    net: dict[str, Any] = field(default_factory=dict)  # inventory `net:` (the watcher's expect_net)
 
     def node(self, host: str) -> NodePlan:
         """By host, in O(1): the head looks a node up for every record it handles (issue 23: a walk of the list
@@ -152,6 +153,7 @@ class Plan:
             "restart": self.restart,
             "spares": self.spares,
             "attempt": self.attempt,
+            "net": self.net,
             "warnings": self.warnings,
             "notes": self.notes,
             "nodes": [n.to_json() for n in self.nodes],
@@ -243,11 +245,15 @@ def build_plan(
             raise PlanError(
                 exc.message, file=exc.file or inv.source, line=exc.line, field=exc.field
             ) from None
+        net_env, net_note = _net_env(inv, user_env)
+        if net_note is not None:
+            rules.notes.append(net_note)
         fr_env, fr_note = envrules.flight_recorder_env(rules.env, guard_dir)
         if fr_note is not None:
             rules.notes.append(fr_note)
         env = {
             **rules.env,
+            **net_env,
             **render.env,
             "MASTER_ADDR": master_addr,
             "MASTER_PORT": str(master_port),
@@ -311,6 +317,10 @@ def build_plan(
             if text not in notes:
                 notes.append(text)
 
+    if inv.net.socket_ifname == "auto":
+        notes.append(
+            "net: auto → NCCL_SOCKET_IFNAME per node, the interface that routes to the master (found at `up`)"
+        )
     if inv.master.port == "auto":
         notes.append(f"master.port auto → {master_port} (derived from the run id; checked free at preflight)")
     if inv.health.stall_timeout >= (collective_timeout or float("inf")):
@@ -349,6 +359,7 @@ def build_plan(
         restart=inv.restart.model_dump(),
         spares=[s.host for s in inv.spares],
         attempt=attempt,
+        net=inv.net.model_dump(),
     )
 
 
@@ -371,6 +382,30 @@ def _moved_ranks_warning(inv: Inventory) -> str | None:
         "program saved in its run directory (a relative snapshot or checkpoint) and starts over; save checkpoints "
         "under job.checkpoint_dir on storage every node shares (rlaunch passes RLAUNCH_CKPT_DIR / RLAUNCH_RESUME_FROM)"
     )
+
+
+def _net_env(inv: Inventory, user_env: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    """`net.transport: ib`: RCCL's INIT lines on, so the watcher sees which transport each rank chose
+    (launcher/health/netinit.py). NCCL_DEBUG_SUBSYS=INIT keeps INFO to the init messages; WARN lines print
+    whatever the subsystem mask (NCCL src/debug.cc: WARN is logged with NCCL_ALL)."""
+    if inv.net.transport != "ib":
+        return {}, None
+    level = user_env.get("NCCL_DEBUG", "").upper()
+    if level in ("INFO", "TRACE"):
+        return {}, None
+    if level and level != "WARN":
+        return (
+            {},
+            f"net.transport ib: NCCL_DEBUG={level} hides RCCL's INIT lines, so a fall-back to sockets is not seen",
+        )
+    env = {"NCCL_DEBUG": "INFO"}
+    if "NCCL_DEBUG_SUBSYS" not in user_env:
+        env["NCCL_DEBUG_SUBSYS"] = "INIT"
+    note = (
+        "net.transport ib → NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT: each rank's RCCL names its transport at init; "
+        "a rank on NET/Socket ends the run, naming its node"
+    )
+    return env, note
 
 
 def _checkpoint_env(checkpoint_dir: str | None, resume_from: str | None) -> dict[str, str]:

@@ -152,6 +152,8 @@ class Outcome:
     root_cause: dict[str, Any] | None = None
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     end_of_run_abort: bool = False
+    # The restart policy's line when it ended the run (launcher/restart_policy.py).
+    stopped_by: str | None = None
 
 
 LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
@@ -191,6 +193,7 @@ class Runner:
             startup_timeout=plan.health.get("startup_timeout"),
             progress=Progress(_progress_settings(plan.health)),
             straggler_action=str((plan.health.get("straggler") or {}).get("action", "warn")),
+            expect_net=(plan.net or {}).get("transport"),
         )
         self.forensics = HangForensics(self)
         self._lock = threading.Lock()

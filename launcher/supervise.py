@@ -244,6 +244,7 @@ def watch_plan(plan_json: dict[str, Any]) -> Any:
         collective_timeout=plan_json.get("collective_timeout"),
         health=dict(plan_json.get("health", {})),
         restart=dict(plan_json.get("restart", {})),
+        net=dict(plan_json.get("net", {})),
     )
 
 

@@ -307,3 +307,23 @@ def test_strikes_need_node_level_evidence() -> None:
     assert node_fault({"node": "n", "kind": "exit", "signal": "SIGKILL", "category": "crash"}) is None
     assert node_fault({"node": "n", "kind": "line", "category": "crash", "text": "IndexError: x"}) is None
     assert node_fault({"node": "n", "kind": "gpu", "category": "gpu-fault"}) == "gpu-fault"
+
+
+def test_the_restart_policy_and_the_net_checks_do_no_io() -> None:
+    """launcher/restart_policy.py, launcher/doctor/net.py and launcher/health/netinit.py decide from plain data
+    (tested with plain event data): no files, processes, sockets, transports or records of their own."""
+    io_modules = {"os", "subprocess", "socket", "shutil", "pathlib", "cluster.transport", "launcher.records"}
+    for rel in ("launcher/restart_policy.py", "launcher/doctor/net.py", "launcher/health/netinit.py"):
+        path = ROOT / rel
+        bad = imported_modules(path) & io_modules
+        assert not bad, f"{rel} imports {bad}"
+        assert "open(" not in path.read_text(), f"{rel} opens files"
+
+
+def test_the_probe_ships_every_node_module_facts_imports() -> None:
+    """facts.py runs from stdin on the node: every node module it imports must be in gather.PROBE_MODULES."""
+    from launcher.doctor.gather import PROBE_MODULES
+
+    node_modules = {p.stem for p in (ROOT / "launcher" / "node").glob("*.py")}
+    imported = imported_modules(ROOT / "launcher" / "node" / "facts.py") & node_modules
+    assert {f"{m}.py" for m in imported} == set(PROBE_MODULES)

@@ -175,6 +175,8 @@ def up(
             _status(
                 "note: a rank aborted after training had completed (end-of-run abort); outputs are complete"
             )
+        if outcome.stopped_by:  # which restart rule ended the run (docs/restarts.md), last
+            _status(outcome.stopped_by)
     sys.exit(outcome.code)
 
 
@@ -278,6 +280,10 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         from launcher.cli.nodes import goodput_line
 
         click.echo(goodput_line(info["goodput"]))
+    if info.get("restart_policy"):
+        from launcher.restart_policy import budget_line
+
+        click.echo(budget_line(info["restart_policy"]))
     if info.get("stragglers"):
         click.echo(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
     if info.get("supervised") is True:

@@ -113,6 +113,9 @@ def checks(facts_by_host: Mapping[str, Facts], inventory: Inventory | None = Non
     out.append(_disk_check(live))
     out.append(_dataset_check(live))
     out.append(_entry_import_check(live))
+    from launcher.doctor.net import net_checks  # it builds on the helpers above
+
+    out.extend(net_checks(live, inventory))
     return out
 
 
@@ -471,6 +474,11 @@ FAST_CHECKS = frozenset(
         "torch_rocm_build",
         "master_port",
         "workdir_writable",
+        # launcher/doctor/net.py: each certainly breaks or silently slows a job, and costs no extra round trip.
+        "master_route",
+        "nccl_socket_ifname",
+        "rdma_active",
+        "roce_gid_index",
     }
 )
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from launcher.health.events import Event
+from launcher.health.netinit import transport_of_line
 from launcher.health.progress import Progress
 from launcher.health.pyexc import Tracebacks
 from launcher.health.rules import (
@@ -72,6 +73,7 @@ TERMINAL = frozenset({State.SUCCEEDED, State.FAILED, State.STOPPED})
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 
 PRECEDENCE_SPECIFIC, PRECEDENCE_STALL, PRECEDENCE_CASCADE = 2, 1, 0
+NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the inventory's net.transport
 
 # Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
 # errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
@@ -203,6 +205,10 @@ class Watcher:
     # Cadence and per-rank activity for hang and straggler detection (progress.py).
     progress: Progress = field(default_factory=Progress)
     straggler_action: str = "warn"  # warn | restart-without
+    # `net.transport` of the inventory: "ib" makes a rank whose RCCL chose TCP sockets a fatal config error
+    # (launcher/health/netinit.py), seconds after start instead of a job at a tenth of its speed.
+    expect_net: str | None = None
+    _net_socket_nodes: set[str] = field(default_factory=set)
     _hang_reported: bool = False
     _stragglers: set[str] = field(default_factory=set)
     # (node, pid) -> rank of every rank process seen in the guards' procs records: a kernel OOM-killer line names
@@ -239,7 +245,7 @@ class Watcher:
             self.completed_at = time
             self._forgive_recent_end_of_run_aborts()
         if match is None:
-            return None
+            return self._net_socket(time, node, rank, text, self._line_numbers[key])
         event = Event(time, node, rank, "line", match.category, match.severity, text.strip(),
                       line=self._line_numbers[key], rule=match.rule)  # fmt: skip
         if match.rule == "end-of-run-abort" and self._after_completion(time):
@@ -639,6 +645,19 @@ class Watcher:
         if changed and self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
             self.state = State.RUNNING
             self.stop_reason = None
+
+    def _net_socket(self, time: float, node: str, rank: int | None, text: str, line: int) -> Event | None:
+        """With net.transport ib, a node's first RCCL INIT line that says NET/Socket: a fatal config error."""
+        if self.expect_net != "ib" or node in self._net_socket_nodes or transport_of_line(text) != "socket":
+            return None
+        self._net_socket_nodes.add(node)
+        who = f"rank {rank} on {node}" if rank is not None else node
+        why = (
+            f"RCCL on {who} uses TCP sockets (NET/Socket), but net.transport is ib: RDMA is not working there "
+            f"({text.strip()[:200]})"
+        )
+        event = Event(time, node, rank, "line", "config", "fatal", why, line=line, rule=NET_SOCKET_RULE)
+        return self._record(event)
 
     def _record(self, event: Event) -> Event:
         if event.is_fatal and self.state is State.STOPPING and self.stop_reason == "requested":

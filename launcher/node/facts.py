@@ -10,7 +10,8 @@ tools and torch are found as the job would find them), workdir, ckpt_dir, token 
 mode ("facts" or "markers"), master_addr, master_port, listen (bind and serve master_port here), imports (module
 names the job's entry needs, imported in a child), import_timeout (s),
 expect_peers (names that should connect), connect_window (s), dataset (path to hash), fast (skip slow probes),
-tool_timeout, torch_timeout (s), rocm_path, fresh (ignore the slow-fact cache).
+tool_timeout, torch_timeout (s), rocm_path, fresh (ignore the slow-fact cache), net_roots (fake sysfs roots for
+tests: {"net", "infiniband", "sys"}; launcher/node/netfacts.py).
 
 Slow facts are cached per node (issue 23): importing torch takes tens of seconds on a cold shared file system, on
 every node at once. The torch probe's answer is kept in ~/.cache/rlaunch (or $RLAUNCH_FACTS_CACHE) under a key made
@@ -38,6 +39,11 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
+
+try:  # network and fabric facts: shipped beside this file (launcher/doctor/gather.py with_args), or next to it
+    import netfacts
+except ImportError:  # an older head that sends facts.py alone: no network facts
+    netfacts = None
 
 MAX_OUTPUT = 1 << 20  # a tool printing megabytes is garbage for our purpose; keep the head's memory bounded
 MARKER_DIR = ".rlaunch-doctor"
@@ -586,6 +592,11 @@ def collect(args: dict) -> dict:
             for name, argv in commands.items()
         }
         plugin = pool.submit(net_plugin, tool_timeout) if not fast else None
+        network = (
+            pool.submit(netfacts.collect, args.get("master_addr"), args.get("net_roots"), tool_timeout, fast)
+            if netfacts is not None
+            else None
+        )
         connect = None
         if args.get("master_addr") and isinstance(port, int):
             connect = pool.submit(
@@ -602,6 +613,7 @@ def collect(args: dict) -> dict:
         else:
             store_torch(key, tools["torch"])
         net = plugin.result() if plugin else None
+        network_facts = network.result() if network else None
         master_connect = connect.result() if connect else None
     master_listen = None
     if listener is not None:
@@ -628,6 +640,7 @@ def collect(args: dict) -> dict:
         "disk_free": disk_free(os.path.expanduser(workdir)) if workdir else disk_free("/"),
         "env": relevant_env(),
         "net_plugin": net,
+        "network": network_facts,
         "workdir": writable(workdir),
         "ckpt": writable(args.get("ckpt_dir")),
         "marker": write_marker(args.get("ckpt_dir"), node, token),
