@@ -28,7 +28,7 @@ def attempts(*specs: tuple[dict | None, str | None, int | None], code: int = 1) 
 
 
 def test_kinds_follow_the_ledger_and_the_rule_categories() -> None:
-    assert kind_of(SIGKILL) == "node"  # the ledger strikes a node for a signal death: so does the policy
+    assert kind_of(SIGKILL) == "node"  # a signal death is no code bug (the ledger strikes only with evidence)
     assert kind_of(LOST) == "node"
     assert kind_of({"kind": "line", "node": "n1", "category": "gpu-fault"}) == "node"
     assert kind_of(NCCL) == "network"
