@@ -237,7 +237,7 @@ class Health(_Strict):
     # seconds is replaced by a spare at `up`, or `up` refuses: unset = never.
     max_strikes: int | None = Field(None, ge=1, le=1000)
     strike_window: float = Field(7 * 86400.0, gt=0)
-    # Hang = no progress for max(hang_factor × learned step interval, hang_floor) with every rank idle (README).
+    # Hang = no progress for max(hang_factor × learned step interval, hang_floor) with every rank idle (docs/design.md).
     hang_floor: float = Field(30.0, gt=0)
     hang_factor: float = Field(10.0, gt=0)
     progress_regex: str | None = None  # extra progress-line pattern; group 1, if any, is the step number
