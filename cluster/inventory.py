@@ -261,6 +261,14 @@ class Restart(_Strict):
     exclude_failed_node: bool = False
 
 
+class Sync(_Strict):
+    """The local project directory pushed to every node's `<workdir>/sync/<cluster>/` (launcher/sync.py)."""
+
+    src: str = "."  # head-node directory, relative to the inventory's
+    exclude: tuple[str, ...] = ()  # gitignore-style patterns left out (besides .git/)
+    gitignore: bool = True  # also leave out what src/.gitignore ignores
+
+
 class Inventory(_Strict):
     cluster: str = "cluster"
     ssh: SSHConfig = Field(default_factory=SSHConfig)
@@ -277,6 +285,7 @@ class Inventory(_Strict):
     # Finished runs whose directories stay under `workdir` on each node; older ones are removed at the next `up`
     # (`rlaunch gc` by hand). Running runs are never removed. null: keep everything.
     keep_runs: int | None = Field(5, ge=1, le=10000)
+    sync: Sync | None = None  # push a directory (SkyPilot's `workdir`); the job finds it as RLAUNCH_SYNC_DIR
     job: JobSpec
     health: Health = Field(default_factory=Health)
     restart: Restart = Field(default_factory=Restart)
@@ -337,6 +346,12 @@ class Inventory(_Strict):
     def master_node(self) -> NodeSpec:
         name = self.master.node or self.nodes[0].host
         return next(n for n in self.nodes if n.host == name)
+
+    @property
+    def sync_dir(self) -> str:
+        """Where `sync:` puts the tree on every node: stable across runs, one per cluster name (made path-safe)."""
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.cluster).lstrip(".") or "cluster"
+        return f"{self.workdir.rstrip('/')}/sync/{name}"
 
     def python_for(self, node: NodeSpec) -> str:
         """The node's interpreter. On the local transport a relative path (`../.venv/bin/python`) is the head's

@@ -193,6 +193,8 @@ def up(
                 )
         if inv.keep_runs is not None:
             _collect_old_runs(inv, transport, run_id, say)
+        if inv.sync is not None:
+            _sync(inv, plan, transport, say)
         return run_id, _attempts(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
@@ -220,6 +222,24 @@ def _collect_old_runs(inv: Inventory, transport: Transport, run_id: str, say: Ca
     for host, g in sorted(done.items()):
         if g.errors:
             say(f"keep_runs: {host}: {g.errors[0]}")
+
+
+def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """`sync:`: the project directory to every node before the job starts; a node that cannot take it stops the
+    launch (its job would run without its code)."""
+    from launcher import sync
+
+    result = sync.push_all(inv, transport, plan.hosts)
+    failed = {h: n.error for h, n in result.nodes.items() if n.error}
+    if failed:
+        raise LaunchError(
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
+            EXIT_INFRA,
+        )
+    sent = sum(n.sent_bytes for n in result.nodes.values())
+    files = sum(n.sent_files for n in result.nodes.values())
+    say(f"sync: {result.files} files ({result.total_bytes / 1e6:.1f} MB) → {result.dest}: sent {files} files, "
+        f"{sent / 1e6:.2f} MB in all")  # fmt: skip
 
 
 def _attempts(

@@ -60,6 +60,11 @@ MEANING: dict[str, str] = {
     "Never on the command line.",
     "keep_runs": "Finished runs whose directories stay on each node; older ones are removed at the next `up` "
     "(`rlaunch gc` by hand). Running runs are never removed; null keeps everything.",
+    "sync": "A head-node directory pushed to every node's `<workdir>/sync/<cluster>/` before the job starts "
+    "(SkyPilot's `workdir`); only changed files are sent; the job finds it as `RLAUNCH_SYNC_DIR`.",
+    "sync.src": "The directory to push, relative to the inventory's directory.",
+    "sync.exclude": "gitignore-style patterns left out (`.git/` always is).",
+    "sync.gitignore": "Also leave out what `<src>/.gitignore` ignores.",
     "job": "What runs on every node.",
     "job.kind": "`torchrun`, `deepspeed`, `llamafactory` or `command`.",
     "job.script": "Head-node path of the script (pushed to every node).",

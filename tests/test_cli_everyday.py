@@ -148,3 +148,21 @@ def test_an_undocumented_key_fails_the_reference_check(monkeypatch: pytest.Monke
     keys = [key for key, _ in gen_docs.schema_keys()]
     assert "keep_runs" in keys and not gen_docs.MEANING.get("keep_runs")
     assert "| `keep_runs` |" in gen_docs.inventory_md() and gen_docs.inventory_md().count("keep_runs` | int")
+
+
+def test_node_sync_refuses_paths_out_of_its_directory(tmp_path: Path) -> None:
+    script = (ROOT / "launcher" / "node" / "sync.py").read_text()
+    dest = tmp_path / "dest"
+    (tmp_path / "outside").mkdir()
+    dest.mkdir()
+    (dest / "link").symlink_to(tmp_path / "outside")
+    for bad in ("../escape", "/etc/passwd", "a/../../b", "link/file", ".rlaunch-sync.json"):
+        body = json.dumps({"files": [[bad, 1, 0o644, "0" * 64]]})
+        out = subprocess.run([sys.executable, "-c", script, "plan", str(dest)], input=body, capture_output=True,
+                             text=True)  # fmt: skip
+        assert out.returncode == 2 and "refused path" in out.stdout, (bad, out.stdout)
+        header = json.dumps({"p": bad, "n": 1, "m": 0o644, "h": "0" * 64}) + "\nx"
+        out = subprocess.run([sys.executable, "-c", script, "recv", str(dest)], input=header, capture_output=True,
+                             text=True)  # fmt: skip
+        assert out.returncode == 2 and "refused path" in out.stdout, (bad, out.stdout)
+    assert list((tmp_path / "outside").iterdir()) == []

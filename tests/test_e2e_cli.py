@@ -203,3 +203,66 @@ def test_keep_runs_at_up_removes_old_finished_runs(sim3: Any, tmp_path: Path) ->
         assert len(finished) == 1, names  # the newest finished run stays beside the new one; older ones went
         assert "20200104-000000-eeee" not in names
         assert sim3.node_path(node.name, f"{WORKDIR}/{run_id}/{node.name}").is_dir()
+
+
+def make_tree(root: Path) -> None:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "model.py").write_text("print('model')\n" * 100)
+    (root / "train.sh").write_text("#!/bin/sh\necho train\n")
+    (root / "train.sh").chmod(0o755)
+    (root / "hello.txt").write_text("hello from the head\n")
+    (root / "old.txt").write_text("to be deleted\n")
+    (root / "big.bin").write_bytes(os.urandom(2 << 20))
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "run.log").write_text("ignored\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.o").write_bytes(b"\0" * 1000)
+    (root / "data").mkdir()
+    (root / "data" / "shard0").write_bytes(b"x" * 5000)
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+
+
+def test_sync_sends_only_what_changed_and_honours_excludes(sim3: Any, tmp_path: Path) -> None:
+    from cluster.transport import make_transport
+    from launcher import sync
+
+    tree = tmp_path / "project"
+    make_tree(tree)
+    path = write_inventory(
+        tmp_path,
+        sim3,
+        sync={"src": "project", "exclude": ["data/"]},
+        job={"kind": "command", "command": ["sh", "-c", 'cat "$RLAUNCH_SYNC_DIR/hello.txt"']},
+    )
+    inv = load_inventory(path)
+    pushed = {"train.sh", "hello.txt", "old.txt", "big.bin", ".gitignore", "pkg/model.py"}
+    total = sum((tree / p).stat().st_size for p in pushed)
+    with make_transport(inv) as transport:
+        first = sync.push_all(inv, transport)
+        assert first.files == len(pushed) and first.total_bytes == total
+        for host, n in first.nodes.items():
+            assert (n.error, n.sent_files, n.sent_bytes, n.round_trips) == (None, len(pushed), total, 2), host
+            on_node = sim3.node_path(host, inv.sync_dir)
+            files = {str(p.relative_to(on_node)) for p in on_node.rglob("*") if p.is_file()}
+            assert files == pushed | {".rlaunch-sync.json"}, files  # no run.log, build/, data/, .git/
+            assert (on_node / "big.bin").read_bytes() == (tree / "big.bin").read_bytes()
+            assert os.access(on_node / "train.sh", os.X_OK)
+        (tree / "hello.txt").write_text("hello again\n")  # changed
+        (tree / "old.txt").unlink()  # deleted
+        (tree / "new.txt").write_text("new\n")  # added
+        second = sync.push_all(inv, transport)
+        for host, n in second.nodes.items():
+            assert (n.sent_files, n.sent_bytes, n.deleted) == (2, len("hello again\n") + len("new\n"), 1), (
+                host
+            )
+            assert not sim3.node_path(host, f"{inv.sync_dir}/old.txt").exists()
+        third = sync.push_all(inv, transport)
+        assert all((n.sent_files, n.round_trips, n.error) == (0, 1, None) for n in third.nodes.values())
+    run_id, outcome = lifecycle.up(inv)
+    assert outcome.code == 0, outcome.summary
+    assert {h: t for h, t in lifecycle.read_logs(run_id)} == {n.name: "hello again" for n in sim3.nodes}
+    shown = cli("sync", str(path), "--json")
+    assert shown.returncode == 0 and all(
+        n["sent_files"] == 0 for n in json.loads(shown.stdout)["nodes"].values()
+    )
