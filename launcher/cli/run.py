@@ -246,7 +246,8 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
     \b
     rlaunch status [RUN] [--watch] [--json]      rlaunch status --all
     Exit: 0 running, starting or succeeded · 1 failed, stopped or abandoned · 2 bad input (unknown run)
-    · 3 infrastructure (a node's guard cannot be asked)
+    · 3 infrastructure (the run's node targets are missing or unusable). A node that does not answer shows
+    as `unknown` in the table.
     """
     from launcher import lifecycle, records
     from launcher.render import summary_table
