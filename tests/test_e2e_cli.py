@@ -77,6 +77,10 @@ def test_overrides_reach_the_nodes(sim3: Any, tmp_path: Path) -> None:
     assert outcome.code == 0, outcome.summary
     printed = {h: t for h, t in lifecycle.read_logs(run_id) if t.startswith("FOO=")}
     assert printed == {n.name: "FOO=from the cli; $(x) ['a b', '--c']" for n in sim3.nodes}
+    tail = cli("logs", run_id, "--tail", "1")
+    assert tail.returncode == 0 and sorted(tail.stdout.splitlines()) == sorted(
+        f"{n.name}| FOO=from the cli; $(x) ['a b', '--c']" for n in sim3.nodes
+    )
     # The plan shows the same (the CLI's `plan` takes the same flags).
     shown = cli("plan", str(path), "--json", "--env", "FOO=x", "--nproc-per-node", "1", "--", "--steps", "3")
     assert shown.returncode == 0, shown.stderr

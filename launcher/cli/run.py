@@ -224,6 +224,7 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
         for host, reply in sorted(replies.items()):
             click.echo(f"{host}: {unclean.get(host) or reply.state or 'stopped'}")
         _status(f"run {rid} stopped" + (f"; not clean: {', '.join(sorted(unclean))}" if unclean else ""))
+        _status(next_commands(rid))
     sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
 
 
