@@ -166,3 +166,18 @@ def test_node_sync_refuses_paths_out_of_its_directory(tmp_path: Path) -> None:
                              text=True)  # fmt: skip
         assert out.returncode == 2 and "refused path" in out.stdout, (bad, out.stdout)
     assert list((tmp_path / "outside").iterdir()) == []
+
+
+def test_node_sync_refuses_a_workdir_others_can_write(tmp_path: Path) -> None:
+    script = (ROOT / "launcher" / "node" / "sync.py").read_text()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    out = subprocess.run([sys.executable, "-c", script, "plan", str(shared / "sync" / "c")],
+                         input='{"files": []}', capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 2 and "writable by others" in out.stdout
+    assert not (shared / "sync").exists()
+    ok = subprocess.run([sys.executable, "-c", script, "plan", str(tmp_path / "mine" / "sync" / "c")],
+                        input='{"files": []}', capture_output=True, text=True)  # fmt: skip
+    assert ok.returncode == 0 and json.loads(ok.stdout) == {"need": [], "deleted": 0}
+    assert oct((tmp_path / "mine" / "sync").stat().st_mode & 0o777) == "0o700"

@@ -68,8 +68,43 @@ def write_index(dest, index):
     os.replace(tmp, os.path.join(dest, INDEX))
 
 
+def unsafe(path):
+    """Why a component of path (as written and as resolved) is not to be trusted, or None: the rule of the run
+    files' push (launcher/node/push.py, docs/security.md): owned by us or root, not writable by others (a root-owned
+    sticky directory such as /tmp is fine)."""
+    me = os.geteuid()
+    for full in (os.path.abspath(path), os.path.realpath(path)):
+        current = "/"
+        for part in [p for p in full.split("/") if p]:
+            current = os.path.join(current, part)
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                break  # created below, 0700
+            if st.st_uid not in (me, 0):
+                return f"refusing {path}: {current} is owned by uid {st.st_uid}"
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if st.st_mode & 0o022 and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX):
+                return f"refusing {path}: {current} is writable by others"
+    return None
+
+
+def makedirs_private(path):
+    """Every directory created 0700 (os.makedirs applies `mode` to the last one only)."""
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        makedirs_private(parent)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+
+
 def makedirs(dest):
-    os.makedirs(dest, mode=0o700, exist_ok=True)
+    why = unsafe(dest)
+    if why:
+        fail(why)
+    makedirs_private(dest)
     if os.path.islink(dest) or not os.path.isdir(dest):
         fail(f"{dest} is not a directory")
 
@@ -145,7 +180,7 @@ def recv(dest):
         path = safe(dest, rel)
         if path is None:
             fail(f"refused path {rel!r}")
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        makedirs_private(os.path.dirname(path))
         if safe(dest, rel) is None:
             fail(f"refused path {rel!r}")
         tmp = f"{path}.rlaunch-tmp"
@@ -173,6 +208,7 @@ def recv(dest):
 
 
 if __name__ == "__main__":
+    os.umask(0o077)
     if len(sys.argv) != 3 or sys.argv[1] not in ("plan", "recv"):
         fail("usage: sync.py plan|recv DEST")
     (plan if sys.argv[1] == "plan" else recv)(sys.argv[2])
