@@ -105,15 +105,16 @@ def rsync_tool(sim: SimCluster, tree: Path, dest: str) -> Callable[[], None]:
     return push
 
 
-def pdcp_tool(sim: SimCluster, tree: Path, dest: str) -> Callable[[], None]:
+def pdcp_tool(sim: SimCluster, tree: Path, parent: str) -> Callable[[], None]:
+    """`pdcp -r TREE PARENT` puts the tree at PARENT/<tree name> on every node (PARENT made before timing)."""
     hosts = [n.name for n in sim.nodes]
     env = {**os.environ, "PDSH_RCMD_TYPE": "ssh", "PDSH_SSH_ARGS": f"-F {sim.ssh_config} -x %h"}
     fanout = ["-f", str(len(hosts)), "-w", ",".join(hosts)]
+    subprocess.run(["pdsh", *fanout, f"mkdir -p {parent}"], env=env, capture_output=True, check=True)
 
     def push() -> None:
-        subprocess.run(["pdsh", *fanout, f"mkdir -p {dest}"], env=env, capture_output=True, check=True)
         out = subprocess.run(
-            ["pdcp", "-r", *fanout, f"{tree}/.", dest], env=env, capture_output=True, text=True
+            ["pdcp", "-r", *fanout, str(tree), parent], env=env, capture_output=True, text=True
         )
         if out.returncode != 0:
             raise SystemExit(f"pdcp failed: {out.stderr[-300:]}")
@@ -133,9 +134,12 @@ def bench(n: int, mb: int, files: int) -> dict[str, dict[str, float]]:
             close: Callable[[], None] = lambda: None  # noqa: E731
             if name == "rlaunch":
                 push, close, dest = rlaunch_tool(sim, tree)
+            elif name == "rsync":
+                dest = "/tmp/bench-rsync"
+                push = rsync_tool(sim, tree, dest)
             else:
-                dest = f"/tmp/bench-{name.split()[0]}"
-                push = rsync_tool(sim, tree, dest) if name == "rsync" else pdcp_tool(sim, tree, dest)
+                push = pdcp_tool(sim, tree, "/tmp/bench-pdcp")
+                dest = f"/tmp/bench-pdcp/{tree.name}"
             want = digest_of(tree)
             row = {"cold": timed(push)}
             check(sim, hosts, dest, want, f"{name} cold")
