@@ -181,3 +181,54 @@ def test_node_sync_refuses_a_workdir_others_can_write(tmp_path: Path) -> None:
                         input='{"files": []}', capture_output=True, text=True)  # fmt: skip
     assert ok.returncode == 0 and json.loads(ok.stdout) == {"need": [], "deleted": 0}
     assert oct((tmp_path / "mine" / "sync").stat().st_mode & 0o777) == "0o700"
+
+
+def test_sync_over_the_local_transport_sends_only_changes(tmp_path: Path) -> None:
+    """The whole sync path (manifest, node plan, stream) with real processes on this machine, one node."""
+    from cluster.transport import make_transport
+    from launcher import sync
+
+    tree = tmp_path / "project"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "a.py").write_text("a = 1\n")
+    (tree / "b.bin").write_bytes(b"b" * 10_000)
+    (tree / "notes.tmp").write_text("excluded by pattern\n")
+    (tree / ".gitignore").write_text("__pycache__/\n")
+    (tree / "__pycache__").mkdir()
+    (tree / "__pycache__" / "a.pyc").write_bytes(b"\0")
+    inv = from_mapping(
+        {
+            "transport": "local",
+            "cluster": "c/../x",  # made path-safe
+            "python": sys.executable,
+            "workdir": str(tmp_path / "work"),
+            "nodes": [{"host": "n1"}],
+            "sync": {"src": str(tree), "exclude": ["*.tmp"]},
+            "job": {"kind": "command", "command": ["true"]},
+        }
+    )
+    assert inv.sync_dir == f"{tmp_path}/work/sync/c_.._x"
+    dest = Path(inv.sync_dir)
+    with make_transport(inv) as transport:
+        first = sync.push_all(inv, transport).nodes["n1"]
+        assert (first.error, first.sent_files, first.sent_bytes) == (None, 3, 6 + 10_000 + 13)
+        assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == [
+            ".gitignore",
+            ".rlaunch-sync.json",
+            "b.bin",
+            "src/a.py",
+        ]
+        (tree / "src" / "a.py").write_text("a = 2\n")
+        (dest / "stray").write_text("left by hand\n")
+        second = sync.push_all(inv, transport).nodes["n1"]
+        assert (second.sent_files, second.sent_bytes, second.deleted, second.round_trips) == (1, 6, 1, 2)
+        assert (dest / "src" / "a.py").read_text() == "a = 2\n" and not (dest / "stray").exists()
+        (dest / "b.bin").write_bytes(
+            b"B" * 10_000
+        )  # changed on the node, same size: the index's mtime differs
+        third = sync.push_all(inv, transport).nodes["n1"]
+        assert (third.sent_files, third.sent_bytes) == (1, 10_000) and (
+            dest / "b.bin"
+        ).read_bytes() == b"b" * 10_000
+        fourth = sync.push_all(inv, transport).nodes["n1"]
+        assert (fourth.sent_files, fourth.round_trips, fourth.deleted) == (0, 1, 0)
