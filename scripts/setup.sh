@@ -46,7 +46,7 @@ if [[ "${1:-}" == "--demo" ]]; then
   # The demo is a 2-node torchrun job on examples/local.yaml (local transport): torch and rlaunch's own
   # dependencies, nothing else. Estimates measured on a 2-core machine from a fresh clone (README).
   if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
-    log "installing torch 2.13.0 (CPU wheel, ~40 s)"
+    log "installing torch 2.13.0 (CPU wheel, ~50 s)"
     t0=$SECONDS
     pip install "torch==2.13.0"
     log "torch installed in $((SECONDS - t0)) s"
