@@ -194,6 +194,10 @@ def up(
                     + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
                     EXIT_INFRA,
                 )
+        if inv.keep_runs is not None:
+            _collect_old_runs(inv, transport, run_id, say)
+        if inv.sync is not None:
+            _sync(inv, plan, transport, say)
         return run_id, _attempts(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
@@ -213,6 +217,42 @@ def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str
         return netauto.resolve(inv, transport, script, say)
     with make_transport(inv) as own:
         return netauto.resolve(inv, own, script, say)
+
+
+def _collect_old_runs(inv: Inventory, transport: Transport, run_id: str, say: Callable[[str], None]) -> None:
+    """`keep_runs`: older finished runs' directories go from the nodes before this run adds one (launcher/fleet.py,
+    launcher/node/gc.py). Hygiene never stops a launch: a node that fails it is only mentioned."""
+    from launcher import fleet
+
+    assert inv.keep_runs is not None
+    done = fleet.gc_all(inv, keep=inv.keep_runs, protect=[run_id], transport=transport)
+    removed = sum(len(g.removed) for g in done.values())
+    freed = sum(g.freed_bytes for g in done.values())
+    if removed:
+        say(
+            f"keep_runs {inv.keep_runs}: removed {removed} old run directories from the nodes ({freed / 1e6:.1f} MB)"
+        )
+    for host, g in sorted(done.items()):
+        if g.errors:
+            say(f"keep_runs: {host}: {g.errors[0]}")
+
+
+def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """`sync:`: the project directory to every node before the job starts; a node that cannot take it stops the
+    launch (its job would run without its code)."""
+    from launcher import sync
+
+    result = sync.push_all(inv, transport, plan.hosts)
+    failed = {h: n.error for h, n in result.nodes.items() if n.error}
+    if failed:
+        raise LaunchError(
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
+            EXIT_INFRA,
+        )
+    sent = sum(n.sent_bytes for n in result.nodes.values())
+    files = sum(n.sent_files for n in result.nodes.values())
+    say(f"sync: {result.files} files ({result.total_bytes / 1e6:.1f} MB) → {result.dest}: sent {files} files, "
+        f"{sent / 1e6:.2f} MB in all")  # fmt: skip
 
 
 def _attempts(
@@ -604,6 +644,66 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
         out["outcome"] = json.loads(outcomes[-1].read_text())
     if (gp := attempts.goodput_of(record)) is not None:
         out["goodput"] = gp.to_json()
+    out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
+    return out
+
+
+# Job arguments that name the run's total steps, as the example and the common trainers spell them.
+TOTAL_ARGS = ("--steps", "--max-steps", "--max_steps", "--total-steps", "--num-steps", "--train-steps")
+RATE_WINDOW_S = 60.0  # steps/s over the last minute of progress (the guard forwards lines in batches)
+
+
+def total_steps(inv: Inventory, entries: list[dict[str, Any]]) -> int | None:
+    """The run's total steps: from progress records that carry one (tqdm's `N/M`), else from the job's arguments."""
+    for entry in reversed(entries):
+        if isinstance(entry.get("total"), int) and entry["total"] > 0:
+            return int(entry["total"])
+    args = list(inv.job.args)
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name in TOTAL_ARGS:
+            value = value or (args[i + 1] if i + 1 < len(args) else "")
+            if value.isdigit() and int(value) > 0:
+                return int(value)
+    return None
+
+
+def progress_summary(
+    entries: list[dict[str, Any]], inv: Inventory, state: Mapping[str, Any], now: float | None = None
+) -> dict[str, Any]:
+    """Where the run is, from the run record's progress records (launcher/attempts.py writes them as the job's
+    progress lines arrive; launcher/goodput.py parses the lines): the current attempt's step, the last loss,
+    steps/s over the last minute, the ETA when the total is known, attempt and restarts."""
+    now = time.time() if now is None else now
+    attempt = int(state.get("attempt") or 0)
+    out: dict[str, Any] = {
+        "attempt": attempt,
+        "restarts": attempt,
+        "step": None,
+        "total": total_steps(inv, entries),
+        "loss": None,
+        "steps_per_s": None,
+        "eta_s": None,
+        "last_progress_age_s": None,
+    }
+    current = [e for e in entries if e.get("a", 0) == (max((e.get("a", 0) for e in entries), default=0))]
+    stepped = [e for e in current if isinstance(e.get("step"), int)]
+    losses = [e for e in current if isinstance(e.get("loss"), int | float)]
+    if losses:
+        out["loss"] = float(losses[-1]["loss"])
+    if current:
+        out["last_progress_age_s"] = round(max(0.0, now - float(current[-1]["t"])), 1)
+    if stepped:
+        last = stepped[-1]
+        out["step"] = int(last["step"])
+        recent = [e for e in stepped if float(last["t"]) - float(e["t"]) <= RATE_WINDOW_S]
+        first = recent[0]
+        span = float(last["t"]) - float(first["t"])
+        if span > 0 and last["step"] > first["step"]:
+            rate = (last["step"] - first["step"]) / span
+            out["steps_per_s"] = round(rate, 3)
+            if out["total"] and out["step"] < out["total"] and is_active(state.get("state")):
+                out["eta_s"] = round((out["total"] - out["step"]) / rate, 1)
     return out
 
 

@@ -266,6 +266,7 @@ def build_plan(
             # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
             **fr_env,
             **_checkpoint_env(inv.job.checkpoint_dir, resume_from),
+            **({"RLAUNCH_SYNC_DIR": inv.sync_dir} if inv.sync else {}),
             **secrets,
         }
         files = [
