@@ -98,6 +98,21 @@ MEANING: dict[str, str] = {
     "restart.max_restarts": "Restarts from the latest complete checkpoint after a failure.",
     "restart.backoff": "Seconds before a restart.",
     "restart.exclude_failed_node": "Restart without the node that failed (when no spare is healthy).",
+    "restart.budgets": "Restarts allowed per root-cause kind (docs/restarts.md); each also bounded by max_restarts.",
+    "restart.budgets.code": "Restarts after a code error (a Python exception, a bad config): a bug repeats.",
+    "restart.budgets.node": "Restarts after a node fault (lost node, GPU/kernel fault, a death by a signal).",
+    "restart.budgets.network": "Restarts after a network or collective error (RCCL, c10d, gloo).",
+    "restart.budgets.hang": "Restarts after a hang or stall.",
+    "restart.budgets.other": "Restarts after a failure of no other kind.",
+    "restart.no_progress": "End the run after this many attempts in a row without a newer checkpoint (0: off).",
+    "restart.on_exit_codes": "Worker exit codes that ask for a restart, counted against no budget.",
+    "restart.never_on": "Worker exit codes that end the run at once.",
+    "restart.storm": "Restart-storm guard across runs of this cluster, from the node ledger.",
+    "restart.storm.restarts": "This many restarts of the cluster within `window` stop further restarts.",
+    "restart.storm.window": "The storm guard's window in seconds.",
+    "net": "The fabric the job should use (docs/network.md); `net: auto` is short for `{socket_ifname: auto}`.",
+    "net.transport": "`ib`: RDMA expected, a rank that says NET/Socket fails the start; `socket`; `auto`: no expectation.",
+    "net.socket_ifname": "`auto`: each node's NCCL_SOCKET_IFNAME is the interface that routes to the master.",
 }
 
 
