@@ -3,8 +3,9 @@ ranks and agents print (lines as in tests/fixtures/logs and torch/distributed/el
 
 from __future__ import annotations
 
+from launcher.health.classify import parse_rank_prefix
 from launcher.health.pyexc import Tracebacks, short_path
-from launcher.health.watch import Watcher
+from launcher.health.watch import Watcher, describe
 
 TRACEBACK = [
     "Traceback (most recent call last):",
@@ -109,3 +110,27 @@ def test_teardown_waits_briefly_after_a_survivors_cascade_for_the_cause() -> Non
     assert not w.worth_holding(cascade, now=10.1 + w.confirm_s)
     w.observe_line(10.8, "node2", None, WRAPPER)
     assert w.first_failure is not None and w.first_failure.rule == "uncaught-exception"
+
+
+def test_a_traceback_behind_torchruns_and_pytorchs_prefixes_is_read_as_printed() -> None:
+    """Real lines of the DDP tutorial's broken variant on a 2-node run (torchrun --tee 3 adds `[default0]:`,
+    PyTorch `[rank1]: ` with one space): the frames keep their indentation once both prefixes are gone, so the
+    exception is found (the e2e run named the survivor's cascade before this)."""
+    w = Watcher({"node2": [1]}, stall_timeout=60)
+    lines = [
+        '[default0]:[rank1]:   File "/tmp/rlaunch/r/node2/multinode.py", line 75, in train',
+        "[default0]:[rank1]:     self._run_epoch(epoch)",
+        '[default0]:[rank1]:   File "/tmp/rlaunch/r/node2/multinode.py", line 57, in _run_epoch',
+        "[default0]:[rank1]:     if self.global_rank == 1 and epoch == 2: self.train_data.dataset.data[9]",
+        "[default0]:[rank1]:                                              ~~~~~~~~~~~~~~~~~~~~~~~~~~~~^^^",
+        "[default0]:[rank1]: IndexError: list index out of range",
+    ]
+    for i, raw in enumerate(lines):
+        _local, rest = parse_rank_prefix(raw)
+        w.observe_line(10.0 + i * 0.01, "node2", 1, rest)
+    w.observe_line(
+        11.0, "node2", None, "E1201 api.py:1002] failed (exitcode: 1) local_rank: 0 (pid: 21) of binary: x"
+    )
+    root = w.first_failure
+    assert root is not None
+    assert describe(root) == "node2 rank 1: IndexError: list index out of range (multinode.py:57)"

@@ -111,7 +111,8 @@ def test_rule_table_uses_only_the_known_categories() -> None:
     ("text", "local_rank", "global_rank", "rest"),
     [
         ("[default0]:{'loss': 1.2}", 0, None, "{'loss': 1.2}"),
-        ("[rank3]: Traceback (most recent call last):", None, 3, " Traceback (most recent call last):"),
+        ("[rank3]: Traceback (most recent call last):", None, 3, "Traceback (most recent call last):"),
+        ('[rank3]:   File "x.py", line 1, in f', None, 3, '  File "x.py", line 1, in f'),
         ("[default1]:[rank5]:[E1206 18:44:12.7 x.cpp:607] boom", 1, 5, "[E1206 18:44:12.7 x.cpp:607] boom"),
         ("[trainer12]:hello", 12, None, "hello"),
         (

@@ -17,7 +17,9 @@ from launcher.health.rules import classify
 # excepthook and rank-aware logging add "[rank<global_rank>]:" (torch/distributed/distributed_c10d.py,
 # torch/_logging/_internal.py). They can stack: "[default0]:[rank4]: Traceback ...".
 _LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]*?(\d+)\]:")
-_GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d+)\]:")
+# PyTorch writes "[rank1]: " (one space) before each line a rank prints, a traceback's "  File" lines included:
+# the space is the prefix's, so what is left is the line as the rank printed it (pyexc.py reads its indentation).
+_GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d+)\]: ?")
 
 
 @dataclass(frozen=True)
