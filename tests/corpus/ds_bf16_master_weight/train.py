@@ -304,7 +304,7 @@ def main():
             loss = loss_fn(logits.view(-1, actual_vocab_size), labels.view(-1))
 
         # Backward pass - use PyTorch-style backward
-        loss.backward()
+        model_engine.backward(loss)
 
         # Optimizer step
         model_engine.step()
