@@ -23,12 +23,13 @@ from typing import Any
 
 PARTS = ("startup_s", "productive_s", "detect_s", "teardown_s", "restart_s")
 # `step=12`, `step: 12`, `'step': 12`, `global_step=12` (a bare "at step 12" is prose: a resume message).
-STEP = re.compile(r"""(?:^|[\s,{(\[|])['"]?(?:global_)?step['"]?\s*[=:]\s*(\d+)""", re.IGNORECASE)
+# Digit counts are bounded (int() refuses more than 4300 digits; issue 21).
+STEP = re.compile(r"""(?:^|[\s,{(\[|])['"]?(?:global_)?step['"]?\s*[=:]\s*(\d{1,18})(?!\d)""", re.IGNORECASE)
 # tqdm, as Transformers' Trainer and LLaMA-Factory print it: ` 12/100 [00:10<01:20, ...]`.
-TQDM = re.compile(r"\b(\d+)/(\d+) \[[\d:]+<")
+TQDM = re.compile(r"\b(\d{1,18})/(\d{1,18}) \[[\d:]+<")
 LOSS = re.compile(r"""\bloss['"]?\s*[=:]\s*['"]?(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?|nan|-?inf)\b""", re.IGNORECASE)
 # Checkpoint names of the usual savers: step-6, checkpoint-8 (HF Trainer), global_step8 (DeepSpeed).
-CKPT_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d+)/*$", re.IGNORECASE)
+CKPT_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d{1,18})/*$", re.IGNORECASE)
 
 
 def parse_progress(text: str) -> tuple[int | None, float | None] | None:

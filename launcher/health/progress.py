@@ -41,9 +41,9 @@ from launcher.node import gpuact
 
 PROGRESS_PATTERNS = (
     re.compile(
-        r"\bstep[\s=:]+(\d+)", re.IGNORECASE
+        r"\bstep[\s=:]+(\d{1,18})(?!\d)", re.IGNORECASE
     ),  # "step=12", "step 12", "Step: 12", DeepSpeed's "step=12,"
-    re.compile(r"\|\s*(\d+)/\d+\s*\[[^\]]*(?:it/s|s/it)"),  # tqdm: "| 12/100 [00:05<00:40,  2.10it/s]"
+    re.compile(r"\|\s*(\d{1,18})/\d{1,18}\s*\[[^\]]*(?:it/s|s/it)"),  # tqdm: "| 12/100 [00:05<00:40,  2.10it/s]"
     re.compile(r"^\{.*'(?:loss|train_loss|eval_loss)': "),  # HF Trainer / LLaMA-Factory log dicts (no step)
 )
 INTERVALS_KEPT = 32
@@ -76,8 +76,22 @@ def progress_step(text: str, custom: re.Pattern[str] | None = None) -> int | boo
     for pattern in (custom, *PROGRESS_PATTERNS) if custom is not None else PROGRESS_PATTERNS:
         m = pattern.search(text)
         if m:
-            return int(m.group(1)) if m.groups() and m.group(1) is not None else True
+            if not m.groups() or m.group(1) is None:
+                return True
+            return _bounded_int(m.group(1))
     return None
+
+
+MAX_STEP_DIGITS = 18  # int() refuses more than 4300 digits (issue 21); no job counts past 10**18 steps
+
+
+def _bounded_int(text: str) -> int | bool:
+    """A step number, or True (progress without a usable number) for one too long or not a number at all: a
+    custom progress_regex may capture anything."""
+    text = text.strip()
+    if not text.isdigit() or not text.isascii() or len(text) > MAX_STEP_DIGITS:
+        return True
+    return int(text)
 
 
 @dataclass

@@ -436,6 +436,8 @@ class Guard:
             open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
         self.edge = load_edge(rundir, job)
+        if self.edge is not None:
+            self.edge.on_bad_line = log
         self.procs: list = []
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
@@ -1152,13 +1154,21 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
         stdin_fd = None
     stdin_buf = b""
     next_procs = 0.0
+    bad_lines = 0
     while True:
         finished = not is_alive(pid, start)
         for off, text in tail.read(final=finished):
             if fwd is None:
                 emit({"k": "line", "t": time.time(), "off": off, "text": text})
             else:
-                for record in fwd.line(time.time(), off, text):
+                try:
+                    records = fwd.line(time.time(), off, text)
+                except Exception as exc:  # one line the rules cannot read: forward it whole, unclassified
+                    bad_lines += 1
+                    if bad_lines == 1:
+                        log(f"follower: a line the edge rules could not read was forwarded as is: {exc!r:.200}")
+                    records = [{"k": "line", "t": time.time(), "off": off, "text": text}]
+                for record in records:
                     emit(record)
         if fwd is not None and (finished or time.time() >= next_procs):
             summary = fwd.summary(time.time())
