@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from launcher import envrules
+from launcher.node.protocol import script_argv
 from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, precedence
@@ -105,7 +106,7 @@ class HangForensics:
         code = node_script("stacks.py")
         group = runner.transport.run_all(
             hosts,
-            lambda host: [runner.plan.node(host).python, "-c", code, str(budget)],
+            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(budget)),
             stdin_for=lambda host: json.dumps(
                 [{"pid": pid, "rank": rank} for pid, rank in sorted(self.rank_pids[host].items())]
             ).encode(),
@@ -168,7 +169,7 @@ class HangForensics:
         code = node_script("frtrace.py")
         group = runner.transport.run_all(
             list(targets),
-            lambda host: [runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))],
+            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))),
             stdin_for=lambda host: json.dumps(targets[host]).encode(),
             timeout=budget + 3,
         )
