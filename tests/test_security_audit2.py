@@ -77,3 +77,241 @@ def test_doctor_write_probe_leaves_no_file_in_a_safe_workdir(tmp_path: Path) -> 
     assert list(workdir.iterdir()) == []
     assert (ckpt / ".rlaunch-doctor" / "n1.marker").read_text() == "t"
     assert workdir.stat().st_mode & 0o777 == 0o700
+
+
+# ------------------------------------------------------------------------------------------ 2. record homes
+def cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "RLAUNCH_HOME"}
+    return subprocess.run(
+        [sys.executable, "-m", "launcher.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**base, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
+
+
+def plant_record(home: Path, run_id: str, python: str, supervisor_pid: int) -> None:
+    """A detached, running run record as rlaunch-other would write it: its targets name `python` (run by `down`
+    to reach the guard) and its state a supervisor PID with no start time."""
+    from cluster.inventory import from_mapping
+
+    inv = from_mapping(
+        {
+            "transport": "local",
+            "python": python,
+            "workdir": str(home / "w"),
+            "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+            "job": {"kind": "command", "command": ["true"]},
+        }
+    )
+    root = home / "runs" / run_id
+    files = {
+        "state.json": {"run_id": run_id, "state": "running", "detached": True, "hosts": ["n1"],
+                       "supervisor_pid": supervisor_pid, "created_at": 1.0},
+        "plan.json": {"run_id": run_id, "nodes": []},
+        "targets.json": [{"host": "n1", "python": python, "run_dir": str(home / "w" / run_id / "n1")}],
+    }
+    script = "; ".join(
+        f"printf %s {json.dumps(json.dumps(data))} > {root / name}" for name, data in files.items()
+    )
+    otheruser.run_as_other(["sh", "-c", f"mkdir -p -m 0777 {root} && {script}"])
+    (home / "inventory.tmp").write_text(inv.model_dump_json())
+    otheruser.run_as_other(["cp", str(home / "inventory.tmp"), str(root / "inventory.json")])
+
+
+def test_a_planted_record_home_is_refused_before_anything_in_it_runs(tmp_path: Path) -> None:
+    """The attack: in a directory others can write, rlaunch-other plants `.rlaunch/` with a running detached run
+    whose targets name its own `python` and whose supervisor_pid is its own process. `down` ran that python as
+    root and SIGTERMed that process; now every verb refuses the home with one line, exit 3."""
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        project = shared / "project"
+        otheruser.run_as_other(["mkdir", "-m", "0777", str(project)])
+        proof = shared / "ran-as-root"
+        evil = shared / "evil-python"
+        otheruser.run_as_other(["sh", "-c", f"printf '#!/bin/sh\\ntouch {proof}\\n' > {evil} && chmod 755 {evil}"])
+        home = project / ".rlaunch"
+        otheruser.run_as_other(["mkdir", "-m", "0777", str(home)])
+        stranger = subprocess.Popen(otheruser.as_other(["sleep", "300"]))
+        try:
+            plant_record(home, "20261201-000000-abcd", str(evil), stranger.pid)
+            for verb in (["down"], ["status"], ["logs"], ["attach"], ["supervise"], ["report", "--html", str(tmp_path / "r.html")], ["nodes"]):
+                done = cli(*verb, cwd=project)
+                assert done.returncode == 3, (verb, done.stdout, done.stderr)
+                err = done.stderr.strip()
+                assert len(err.splitlines()) == 1 and "Traceback" not in err, (verb, err)
+                assert f"refusing the run record {'.rlaunch'}" in err or str(home) in err, (verb, err)
+                assert f"owned by {otheruser.NAME}" in err, (verb, err)
+            assert stranger.poll() is None  # never signalled
+            assert not proof.exists()  # the planted python never ran
+            # RLAUNCH_HOME pointing at it is refused the same way; a symlinked home too.
+            done = cli("status", cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
+            assert done.returncode == 3 and "dubious ownership" in done.stderr
+            mine = tmp_path / "home"
+            mine.mkdir(mode=0o700)
+            link = tmp_path / "link"
+            link.symlink_to(mine)
+            done = cli("status", cwd=tmp_path, env={"RLAUNCH_HOME": str(link)})
+            assert done.returncode == 3 and "is a symlink" in done.stderr, done.stderr
+            mine.chmod(0o777)
+            done = cli("status", cwd=tmp_path, env={"RLAUNCH_HOME": str(mine)})
+            assert done.returncode == 3 and "is writable by others, mode 0777" in done.stderr, done.stderr
+        finally:
+            stranger.kill()
+            stranger.wait()
+
+
+def test_a_foreign_runs_dir_inside_my_home_is_refused(tmp_path: Path) -> None:
+    otheruser.ensure()
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    runs = home / "runs"
+    runs.mkdir()
+    os.chown(runs, otheruser.ensure().pw_uid, -1)
+    done = cli("status", "--all", cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
+    assert done.returncode == 3 and f"{runs}" in done.stderr and "owned by rlaunch-other" in done.stderr
+
+
+def test_down_never_signals_a_supervisor_recorded_without_a_start_time(tmp_path: Path) -> None:
+    """Even in our own record: a supervisor_pid without supervisor_starttime proves nothing about the PID now."""
+    from launcher import supervise
+
+    victim = subprocess.Popen(["sleep", "300"])
+    try:
+        root = tmp_path / "run"
+        root.mkdir()
+        (root / "state.json").write_text(json.dumps({"state": "running", "supervisor_pid": victim.pid}))
+        assert supervise.supervisor_alive(json.loads((root / "state.json").read_text())) is False
+        assert supervise.stop(root, timeout=1) is False
+        start = supervise._starttime(victim.pid)
+        (root / "state.json").write_text(
+            json.dumps({"state": "running", "supervisor_pid": victim.pid, "supervisor_starttime": start + 1})
+        )
+        assert supervise.stop(root, timeout=1) is False
+        assert victim.poll() is None
+        (root / "state.json").write_text(
+            json.dumps({"state": "running", "supervisor_pid": victim.pid, "supervisor_starttime": start})
+        )
+        assert supervise.stop(root, timeout=5) is True
+        assert victim.wait(timeout=10) == -15
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+# ------------------------------------------------------------------------------------------ 3. imports from the cwd
+@pytest.mark.slow
+def test_nothing_rlaunch_starts_imports_from_the_current_directory(tmp_path: Path) -> None:
+    """A project directory with its own `json.py` and `launcher/` package (planted, or just a user's project): the
+    doctor's probes (`python -`, the torch and library children), push (`python -c`), the guard, and a detached
+    run's supervisor all ran with that directory first on sys.path. The CLI itself is started with -P here, as
+    the installed `rlaunch` entry point would be (its sys.path[0] is its bin directory)."""
+    import yaml
+
+    proj = tmp_path / "proj"
+    (proj / "launcher").mkdir(parents=True)
+    proof = tmp_path / "imported-from-cwd"
+    plant = f"open({str(proof)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in ("json.py", "ctypes.py", "launcher/__init__.py", "launcher/supervise.py"):
+        (proj / name).write_text(plant)
+    inventory = proj / "cluster.yaml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "transport": "local",
+                "python": sys.executable,
+                "workdir": str(tmp_path / "work"),
+                "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+                "job": {"kind": "command", "command": ["sleep", "3"]},
+            }
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RLAUNCH_HOME": str(tmp_path / "home")}
+
+    def rlaunch(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-P", "-m", "launcher.cli", *args],
+            cwd=proj,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+    rlaunch("doctor", str(inventory))
+    assert not proof.exists(), proof.read_text()
+    done = rlaunch("up", str(inventory), "--detach", "--no-doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = sorted((tmp_path / "home" / "runs").iterdir())[-1].name
+    state_file = tmp_path / "home" / "runs" / run_id / "state.json"
+    state = json.loads(state_file.read_text())
+    assert state.get("supervisor_pid") and isinstance(state.get("supervisor_starttime"), int), state
+    import time
+
+    deadline = time.monotonic() + 120
+    while json.loads(state_file.read_text()).get("state") in ("starting", "running"):
+        assert time.monotonic() < deadline, "the supervised run did not end"
+        time.sleep(0.5)
+    assert json.loads(state_file.read_text())["state"] == "succeeded"
+    assert not proof.exists(), proof.read_text()
+
+
+# ------------------------------------------------------------------------------------------ 4. digit bombs
+BOMB = "9" * 5000  # Python refuses int() of more than 4300 digits (sys.int_info.default_max_str_digits)
+BOMB_LINES = [
+    f"[default{BOMB}]: hello",
+    f"[rank{BOMB}]: hello",
+    f"[default0]:step={BOMB} loss=1.5",
+    f"| {BOMB}/{BOMB} [00:01<00:02,  2.10it/s]",
+    f"{{'loss': 1.5, 'step': {BOMB}}}",
+]
+
+
+@pytest.mark.parametrize("line", BOMB_LINES, ids=["local", "global", "step", "tqdm", "dict"])
+def test_every_parser_of_job_output_survives_a_digit_bomb(line: str) -> None:
+    from launcher.goodput import checkpoint_step, parse_progress
+    from launcher.health import classify, progress, rules
+    from launcher.node import edge
+
+    edge.strip_prefixes(line)
+    classify.parse_prefixes(line)
+    classify.parse_rank_prefix(line)
+    rules.classify(line)
+    assert progress.progress_step(line) in (None, True)
+    parse_progress(line)
+    assert checkpoint_step(f"/ckpt/checkpoint-{BOMB}") is None
+    series = progress.Progress(progress.Settings(progress_regex=r"step=(\S+)"))
+    series.observe_line(1.0, line)  # a custom regex may capture anything, numbers or not
+    series.observe_line(2.0, "step=abc")
+
+
+def test_edge_health_skips_a_bad_line_and_still_ends_the_node_on_the_next_fatal_one(tmp_path: Path) -> None:
+    """The guard's own rules (launcher/node/edge.py with the pushed rules.py, loaded as the guard loads them):
+    before, the first bomb raised out of `check`, and the guard switched edge health off for the rest of the run.
+    A rules table that raises on one line (a bug, or a hostile pattern) is skipped for that line only."""
+    import shutil
+
+    from launcher.node import edge
+
+    shutil.copy(ROOT / "launcher" / "health" / "rules.py", tmp_path / "rules.py")
+    health = edge.make(str(tmp_path), {"edge": {"stall_timeout": 0}}, now=0.0)
+    assert health is not None
+    said: list[str] = []
+    health.on_bad_line = said.append
+    real = health.rules.classify
+
+    def classify(text: str):  # the table raising on one line, as 4300+ digits once did
+        if "poison" in text:
+            raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+        return real(text)
+
+    health.rules = type("Rules", (), {"classify": staticmethod(classify), "is_progress": health.rules.is_progress,
+                                      "is_completion_marker": health.rules.is_completion_marker})
+    lines = [*BOMB_LINES, "poison 1", "poison 2", f"[default1]:RuntimeError: HIP error: out of memory step={BOMB}"]
+    (tmp_path / "out.log").write_text("\n".join(lines) + "\n")
+    assert health.check(1.0, []) is None  # the finding waits for its confirmation
+    decision = health.check(100.0, [])
+    assert decision is not None and decision["category"] == "oom" and decision["local_rank"] == 1, decision
+    assert health.bad_lines == 2 and len(said) == 1 and "4300" in said[0]
