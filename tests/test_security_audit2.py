@@ -315,3 +315,67 @@ def test_edge_health_skips_a_bad_line_and_still_ends_the_node_on_the_next_fatal_
     decision = health.check(100.0, [])
     assert decision is not None and decision["category"] == "oom" and decision["local_rank"] == 1, decision
     assert health.bad_lines == 2 and len(said) == 1 and "4300" in said[0]
+
+
+# ------------------------------------------------------------------------------------------ 5. pretokenize
+PRETOKENIZE = ROOT / "launcher" / "jobs" / "lf_pretokenize.py"
+
+
+def test_pretokenize_refuses_a_tokenized_path_another_user_controls(tmp_path: Path) -> None:
+    """rlaunch-other plants a "tokenized dataset" with a fingerprint it computed from the public inputs: node
+    rank 0 reused it. Now the checkpoint_dir rule applies to tokenized_path, before anything is read or run."""
+    import yaml
+
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        planted = shared / "tokenized"
+        otheruser.run_as_other(["mkdir", "-m", "0755", str(planted)])
+        otheruser.run_as_other(["sh", "-c", f"echo '{{\"id\": \"x\"}}' > {planted}/rlaunch-fingerprint.json"])
+        config = tmp_path / "lf.yaml"
+        config.write_text(yaml.safe_dump({"tokenized_path": str(planted), "stage": "sft"}))
+        proof = tmp_path / "torchrun-ran"
+        done = subprocess.run(
+            [sys.executable, str(PRETOKENIZE), str(config), "0", "n1", "5", "--", "touch", str(proof)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode != 0 and "refusing tokenized_path" in done.stderr, done.stderr
+        assert f"{planted} is owned by uid {otheruser.ensure().pw_uid}" in done.stderr
+        assert not proof.exists()
+
+
+def test_pretokenize_reuses_only_the_files_it_saved(tmp_path: Path) -> None:
+    from launcher.jobs import lf_pretokenize as pt
+
+    path = tmp_path / "tok"
+    (path / "train").mkdir(parents=True)
+    (path / "train" / "data-00000-of-00001.arrow").write_bytes(b"arrow")
+    mine = {"id": "abc"}
+    pt.write(path, pt.FINGERPRINT, {**mine, "produced": pt.produced(path)})
+    assert pt.reusable(path, mine)
+    (path / "train" / "data-00000-of-00001.arrow").write_bytes(b"evil!")
+    assert not pt.reusable(path, mine)
+    (path / "train" / "data-00000-of-00001.arrow").write_bytes(b"arrow")
+    (path / "train" / "extra.arrow").write_bytes(b"more")
+    assert not pt.reusable(path, mine)
+
+
+def test_pretokenize_passes_its_arguments_in_a_private_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The yaml (with hf_hub_token) went on the tokenizing child's command line, readable by anyone in `ps`."""
+    from launcher.jobs import lf_pretokenize as pt
+
+    seen: dict = {}
+
+    def child(argv: list[str], env: dict) -> subprocess.CompletedProcess:  # the layer below: the child process
+        seen["argv"] = argv
+        seen["mode"] = os.stat(argv[3]).st_mode & 0o777
+        seen["args"] = json.loads(Path(argv[3]).read_text())
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(pt.subprocess, "run", child)
+    pt.tokenize({"hf_hub_token": "hf_secret_value", "stage": "sft"}, tmp_path / "tok", tmp_path / "scratch")
+    assert not any("hf_secret_value" in a for a in seen["argv"])
+    assert seen["mode"] == 0o600 and seen["args"]["hf_hub_token"] == "hf_secret_value"
+    assert seen["argv"][2].startswith("import sys; sys.path[:] = ")
+    assert list((tmp_path / "scratch").glob("args-*")) == []
