@@ -22,10 +22,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from launcher import envrules
-from launcher.node.protocol import script_argv
 from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, precedence
+from launcher.node.protocol import script_argv
 
 if TYPE_CHECKING:
     from launcher.run import Runner

@@ -397,7 +397,9 @@ def find_checkpoint(
     master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
     result = transport.run(
         master.host,
-        script_argv(master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)),
+        script_argv(
+            master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)
+        ),
         timeout=60,
     )
     latest = (protocol.reply_of(result.stdout) or {}).get("latest")

@@ -151,7 +151,10 @@ def test_node_probes_write_files_only_without_following_links() -> None:
     push = (ROOT / "launcher" / "node" / "push.py").read_text()
     rule = re.search(r'^RULE = "(.*)"$', facts, re.M)
     assert rule and f'RULE = "{rule.group(1)}"' in push
-    assert "unsafe_path(" in facts.split("def writable", 1)[1].split("def read_markers", 1)[0] or "_private_dirs(" in facts
+    assert (
+        "unsafe_path(" in facts.split("def writable", 1)[1].split("def read_markers", 1)[0]
+        or "_private_dirs(" in facts
+    )
 
 
 def test_job_output_parsers_bound_their_digit_counts() -> None:

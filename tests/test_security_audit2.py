@@ -27,8 +27,8 @@ def test_doctor_write_probes_never_write_through_a_strangers_symlinks(tmp_path: 
     and the doctor reports the foreign directories as errors."""
     from cluster.local import LocalTransport
     from cluster.transport import Endpoint
-    from launcher.doctor.gather import gather
     from launcher.doctor.checks import checks
+    from launcher.doctor.gather import gather
 
     other = otheruser.ensure()
     with otheruser.shared_sticky_dir() as shared:
@@ -108,8 +108,14 @@ def plant_record(home: Path, run_id: str, python: str, supervisor_pid: int) -> N
     )
     root = home / "runs" / run_id
     files = {
-        "state.json": {"run_id": run_id, "state": "running", "detached": True, "hosts": ["n1"],
-                       "supervisor_pid": supervisor_pid, "created_at": 1.0},
+        "state.json": {
+            "run_id": run_id,
+            "state": "running",
+            "detached": True,
+            "hosts": ["n1"],
+            "supervisor_pid": supervisor_pid,
+            "created_at": 1.0,
+        },
         "plan.json": {"run_id": run_id, "nodes": []},
         "targets.json": [{"host": "n1", "python": python, "run_dir": str(home / "w" / run_id / "n1")}],
     }
@@ -131,13 +137,23 @@ def test_a_planted_record_home_is_refused_before_anything_in_it_runs(tmp_path: P
         otheruser.run_as_other(["mkdir", "-m", "0777", str(project)])
         proof = shared / "ran-as-root"
         evil = shared / "evil-python"
-        otheruser.run_as_other(["sh", "-c", f"printf '#!/bin/sh\\ntouch {proof}\\n' > {evil} && chmod 755 {evil}"])
+        otheruser.run_as_other(
+            ["sh", "-c", f"printf '#!/bin/sh\\ntouch {proof}\\n' > {evil} && chmod 755 {evil}"]
+        )
         home = project / ".rlaunch"
         otheruser.run_as_other(["mkdir", "-m", "0777", str(home)])
         stranger = subprocess.Popen(otheruser.as_other(["sleep", "300"]))
         try:
             plant_record(home, "20261201-000000-abcd", str(evil), stranger.pid)
-            for verb in (["down"], ["status"], ["logs"], ["attach"], ["supervise"], ["report", "--html", str(tmp_path / "r.html")], ["nodes"]):
+            for verb in (
+                ["down"],
+                ["status"],
+                ["logs"],
+                ["attach"],
+                ["supervise"],
+                ["report", "--html", str(tmp_path / "r.html")],
+                ["nodes"],
+            ):
                 done = cli(*verb, cwd=project)
                 assert done.returncode == 3, (verb, done.stdout, done.stderr)
                 err = done.stderr.strip()
@@ -307,9 +323,21 @@ def test_edge_health_skips_a_bad_line_and_still_ends_the_node_on_the_next_fatal_
             raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
         return real(text)
 
-    health.rules = type("Rules", (), {"classify": staticmethod(classify), "is_progress": health.rules.is_progress,
-                                      "is_completion_marker": health.rules.is_completion_marker})
-    lines = [*BOMB_LINES, "poison 1", "poison 2", f"[default1]:RuntimeError: HIP error: out of memory step={BOMB}"]
+    health.rules = type(
+        "Rules",
+        (),
+        {
+            "classify": staticmethod(classify),
+            "is_progress": health.rules.is_progress,
+            "is_completion_marker": health.rules.is_completion_marker,
+        },
+    )
+    lines = [
+        *BOMB_LINES,
+        "poison 1",
+        "poison 2",
+        f"[default1]:RuntimeError: HIP error: out of memory step={BOMB}",
+    ]
     (tmp_path / "out.log").write_text("\n".join(lines) + "\n")
     assert health.check(1.0, []) is None  # the finding waits for its confirmation
     decision = health.check(100.0, [])
@@ -330,7 +358,7 @@ def test_pretokenize_refuses_a_tokenized_path_another_user_controls(tmp_path: Pa
     with otheruser.shared_sticky_dir() as shared:
         planted = shared / "tokenized"
         otheruser.run_as_other(["mkdir", "-m", "0755", str(planted)])
-        otheruser.run_as_other(["sh", "-c", f"echo '{{\"id\": \"x\"}}' > {planted}/rlaunch-fingerprint.json"])
+        otheruser.run_as_other(["sh", "-c", f'echo \'{{"id": "x"}}\' > {planted}/rlaunch-fingerprint.json'])
         config = tmp_path / "lf.yaml"
         config.write_text(yaml.safe_dump({"tokenized_path": str(planted), "stage": "sft"}))
         proof = tmp_path / "torchrun-ran"
@@ -361,13 +389,17 @@ def test_pretokenize_reuses_only_the_files_it_saved(tmp_path: Path) -> None:
     assert not pt.reusable(path, mine)
 
 
-def test_pretokenize_passes_its_arguments_in_a_private_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pretokenize_passes_its_arguments_in_a_private_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The yaml (with hf_hub_token) went on the tokenizing child's command line, readable by anyone in `ps`."""
     from launcher.jobs import lf_pretokenize as pt
 
     seen: dict = {}
 
-    def child(argv: list[str], env: dict) -> subprocess.CompletedProcess:  # the layer below: the child process
+    def child(
+        argv: list[str], env: dict
+    ) -> subprocess.CompletedProcess:  # the layer below: the child process
         seen["argv"] = argv
         seen["mode"] = os.stat(argv[3]).st_mode & 0o777
         seen["args"] = json.loads(Path(argv[3]).read_text())
@@ -379,3 +411,83 @@ def test_pretokenize_passes_its_arguments_in_a_private_file(tmp_path: Path, monk
     assert seen["mode"] == 0o600 and seen["args"]["hf_hub_token"] == "hf_secret_value"
     assert seen["argv"][2].startswith("import sys; sys.path[:] = ")
     assert list((tmp_path / "scratch").glob("args-*")) == []
+
+
+# ------------------------------------------------------------------------------------------ 6. nodes --drain
+RECORDING_SCONTROL = """#!/bin/sh
+# A recording scontrol: `show node -o NAME` answers like Slurm for a cluster of n1, n2, n3 (a host list or ALL
+# names several nodes), `update` is recorded and succeeds.
+printf '%s\\n' "$*" >> "$SCONTROL_LOG"
+if [ "$1" = show ]; then
+  case "$4" in
+    n1|n2|n3) echo "NodeName=$4 Arch=x86_64 CoresPerSocket=1 State=IDLE" ;;
+    ALL|all|'n[1-2]') for n in n1 n2 n3; do echo "NodeName=$n Arch=x86_64 State=IDLE"; done ;;
+    *) echo "Node $4 not found" >&2; exit 1 ;;
+  esac
+fi
+exit 0
+"""
+
+
+def test_drain_refuses_slurm_keywords_and_job_text_and_strips_control_characters(tmp_path: Path) -> None:
+    from launcher import ledger
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(RECORDING_SCONTROL)
+    (bin_dir / "scontrol").chmod(0o755)
+    log = tmp_path / "scontrol.log"
+    home = tmp_path / "home"
+    gpu = {"kind": "gpu", "category": "gpu-fault", "text": "amdgpu: page fault"}
+    printed = {"kind": "line", "category": "gpu-fault", "text": "Memory access fault by GPU node-1"}
+    entries = []
+    for host in ("ALL", "n[1-2]", "n1", "n2", "nope"):
+        for i in range(3):
+            root = printed if host == "n2" else gpu
+            entries.append(ledger.strike(host, f"run-{i}\x1b]52;c;ZXZpbA==\x07\x1b[2K\r", "gpu-fault", root))
+    ledger.append(entries, base=home)
+    assert (home.stat().st_mode & 0o777, (home / "nodes.jsonl").stat().st_mode & 0o777) == (0o700, 0o600)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "SCONTROL_LOG": str(log), "RLAUNCH_HOME": str(home)}
+    done = cli("nodes", "--drain", "3", cwd=tmp_path, env=env)
+    updates = [line for line in log.read_text().splitlines() if line.startswith("update")]
+    assert len(updates) == 1 and updates[0].startswith(
+        "update nodename=n1 state=drain reason=rlaunch: 3 strike"
+    ), updates
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in updates[0]), updates
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "'ALL' is not one node name" in done.stderr and "'n[1-2]' is not one node name" in done.stderr
+    assert "nope: scontrol show node nope does not name exactly that node" in done.stderr
+    assert "n2" not in done.stdout  # its strikes came from a line the job printed: never drained
+    assert "drained n1" in done.stdout
+
+
+# ------------------------------------------------------------------------------------------ 7. low items
+def test_a_foreign_ledger_line_is_skipped_by_nodes_up_and_report(tmp_path: Path) -> None:
+    from cluster.inventory import from_mapping
+    from launcher import ledger, spares
+
+    home = tmp_path / "home"
+    ledger.append([ledger.strike("n1", "r1", "lost", {"kind": "lost"})], base=home)
+    with (home / "nodes.jsonl").open("a") as f:
+        for line in (
+            {"kind": "strike", "host": "n1", "time": "yesterday"},
+            {"kind": "goodput", "host": "n1", "time": 5, "total_s": "lots", "productive_s": 1},
+            {"kind": "strike", "host": "n1", "time": 1e999},
+            {"kind": "strike", "host": "n1", "time": 7, "run_id": ["x"]},
+        ):
+            f.write(json.dumps(line).replace("Infinity", "1e999") + "\n")
+    entries = ledger.read(home)
+    assert len(entries) == 1
+    assert ledger.summarize(entries)["n1"].strikes == 1
+    done = cli("nodes", "--json", cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["strikes"] == 1, done.stderr
+    inv = from_mapping(
+        {
+            "nodes": [{"host": "n1"}],
+            "spares": [{"host": "s1"}],
+            "job": {"kind": "command", "command": ["true"]},
+            "health": {"max_strikes": 1},
+        }
+    )
+    _, struck = spares.admit(inv, ledger.read(home), now=10.0)
+    assert struck == {"n1": "s1"}

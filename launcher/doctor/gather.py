@@ -62,7 +62,9 @@ def gather(
         node_args.setdefault("node", host)
         python = (python_for or {}).get(host, "python3")
         sent = time.time()
-        result = transport.run(host, script_argv(python, "-"), stdin=with_args(script, node_args), timeout=timeout)
+        result = transport.run(
+            host, script_argv(python, "-"), stdin=with_args(script, node_args), timeout=timeout
+        )
         times[host] = (sent, time.time())
         return result
 

@@ -43,7 +43,9 @@ PROGRESS_PATTERNS = (
     re.compile(
         r"\bstep[\s=:]+(\d{1,18})(?!\d)", re.IGNORECASE
     ),  # "step=12", "step 12", "Step: 12", DeepSpeed's "step=12,"
-    re.compile(r"\|\s*(\d{1,18})/\d{1,18}\s*\[[^\]]*(?:it/s|s/it)"),  # tqdm: "| 12/100 [00:05<00:40,  2.10it/s]"
+    re.compile(
+        r"\|\s*(\d{1,18})/\d{1,18}\s*\[[^\]]*(?:it/s|s/it)"
+    ),  # tqdm: "| 12/100 [00:05<00:40,  2.10it/s]"
     re.compile(r"^\{.*'(?:loss|train_loss|eval_loss)': "),  # HF Trainer / LLaMA-Factory log dicts (no step)
 )
 INTERVALS_KEPT = 32

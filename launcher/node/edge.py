@@ -147,7 +147,7 @@ class EdgeHealth:
             except Exception as exc:  # one hostile line (issue 21: 4,300+ digits) must not end edge health
                 self.bad_lines += 1
                 if self.bad_lines == 1 and self.on_bad_line is not None:
-                    why = "{}: {}".format(type(exc).__name__, str(exc)[:200])
+                    why = f"{type(exc).__name__}: {str(exc)[:200]}"
                     self.on_bad_line("edge health skips lines it cannot read (counted): " + why)
 
     def observe_line(self, now: float, raw: str) -> None:

@@ -226,9 +226,12 @@ def unsafe_path(path: str) -> str | None:
             why = None
             if st.st_uid not in (me, 0):
                 why = "owned by " + _owner(st.st_uid)
-            elif not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o022:
-                if not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX):
-                    why = "writable by others"
+            elif (
+                not stat.S_ISLNK(st.st_mode)
+                and st.st_mode & 0o022
+                and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX)
+            ):
+                why = "writable by others"
             if why:
                 return f"refusing {path}: {current} is {why}, mode {stat.S_IMODE(st.st_mode):04o} ({RULE})"
     return None

@@ -1166,7 +1166,9 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
                 except Exception as exc:  # one line the rules cannot read: forward it whole, unclassified
                     bad_lines += 1
                     if bad_lines == 1:
-                        log(f"follower: a line the edge rules could not read was forwarded as is: {exc!r:.200}")
+                        log(
+                            f"follower: a line the edge rules could not read was forwarded as is: {exc!r:.200}"
+                        )
                     records = [{"k": "line", "t": time.time(), "off": off, "text": text}]
                 for record in records:
                     emit(record)

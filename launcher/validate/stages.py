@@ -46,7 +46,9 @@ DATALOADER_WORKERS = 2
 INJECTIONS = ("wrong-checkpoint",)
 
 # Run with the node's python: never raises, so a node without torch is reported, not a crash.
-ENV_SCRIPT = SAFE_PATH + """
+ENV_SCRIPT = (
+    SAFE_PATH
+    + """
 import json, sys
 out = {"python": sys.version.split()[0], "executable": sys.executable}
 try:
@@ -60,6 +62,7 @@ else:
     out["bf16"] = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 print(json.dumps(out))
 """
+)
 RMTREE_SCRIPT = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
 
 
