@@ -157,7 +157,7 @@ def test_hostile_and_torn_dumps_are_unreadable_never_run(tmp_path: Path) -> None
     Path(f"{prefix}3").write_bytes(pickle.dumps(["not", "a", "dump"]))
     Path(f"{prefix}4").symlink_to("/etc/passwd")
     Path(f"{prefix}5").write_text("{not json")
-    answer = run_node_script({"dump": str(prefix), "pipe": None, "ranks": []})
+    answer = run_node_script({"dump": str(prefix), "pipe": None, "ranks": list(range(6))})
     assert not marker.exists()
     errors = {s["rank"]: s.get("error", "") for s in answer["ranks"]}
     assert sorted(errors) == [0, 1, 2, 3, 4, 5]

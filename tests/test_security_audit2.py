@@ -491,3 +491,42 @@ def test_a_foreign_ledger_line_is_skipped_by_nodes_up_and_report(tmp_path: Path)
     )
     _, struck = spares.admit(inv, ledger.read(home), now=10.0)
     assert struck == {"n1": "s1"}
+
+
+def run_frtrace(stdin: dict) -> dict:
+    import resource
+
+    code = (ROOT / "launcher" / "node" / "frtrace.py").read_text()
+
+    def cap() -> None:  # the old reader needed ~500 MiB for the set bomb: 256 MiB makes it fail, not the box
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, "1"],
+        input=json.dumps(stdin),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=cap,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_flight_recorder_reader_bounds_memory_ranks_and_integers(tmp_path: Path) -> None:
+    import pickle
+
+    prefix = tmp_path / "nccl_trace_rank_"
+    Path(f"{prefix}0").write_bytes(b"\x80\x04(" + b"\x8f" * (2 << 20) + b"l.")  # 2 MiB of EMPTY_SET
+    Path(f"{prefix}1").write_bytes(b"\x80\x04(" + b"]" * (2 << 20) + b"l.")  # 2 MiB of EMPTY_LIST
+    entry = {"collective_seq_id": 10**5000, "time_created_ns": float("inf"), "pg_id": 10**5000, "state": "x"}
+    status = {"0": {"last_enqueued_collective": 10**5000, "last_completed_collective": -(10**5000)}}
+    Path(f"{prefix}2").write_bytes(pickle.dumps({"entries": [entry], "pg_status": status}))
+    Path(f"{prefix}7").write_bytes(pickle.dumps({"entries": []}))  # not one of this job's ranks on the node
+    answer = run_frtrace({"dump": str(prefix), "pipe": None, "ranks": [0, 1, 2]})
+    by_rank = {s["rank"]: s for s in answer["ranks"]}
+    assert sorted(by_rank) == [0, 1, 2]
+    assert "a set" in by_rank[0]["error"] and "containers" in by_rank[1]["error"], by_rank
+    pg = next(iter(by_rank[2]["pgs"].values()))
+    assert pg["enqueued"] == 1 << 62 and pg["completed"] == -(1 << 62), by_rank[2]
+    assert all(len(str(v)) < 30 for e in by_rank[2]["entries"] for v in e), by_rank[2]
