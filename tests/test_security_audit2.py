@@ -530,3 +530,26 @@ def test_flight_recorder_reader_bounds_memory_ranks_and_integers(tmp_path: Path)
     pg = next(iter(by_rank[2]["pgs"].values()))
     assert pg["enqueued"] == 1 << 62 and pg["completed"] == -(1 << 62), by_rank[2]
     assert all(len(str(v)) < 30 for e in by_rank[2]["entries"] for v in e), by_rank[2]
+
+
+def test_extreme_losses_never_put_nan_into_the_report_svg() -> None:
+    from launcher import goodput, runreport
+
+    a = goodput.Attempt(index=0, start=0.0)
+    a.progress += [(1.0, 1, -1.7e308), (2.0, 2, 1.7e308), (3.0, 3, 0.5), (4.0, 4, float("nan"))]
+    svg = runreport._loss_chart([a])
+    assert "<polyline" in svg and "nan" not in svg.lower() and "inf" not in svg.lower().replace("info", ""), svg
+
+
+def test_init_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    dangling = tmp_path / "dangling.yaml"
+    dangling.symlink_to(victim)
+    done = cli("init", str(dangling), cwd=tmp_path)
+    assert done.returncode == 2 and "already exists" in done.stderr and not victim.exists(), done.stderr
+    victim.write_text("precious\n")
+    link = tmp_path / "cluster.yaml"
+    link.symlink_to(victim)
+    done = cli("init", str(link), "--force", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "precious\n" and not link.is_symlink() and "nodes" in link.read_text()
