@@ -553,3 +553,56 @@ def test_init_never_writes_through_a_symlink(tmp_path: Path) -> None:
     done = cli("init", str(link), "--force", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert victim.read_text() == "precious\n" and not link.is_symlink() and "nodes" in link.read_text()
+
+
+HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x9b31m\x1b[8m hidden \x1b[2K\rall good"
+CONTROLS = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]]
+
+
+def test_logs_classify_escapes_terminal_controls(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(f"{HOSTILE}\nRuntimeError: HIP error: out of memory {HOSTILE}\n")
+    done = cli("logs", "classify", str(log), cwd=tmp_path)
+    assert done.returncode == 1 and "out of memory" in done.stdout, done.stderr
+    assert not any(c in done.stdout for c in CONTROLS), repr(done.stdout)
+    assert "\\x1b]52;c;" in done.stdout and "\\x9b31m" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_job_printing_digit_bombs_and_escapes_is_judged_by_its_fatal_line(tmp_path: Path) -> None:
+    """One real local run (guard, edge rules, forwarding follower, head watcher): the job prints every digit
+    bomb and terminal escapes, then a fatal line with a 5000-digit step. Before, the node's follower died on the
+    first bomb (the node was reported lost) and the escapes reached the terminal raw."""
+    import yaml
+
+    code = (
+        "import sys, time\n"
+        f"for line in {BOMB_LINES!r} + [{HOSTILE!r}]:\n"
+        "    print(line, flush=True)\n"
+        "time.sleep(1)\n"
+        f"print('RuntimeError: HIP error: out of memory step=' + '9' * 5000, flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "transport": "local",
+                "python": sys.executable,
+                "workdir": str(tmp_path / "work"),
+                "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+                "job": {"kind": "command", "command": [sys.executable, "-c", code]},
+            }
+        )
+    )
+    home = tmp_path / "home"
+    done = cli("up", str(inventory), "--no-doctor", cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not any(c in done.stdout + done.stderr for c in CONTROLS), repr(done.stdout[-500:])
+    (root,) = (home / "runs").iterdir()
+    outcome = json.loads((root / "outcome-0.json").read_text())
+    cause = outcome["root_cause"]
+    assert cause["category"] == "oom" and cause["kind"] == "line" and cause["node"] == "n1", outcome
+    logs = cli("logs", root.name, cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
+    assert logs.returncode == 0 and "\\x1b]52;c;" in logs.stdout, logs.stderr
+    assert not any(c in logs.stdout for c in CONTROLS)

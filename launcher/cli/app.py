@@ -132,10 +132,10 @@ def main() -> None:
 @guarded
 def init(path: str, force: bool) -> None:
     """Write a commented starter cluster.yaml."""
-    from launcher import templates
-
     import os
     import tempfile
+
+    from launcher import templates
 
     target = Path(path)
     if os.path.lexists(target) and not force:  # lexists: a dangling symlink is "there" too (issue 21)

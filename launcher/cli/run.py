@@ -27,6 +27,8 @@ _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_
 
 
 def _line_printer(as_json: bool):
+    from launcher.render import terminal_text
+
     colors: dict[str, str] = {}
     tty = sys.stdout.isatty()
 
@@ -38,7 +40,7 @@ def _line_printer(as_json: bool):
             if tty:
                 color = colors.setdefault(host, _PALETTE[len(colors) % len(_PALETTE)])
                 tag = click.style(tag, fg=color.replace("bright_", "") if "bright" in color else color)
-            sys.stdout.write(f"{tag} {text}\n")
+            sys.stdout.write(f"{tag} {terminal_text(text)}\n")
         sys.stdout.flush()
 
     return emit
@@ -49,6 +51,8 @@ def _status(text: str) -> None:
 
 
 def _event_printer(event: dict[str, Any]) -> None:
+    from launcher.render import terminal_text
+
     if event.get("severity") in ("fatal", "warning") and event.get("kind") != "info":
         color = "red" if event["severity"] == "fatal" else "yellow"
         where = f"{event.get('node')}" + (f" rank {event['rank']}" if event.get("rank") is not None else "")
@@ -56,7 +60,7 @@ def _event_printer(event: dict[str, Any]) -> None:
             click.style(
                 f"rlaunch: {event['severity']} {event.get('category') or event.get('kind')}", fg=color
             )
-            + f" on {where}: {event.get('text', '')[:300]}",
+            + f" on {where}: {terminal_text(str(event.get('text', ''))[:300])}",
             err=True,
         )
 
@@ -320,6 +324,7 @@ def logs(
     import re
 
     from launcher import lifecycle
+    from launcher.render import terminal_text
 
     if grep:
         try:
@@ -327,11 +332,13 @@ def logs(
         except re.error as exc:
             fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
     for host, line in lifecycle.read_logs(run_id, node, grep, rank):
-        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {line}")
+        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {terminal_text(line)}")
     if follow:
         lifecycle.follow_logs(
             run_id,
-            lambda h, t: click.echo(json.dumps({"node": h, "text": t}) if as_json else f"{h}| {t}"),
+            lambda h, t: click.echo(
+                json.dumps({"node": h, "text": t}) if as_json else f"{h}| {terminal_text(t)}"
+            ),
             node=node,
             grep=grep,
         )
@@ -339,6 +346,7 @@ def logs(
 
 def _classify(file: str | None, as_json: bool) -> None:
     from launcher.health.classify import classify_file
+    from launcher.render import terminal_text
 
     if not file:
         fail("usage: rlaunch logs classify FILE [--json]", EXIT_BAD_INPUT)
@@ -359,6 +367,6 @@ def _classify(file: str | None, as_json: bool) -> None:
             click.echo(
                 f"{file}:{flag.line}: "
                 + click.style(f"{flag.severity} {flag.category}", fg=color)
-                + f": {flag.text}"
+                + f": {terminal_text(flag.text)}"
             )
     sys.exit(EXIT_FAILED if any(f.severity == "fatal" for f in flags) else EXIT_OK)

@@ -18,8 +18,8 @@ group (last collective enqueued / started / completed, the one it is in) and its
 
 import io
 import json
-import os
 import math
+import os
 import pickle
 import pickletools
 import re
