@@ -294,6 +294,7 @@ def test_straggler_warning_gets_the_arrival_lag_read_on_the_nodes(dumps: Path, t
     assert event["kind"] == "evidence" and event["category"] == "straggler" and event["node"] == "b"
     assert event["text"].startswith("flight recorder: b arrives ")
     saved = json.loads((tmp_path / "fr.json").read_text())
+    assert (tmp_path / "fr.json").stat().st_mode & 0o777 == 0o600  # record mode (issue 21)
     assert sorted(s["rank"] for host in saved.values() for s in host) == [0, 1, 2]
 
 

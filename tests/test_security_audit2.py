@@ -538,7 +538,9 @@ def test_extreme_losses_never_put_nan_into_the_report_svg() -> None:
     a = goodput.Attempt(index=0, start=0.0)
     a.progress += [(1.0, 1, -1.7e308), (2.0, 2, 1.7e308), (3.0, 3, 0.5), (4.0, 4, float("nan"))]
     svg = runreport._loss_chart([a])
-    assert "<polyline" in svg and "nan" not in svg.lower() and "inf" not in svg.lower().replace("info", ""), svg
+    assert "<polyline" in svg and "nan" not in svg.lower() and "inf" not in svg.lower().replace("info", ""), (
+        svg
+    )
 
 
 def test_init_never_writes_through_a_symlink(tmp_path: Path) -> None:
@@ -606,3 +608,163 @@ def test_a_job_printing_digit_bombs_and_escapes_is_judged_by_its_fatal_line(tmp_
     logs = cli("logs", root.name, cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
     assert logs.returncode == 0 and "\\x1b]52;c;" in logs.stdout, logs.stderr
     assert not any(c in logs.stdout for c in CONTROLS)
+
+
+# ------------------------------------------------------------------------------------------ 8. hardening
+STACKS = ROOT / "launcher" / "node" / "stacks.py"
+
+
+def fake_tool(path: Path, log: Path) -> None:
+    path.write_text(f'#!/bin/sh\necho "{path} $*" >> {log}\necho "Thread 1 (idle): \\"MainThread\\""\n')
+    path.chmod(0o755)
+
+
+def run_stacks(targets: list[dict], python: str, cwd: Path, path_env: str) -> dict:
+    import resource
+
+    def cap() -> None:  # the old collector read /dev/zero until memory ran out: fail fast instead
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run(
+        [python, "-I", "-c", STACKS.read_text(), "5"],
+        input=json.dumps(targets),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, "PATH": path_env},
+        preexec_fn=cap,
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_py_spy_is_found_beside_the_python_never_in_the_cwd_and_only_for_the_same_process(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "calls"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    fake_tool(cwd / "py-spy", log)  # planted where an empty or `.` PATH entry points
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        path_env = f":.:{os.environ['PATH']}"
+        answer = run_stacks([{"pid": victim.pid, "rank": 0}], sys.executable, cwd, path_env)
+        assert not log.exists() and answer["py_spy"] != str(cwd / "py-spy"), answer
+        # Beside the node's python (a venv's bin/), before anything on PATH.
+        venv = tmp_path / "venv" / "bin"
+        venv.mkdir(parents=True)
+        (venv / "python").symlink_to(sys.executable)
+        fake_tool(venv / "py-spy", log)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        fake_tool(elsewhere / "py-spy", log)
+        from launcher.node.guard import read_stat
+
+        start = read_stat(victim.pid)["starttime"]
+        answer = run_stacks(
+            [{"pid": victim.pid, "rank": 0, "start": start + 1}],
+            str(venv / "python"),
+            cwd,
+            f"{elsewhere}:/usr/bin",
+        )
+        assert answer["py_spy"] == str(venv / "py-spy") and not log.exists(), (
+            answer
+        )  # start differs: no attach
+        assert "gone" in answer["ranks"][0]["error"]
+        answer = run_stacks(
+            [{"pid": victim.pid, "rank": 0, "start": start}], str(venv / "python"), cwd, "/usr/bin"
+        )
+        assert log.read_text().split() == [str(venv / "py-spy"), "dump", "--pid", str(victim.pid)]
+        assert answer["ranks"][0]["tool"] == "py-spy"
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_stack_collector_reads_named_source_files_bounded(tmp_path: Path) -> None:
+    """A frame naming /dev/zero (or a FIFO) was read through linecache without limit (5 GB in a minute, or
+    blocked for good): now only a regular file of bounded size is read."""
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    code = (
+        "import resource, sys; sys.path.insert(0, sys.argv[1])\n"
+        "from launcher.node import stacks\n"
+        f"text = 'Thread 1 (idle): \"MainThread\"\\n    main (/dev/zero:3)\\n'\n"
+        f"text += 'Thread 2 (idle): \"T\"\\n    main ({fifo}:1)\\n'\n"
+        "print(stacks.with_source(1, text))\n"
+        "print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=cap,
+    )
+    assert done.returncode == 0 and "main (/dev/zero:3)" in done.stdout, done.stderr[-500:]
+    assert int(done.stdout.split("maxrss_kb")[1]) < 200_000, done.stdout
+
+
+def test_amd_smi_is_looked_up_beside_python_and_in_rocm_before_a_relative_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher.node import facts, protocol
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    fake_tool(cwd / "amd-smi", tmp_path / "log")
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PATH", f"::.:{cwd.name}:/usr/bin")
+    for find in (protocol.find_tool, facts.find_tool):
+        found = find("amd-smi")
+        assert found is None or not found.startswith(str(cwd)), found
+
+
+def test_stack_and_straggler_files_get_the_record_modes(tmp_path: Path) -> None:
+    """stacks/, stacks.json and metrics.prom were written with the umask's modes (0755/0644) beside 0600 files."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from cluster.local import LocalTransport
+    from cluster.transport import Endpoint
+    from launcher.hangs import HangForensics
+    from launcher.health.events import Event
+    from launcher.node.guard import read_stat
+
+    root = tmp_path / "record"
+    root.mkdir(mode=0o700)
+    os.umask(os.umask(0o022))  # the umask stays as it was (what the old code relied on)
+    rank = subprocess.Popen(["sleep", "60"])
+    try:
+        events: list[dict] = []
+        plan = SimpleNamespace(env={}, python=sys.executable, ranks=range(0, 1))
+        with LocalTransport({"n1": Endpoint(host="n1", address="127.0.0.1")}) as transport:
+            runner = SimpleNamespace(
+                plan=SimpleNamespace(node=lambda h: plan, health={"stack_budget": 5.0}),
+                transport=transport,
+                record=SimpleNamespace(root=root, run_id="r1", update_state=lambda **k: None),
+                nodes={"n1": SimpleNamespace(lost=False, last_heard=time.time())},
+                watcher=SimpleNamespace(explain_hang=lambda dumps: None, stragglers=["n1"]),
+                _lock=threading.Lock(),
+                _event=events.append,
+            )
+            forensics = HangForensics(runner)  # type: ignore[arg-type]
+            forensics.note_procs(
+                "n1", [{"pid": rank.pid, "rank": 0, "start": read_stat(rank.pid)["starttime"]}]
+            )
+            forensics.dump_stacks()
+            forensics.report_stragglers([Event(1.0, "n1", None, "straggler", "straggler", "warning", "slow")])
+    finally:
+        rank.kill()
+        rank.wait()
+    assert (root / "stacks").stat().st_mode & 0o777 == 0o700
+    for path in (root / "stacks" / "n1.txt", root / "stacks.json", root / "metrics.prom"):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    assert 'rlaunch_straggler{node="n1",run="r1"} 1.0' in (root / "metrics.prom").read_text()

@@ -82,10 +82,21 @@ print(json.dumps(out))
 LOAD_PROBE = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"  # run with -I: nothing of the cwd is imported
 
 
+def find_tool(name: str) -> str | None:
+    """As launcher/node/protocol.py find_tool (this script runs standalone): beside the node's python, then
+    /opt/rocm/bin, then PATH without empty, `.` or relative entries (they mean the current directory)."""
+    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    return shutil.which(name, path=path) if path else None
+
+
 def run_tool(argv: list[str], timeout: float) -> dict:
     """Run one command with a deadline; never raises. The whole process group dies on timeout."""
     out: dict = {"argv": argv, "rc": None, "stdout": "", "stderr": "", "error": None}
-    exe = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
+    exe = find_tool(argv[0]) if os.sep not in argv[0] else argv[0]
     if not exe:
         out["error"] = f"{argv[0]}: not found on PATH"
         return out

@@ -32,7 +32,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -243,6 +242,9 @@ def usage(st: dict) -> dict:
     out: dict = {"rank": rank_of(st)}
     if out["rank"] is None:
         return out
+    out["start"] = st[
+        "starttime"
+    ]  # the stack collector re-checks it before py-spy attaches (PIDs are reused)
     try:
         with open("/proc/{}/stat".format(st["pid"]), "rb") as f:
             raw = f.read().decode("utf-8", "replace")
@@ -1010,7 +1012,8 @@ class GpuWatch:
             os.lseek(self.kmsg_fd, 0, os.SEEK_END)  # only what happens from now on
         except OSError:
             self.kmsg_fd = None
-        self.tool = next((t for t in self.TOOLS if shutil.which(t[0])), None)
+        found = ((name, protocol.find_tool(name), argv) for name, argv in self.TOOLS)
+        self.tool = next(((name, [exe, *argv[1:]]) for name, exe, argv in found if exe), None)
         now = time.time()
         self.next_sample = now  # at once: the GPUs idle while the job imports give each its idle power
         self.next_snapshot = now + 5.0

@@ -11,6 +11,8 @@ stream one JSON object per line, each with "k" (a record kind below) and "t" (th
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 GUARD_FILE = "guard.py"
 PROTOCOL_FILE = "protocol.py"
@@ -59,6 +61,20 @@ ISOLATED = "-I"
 # Code that must import the job's own packages (torch) as the job would, PYTHONPATH included, starts with this line
 # instead: it drops '' and every relative entry before any import can look there (`sys` is built in).
 SAFE_PATH = "import sys; sys.path[:] = [p for p in sys.path if p.startswith('/')]\n"
+
+
+def find_tool(name: str):
+    """A node tool (amd-smi, rocm-smi, py-spy): beside the node's python, then in /opt/rocm/bin, then on PATH with
+    empty, `.` and relative entries dropped (they mean the current directory; issue 21). The copy beside the python
+    and ROCm's own are what the job uses; a PATH lookup first ran whatever an earlier PATH directory held."""
+    import shutil
+
+    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    return shutil.which(name, path=path) if path else None
 
 
 def script_argv(python: str, *rest: str) -> list:
