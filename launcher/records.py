@@ -112,11 +112,12 @@ def write_crash_report(text: str) -> Path:
     """Save a traceback where only we can read it: a fresh 0600 file (mkstemp: O_EXCL, no symlink followed)
     under RLAUNCH_HOME/crash, or $TMPDIR when that is not writable. A predictable name in a shared /tmp let
     another user plant a symlink there and have us overwrite its target."""
-    for parent in (Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch") / "crash", Path(tempfile.gettempdir())):
+    in_home = Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch") / "crash"
+    for parent in (in_home, Path(tempfile.gettempdir())):
         try:
-            trusted(parent.parent)
-            trusted(parent)
-            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if parent == in_home:  # a home another user controls is no place for our traceback either
+                trusted(trusted(parent.parent) / "crash")
+            _private_dir(parent)
             fd, name = tempfile.mkstemp(prefix="rlaunch-crash-", suffix=".txt", dir=parent)
         except (OSError, UnsafeRecord):
             continue

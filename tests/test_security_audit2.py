@@ -768,3 +768,21 @@ def test_stack_and_straggler_files_get_the_record_modes(tmp_path: Path) -> None:
     for path in (root / "stacks" / "n1.txt", root / "stacks.json", root / "metrics.prom"):
         assert path.stat().st_mode & 0o777 == 0o600, path
     assert 'rlaunch_straggler{node="n1",run="r1"} 1.0' in (root / "metrics.prom").read_text()
+
+
+def test_a_crash_report_never_lands_in_a_foreign_home(tmp_path: Path) -> None:
+    """With the home refused, the traceback of an internal error goes to a fresh 0600 file under $TMPDIR."""
+    from launcher import records
+
+    otheruser.ensure()
+    with otheruser.shared_sticky_dir() as shared:
+        home = shared / "home"
+        otheruser.run_as_other(["mkdir", "-m", "0777", str(home)])
+        os.environ["RLAUNCH_HOME"] = str(home)
+        try:
+            path = records.write_crash_report("Traceback ...")
+        finally:
+            del os.environ["RLAUNCH_HOME"]
+        assert not path.is_relative_to(home) and path.stat().st_mode & 0o777 == 0o600
+        assert list(home.iterdir()) == []
+        path.unlink()
