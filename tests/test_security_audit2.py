@@ -786,3 +786,41 @@ def test_a_crash_report_never_lands_in_a_foreign_home(tmp_path: Path) -> None:
         assert not path.is_relative_to(home) and path.stat().st_mode & 0o777 == 0o600
         assert list(home.iterdir()) == []
         path.unlink()
+
+
+def test_the_heads_follower_skips_a_record_it_cannot_read_and_says_so_once(tmp_path: Path) -> None:
+    """launcher/run.py: a follower record `_on_record` raises on (here a non-numeric offset, as a digit bomb once
+    raised) is skipped and counted, one warning event per node; the lines after it are still followed."""
+    from cluster.inventory import from_mapping
+    from cluster.local import LocalTransport
+    from cluster.transport import Endpoint
+    from launcher import plan as planning
+    from launcher.records import RunRecord
+    from launcher.run import Runner
+
+    inv = from_mapping(
+        {
+            "transport": "local",
+            "python": sys.executable,
+            "workdir": str(tmp_path / "w"),
+            "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+            "job": {"kind": "command", "command": ["true"]},
+        }
+    )
+    plan = planning.build_plan(inv, run_id="r1", sources=planning.load_sources(inv), head_env={})
+    record = RunRecord.create("r1", plan.to_json(), base=tmp_path / "home")
+    lines: list[str] = []
+    events: list[dict] = []
+    with LocalTransport({"n1": Endpoint(host="n1", address="127.0.0.1")}) as transport:
+        runner = Runner(
+            plan, transport, record, on_line=lambda h, r, t: lines.append(t), on_event=events.append
+        )
+        for off in ("bad", "worse", 10):
+            runner._on_follow(
+                "n1", "stdout", json.dumps({"k": "line", "t": 1.0, "off": off, "text": f"x {off}"})
+            )
+    record.close()
+    assert lines == ["x 10"]
+    warnings = [e for e in events if e.get("kind") == "warning"]
+    assert len(warnings) == 1 and warnings[0]["node"] == "n1" and "ValueError" in warnings[0]["text"], events
+    assert runner._bad_records == {"n1": 2}
