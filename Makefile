@@ -1,6 +1,10 @@
 # The two commands a newcomer needs (see README): `make demo` and `make test`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Test files run side by side on this many pytest-xdist workers (tests/conftest.py groups them: one file, or
+# everything that starts the one-node Slurm, per worker at a time). End-to-end tests mostly wait, so more
+# workers than cores pay off; TEST_WORKERS=0 runs everything in one process, in order.
+TEST_WORKERS ?= 4
 
 .PHONY: setup demo test quick lint bench
 
@@ -11,10 +15,13 @@ demo: setup
 	$(VENV)/bin/rlaunch up examples/local.yaml
 
 test: setup
-	$(PY) -m pytest -q --durations=25
+	@start=$$(date +%s); rc=0; \
+	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder || rc=$$?; \
+	echo "make test: wall time $$(( $$(date +%s) - start )) s on $$(nproc) cores, $(TEST_WORKERS) workers," \
+	  "load average $$(cut -d' ' -f1-3 /proc/loadavg)"; exit $$rc
 
 quick: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint:
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -18,7 +18,15 @@ from collections.abc import Callable, Sequence
 from hashlib import sha256
 from typing import IO
 
-from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import (
+    TIMEOUT,
+    Endpoint,
+    LineCallback,
+    RemoteProcess,
+    Result,
+    Transport,
+    TransportError,
+)
 
 # What a remote shell answers when the program does not exist, so both transports read the same.
 NOT_FOUND_EXIT = 127
@@ -49,7 +57,7 @@ class LocalTransport(Transport):
                 start_new_session=True,  # its own process group, so a timeout can kill all of it
             )
         except TransportError as exc:
-            return Result(host, None, error=exc.reason)
+            return Result(host, None, error=exc.reason, failure=exc.kind)
         except (FileNotFoundError, PermissionError) as exc:
             code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else 126
             return Result(
@@ -66,6 +74,7 @@ class LocalTransport(Transport):
                 _text(out),
                 _text(err),
                 error=f"timed out after {timeout:g}s running {argv[0]} on {host} (process group killed)",
+                failure=TIMEOUT,
                 seconds=time.monotonic() - started,
             )
         return Result(

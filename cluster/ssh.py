@@ -29,6 +29,9 @@ from collections.abc import Callable, Sequence
 import paramiko
 
 from cluster.transport import (
+    AUTH,
+    HOST_KEY,
+    TIMEOUT,
     Endpoint,
     LineCallback,
     RemoteProcess,
@@ -107,7 +110,9 @@ class SSHTransport(Transport):
         where = f"{ep.host} ({ep.address}:{ep.port})"
         if ep.identity_file and not os.path.isfile(ep.identity_file):
             raise TransportError(
-                ep.host, f"identity file {ep.identity_file} for {ep.host} not found: fix ssh.identity_file"
+                ep.host,
+                f"identity file {ep.identity_file} for {ep.host} not found: fix ssh.identity_file",
+                AUTH,
             )
         if ep.host_key_policy == "accept-new" and not ep.known_hosts:
             # OpenSSH records first-seen keys in UserKnownHostsFile; with none, "accept-new" would trust every
@@ -115,6 +120,7 @@ class SSHTransport(Transport):
             raise TransportError(
                 ep.host,
                 "ssh.host_key_policy accept-new needs a known_hosts file to remember keys in (set ssh.known_hosts)",
+                HOST_KEY,
             )
         sock = _tcp_socket(ep)
         client = paramiko.SSHClient()
@@ -128,7 +134,9 @@ class SSHTransport(Transport):
             except (OSError, paramiko.SSHException) as exc:
                 sock.close()
                 client.close()  # also ends its reader thread, which would log about the dead socket
-                raise TransportError(ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}") from None
+                raise TransportError(
+                    ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}", HOST_KEY
+                ) from None
         if ep.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(_AcceptNew(ep, self._known_hosts_lock))
         else:
@@ -156,6 +164,7 @@ class SSHTransport(Transport):
                 f"HOST KEY CHANGED for {where}: it now presents {exc.key.get_name()} {_fingerprint(exc.key)}, "
                 f"not the key in {ep.known_hosts} - possible MITM attack; if the node was reinstalled, remove "
                 f"the old key with `ssh-keygen -R {_known_hosts_name(ep)} -f {ep.known_hosts}`",
+                HOST_KEY,
             ) from None
         except paramiko.AuthenticationException as exc:
             sock.close()
@@ -165,6 +174,7 @@ class SSHTransport(Transport):
                 ep.host,
                 f"authentication failed for {ep.user or _local_user()}@{where} with {key} ({exc}): add the public key "
                 "to the node's ~/.ssh/authorized_keys or fix ssh.identity_file / ssh.user",
+                AUTH,
             ) from None
         except paramiko.SSHException as exc:
             sock.close()
@@ -175,6 +185,7 @@ class SSHTransport(Transport):
                     f"unknown host key for {where}: add it with "
                     f"`ssh-keyscan -p {ep.port} {ep.address} >> {ep.known_hosts or '~/.ssh/known_hosts'}` "
                     "or set ssh.host_key_policy: accept-new",
+                    HOST_KEY,
                 ) from None
             raise TransportError(ep.host, f"SSH handshake with {where} failed: {exc}") from None
         except (OSError, EOFError) as exc:
@@ -201,7 +212,7 @@ class SSHTransport(Transport):
         try:
             chan = self._exec(host, command, timeout)
         except TransportError as exc:
-            return Result(host, None, error=exc.reason, seconds=time.monotonic() - started)
+            return Result(host, None, error=exc.reason, failure=exc.kind, seconds=time.monotonic() - started)
         try:
             if stdin and len(stdin) > INLINE_STDIN_LIMIT:
                 # Large input: feed it from a thread so that a remote writing lots of output cannot deadlock us.
@@ -218,6 +229,7 @@ class SSHTransport(Transport):
                     _text(out),
                     _text(err),
                     error=f"timed out after {timeout:g}s running {argv[0]} on {host} (channel closed)",
+                    failure=TIMEOUT,
                     seconds=time.monotonic() - started,
                 )
             # paramiko reports -1 both for a dead link and for a remote killed by a signal (it ignores
@@ -439,6 +451,7 @@ def _tcp_socket(ep: Endpoint) -> socket.socket:
             ep.host,
             f"timed out after {ep.connect_timeout:g}s connecting to {where}: node down, wrong address or a "
             "firewall; raise ssh.connect_timeout if the network is just slow",
+            TIMEOUT,
         ) from None
     except OSError as exc:
         sock.close()

@@ -17,6 +17,7 @@ from typing import Any
 
 from launcher import goodput, ledger
 from launcher.records import RunRecord
+from launcher.states import is_active
 
 PROGRESS = "progress.jsonl"
 LOSS_ONLY_EVERY = 1.0  # seconds between records of lines that carry a loss but no step
@@ -115,7 +116,7 @@ def goodput_of(record: RunRecord, now: float | None = None) -> goodput.Goodput |
     started = state.get("started_at")
     if started is None:
         return None
-    ended = state.get("ended_at") if state.get("state") not in ("starting", "running") else None
+    ended = state.get("ended_at") if not is_active(state.get("state")) else None
     end = float(ended) if ended else (time.time() if now is None else now)
     return goodput.compute(float(started), end, read_events(record), read_progress(record.root))
 

@@ -50,6 +50,7 @@ class GuardReply:
     data: dict[str, Any] | None
     error: str | None
     exit_code: int | None = None
+    failure: str | None = None  # the transport's failure kind when it could not run the verb at all
 
     @property
     def ok(self) -> bool:
@@ -66,7 +67,7 @@ class GuardReply:
             return cls(result.host, None, str(data["error"]), result.exit_code)
         # A guard verb that answered counts as an answer even when it exits non-zero (stop with survivors).
         error = None if data is not None else result.why()
-        return cls(result.host, data, error, result.exit_code)
+        return cls(result.host, data, error, result.exit_code, result.failure)
 
 
 RecordSink = Callable[[str, dict[str, Any]], None]  # (host, record)

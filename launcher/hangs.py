@@ -25,6 +25,7 @@ from launcher import envrules
 from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, precedence
+from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.records import write_atomic
 
@@ -68,7 +69,7 @@ class HangForensics:
         runner = self.runner
         if self._probe_until is None:
             self._probe_until = now + PROBE_S
-        with runner._lock:
+        with runner.lock:
             live = {h: s for h, s in runner.nodes.items() if s.final is None and not s.lost}
             silent = {h: s.last_heard for h, s in live.items() if (s.last_heard or 0.0) < now - PROBE_S}
         if not silent or len(silent) == len(runner.nodes):
@@ -78,13 +79,13 @@ class HangForensics:
         if now < self._probe_until:
             return True
         self._probed = True
-        with runner._lock:
+        with runner.lock:
             for host, heard in sorted(silent.items(), key=lambda item: item[1] or 0.0):
                 since = time.strftime("%H:%M:%S", time.localtime(heard)) if heard else "the start"
                 why = f"{host} unreachable since {since}; peers lost their connections to it ({failure.text[:120]})"
                 event = runner.watcher.observe_lost(heard or now, host, why)
                 if event is not None:
-                    runner._event(event.to_dict())
+                    runner.event(event.to_dict())
         return False
 
     # ---- stacks ---------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ class HangForensics:
         budget = float(runner.plan.health.get("stack_budget", 10.0))
         if budget <= 0:
             return
-        with runner._lock:
+        with runner.lock:
             # A node not heard from lately would only eat the budget: its stacks cannot come back either.
             fresh = time.time() - max(PROBE_S, budget)
             hosts = [
@@ -125,10 +126,9 @@ class HangForensics:
         dumps: list[tuple[str, int | None, str | None, str]] = []
         saved: dict[str, Any] = {}
         for host, result in group.results.items():
-            try:
-                ranks = json.loads(result.stdout.strip().splitlines()[-1])["ranks"] if result.ok else []
-            except (ValueError, IndexError, KeyError, TypeError):
-                ranks = []
+            reply = protocol.reply_of(result.stdout) if result.ok else None
+            ranks = reply.get("ranks") if reply is not None else []
+            ranks = ranks if isinstance(ranks, list) else []
             saved[host] = ranks if ranks else {"error": result.why()}
             for entry in ranks:
                 dumps.append((host, entry.get("rank"), entry.get("tool"), entry.get("text") or ""))
@@ -141,7 +141,7 @@ class HangForensics:
                 write_atomic(folder / f"{host}.txt", text + "\n")
         write_atomic(runner.record.root / "stacks.json", json.dumps(saved, indent=1))
         fr_thread.join(timeout=max(0.0, started + budget + 5 - time.time()))
-        with runner._lock:
+        with runner.lock:
             refined = runner.watcher.explain_hang(dumps)
             if fr:
                 refined = (
@@ -154,7 +154,7 @@ class HangForensics:
         if refined is not None:
             who = refined.node if refined.rank is None else f"{refined.node} rank {refined.rank}"
             text += f"; named {who}"
-        runner._event({"kind": "info", "severity": "info", "text": text})
+        runner.event({"kind": "info", "severity": "info", "text": text})
 
     # ---- flight recorder --------------------------------------------------------------------------
 
@@ -185,10 +185,8 @@ class HangForensics:
         )
         out: dict[str, Any] = {}
         for host, result in group.results.items():
-            try:
-                ranks = json.loads(result.stdout.strip().splitlines()[-1])["ranks"] if result.ok else None
-            except (ValueError, IndexError, KeyError, TypeError):
-                ranks = None
+            reply = protocol.reply_of(result.stdout) if result.ok else None
+            ranks = reply.get("ranks") if reply is not None else None
             out[host] = ranks if isinstance(ranks, list) else {"error": result.why()}
         if any(isinstance(r, list) and r for r in out.values()):
             write_atomic(runner.record.root / "fr.json", json.dumps(out, indent=1))
@@ -200,7 +198,7 @@ class HangForensics:
         runner = self.runner
         culprit, sentence = flight.behind(fr)
         for note in flight.unreadable(fr):
-            runner._event({"kind": "info", "severity": "warning", "text": note})
+            runner.event({"kind": "info", "severity": "warning", "text": note})
         if sentence is None:
             return None
         events = runner.watcher.events
@@ -220,7 +218,7 @@ class HangForensics:
         each straggler's arrival lag as evidence, when the recorder is on and its dumps hold timings."""
 
         def work() -> None:
-            with self.runner._lock:
+            with self.runner.lock:
                 hosts = [h for h, s in self.runner.nodes.items() if not s.lost]
             fr = self.fetch_fr(hosts, 5.0)
             lags, count = flight.arrival_lag(fr)
@@ -228,7 +226,7 @@ class HangForensics:
                 evidence = flight.lag_evidence(node, lags, count)
                 if evidence is not None:
                     # Shown under the straggler warning (kind "info" would stay in the record only).
-                    self.runner._event(
+                    self.runner.event(
                         {"kind": "evidence", "category": "straggler", "severity": "warning", "node": node,
                          "text": evidence}
                     )  # fmt: skip

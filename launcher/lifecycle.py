@@ -20,7 +20,7 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
 from launcher import attempts, hostlock, ledger, records, spares
 from launcher import plan as planning
-from launcher.errors import ExitCode, Infra
+from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
@@ -28,6 +28,7 @@ from launcher.run import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
     LaunchError,
+    LaunchRefused,
     LineSink,
     Outcome,
     Runner,
@@ -36,7 +37,7 @@ from launcher.run import (
     targets_of_plan,
     teardown_shield,
 )
-from launcher.states import is_active
+from launcher.states import FROM_GUARD, RunState, is_active
 
 TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
 
@@ -98,7 +99,7 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
             continue
         pid = state.get("launcher_pid")
         if not state.get("detached") and pid and not _pid_alive(int(pid)):
-            rec.update_state(state="abandoned", reason="launcher died without cleaning up its record")
+            rec.set_state(RunState.ABANDONED, reason="launcher died without cleaning up its record")
             continue
         if state.get("detached"):
             # Nobody settles a detached run's record but `status`: ask its guards before refusing.
@@ -137,10 +138,9 @@ def up(
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
-        raise LaunchError(
+        raise LaunchRefused(
             "--detach is not possible with transport slurm: the job lives in the launcher's srun steps "
             "(submit `rlaunch up` itself with sbatch instead)",
-            code=ExitCode.BAD_INPUT,
         )
     # A node at health.max_strikes is swapped for a spare here, or nothing starts (exit 3, naming the node).
     inv, struck = spares.admit(inv, ledger.read())
@@ -152,19 +152,18 @@ def up(
     try:
         show_specs(plan, ranks)
     except ValueError as exc:
-        raise LaunchError(str(exc), code=ExitCode.BAD_INPUT) from None
+        raise LaunchRefused(str(exc)) from None
     try:
         # From the check until our record says "starting", no other `up` on this head may check (launcher/hostlock.py).
         with hostlock.hold(plan.hosts):
             if not force and (busy := check_lock(inv)):
-                raise LaunchError(
+                raise LaunchRefused(
                     f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
-                    code=ExitCode.BAD_INPUT,
                 )
             record = records.RunRecord.create(run_id, plan.to_json())
             records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
-            record.update_state(
-                state="starting",
+            record.set_state(
+                RunState.STARTING,
                 cluster=inv.cluster,
                 hosts=plan.hosts,
                 detached=detach,
@@ -177,7 +176,7 @@ def up(
                 ],
             )
     except hostlock.HostBusy as exc:
-        raise LaunchError(str(exc), code=ExitCode.BAD_INPUT) from None
+        raise LaunchRefused(str(exc)) from None
     own_transport = transport is None
     transport = transport or make_transport(inv)
     try:
@@ -185,7 +184,7 @@ def up(
             say(f"doctor: fast checks on {len(plan.nodes)} nodes")
             failed = preflight_doctor(inv, plan, transport)
             if failed:
-                record.update_state(state="failed", reason="doctor preflight", ended_at=time.time())
+                record.set_state(RunState.FAILED, reason="doctor preflight", ended_at=time.time())
                 raise LaunchError(
                     "doctor preflight failed, nothing was started:\n"
                     + "\n".join(f"  {line}" for line in failed)
@@ -262,7 +261,7 @@ def _attempts(
                 attempts.mark(
                     record, attempt, "end", f"attempt {attempt}: interrupted", code=EXIT_INTERRUPTED
                 )
-                record.update_state(state="stopped", reason="interrupted", ended_at=time.time())
+                record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
             return Outcome(
                 EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
             )
@@ -277,8 +276,8 @@ def _attempts(
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
         if outcome.code == 0 or attempt >= inv.restart.max_restarts:
-            record.update_state(
-                state="succeeded" if outcome.code == 0 else "failed",
+            record.set_state(
+                RunState.SUCCEEDED if outcome.code == 0 else RunState.FAILED,
                 ended_at=time.time(),
                 summary=outcome.summary,
                 exit_code=outcome.code,
@@ -341,9 +340,9 @@ def _launch(
         runner.start()
     except LaunchError as exc:
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
-        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         raise
-    record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
+    record.set_state(RunState.RUNNING, attempt=attempt, plan_run_id=plan.run_id)
 
 
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
@@ -440,27 +439,29 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
             )
             if part
         )
-        record.update_state(state="stop-failed", ended_at=time.time(), reason=why)
+        record.set_state(RunState.STOP_FAILED, ended_at=time.time(), reason=why)
     elif is_active(record.read_state().get("state")):
-        record.update_state(state="stopped", ended_at=time.time(), reason="rlaunch down")
+        record.set_state(RunState.STOPPED, ended_at=time.time(), reason="rlaunch down")
     return record.run_id, replies
 
 
-def settle(node_states: dict[str, str | None]) -> tuple[str, str] | None:
+def settle(node_states: dict[str, str | None]) -> tuple[RunState, str] | None:
     """The run's state from its nodes' guard states, with why; None while it still runs.
 
     A node whose guard died ends the run at once: its job processes are unguarded, so the run is torn down
-    everywhere (nothing left behind) rather than left "running" until a timeout."""
+    everywhere (nothing left behind) rather than left "running" until a timeout. Each node's final word means
+    what launcher/states.py's FROM_GUARD says; the run succeeded only where every node's means success."""
     lost = sorted(h for h, s in node_states.items() if s == protocol.GUARD_LOST)
     if lost:
-        return "failed", f"the guard died on {', '.join(lost)}; the job was stopped on every node"
+        return RunState.FAILED, f"the guard died on {', '.join(lost)}; the job was stopped on every node"
     states = list(node_states.values())
     if not states or not all(s in protocol.TERMINAL_STATES for s in states):
         return None
-    if all(s == protocol.SUCCEEDED for s in states):
-        return "succeeded", "every node succeeded"
-    failed = sorted(h for h, s in node_states.items() if s != protocol.SUCCEEDED)
-    return "failed", f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
+    meaning = {h: FROM_GUARD[s] for h, s in node_states.items() if s is not None}
+    if all(m is RunState.SUCCEEDED for m in meaning.values()):
+        return RunState.SUCCEEDED, "every node succeeded"
+    failed = sorted(h for h, m in meaning.items() if m is not RunState.SUCCEEDED)
+    return RunState.FAILED, f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
 
 
 def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
@@ -491,7 +492,7 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 ]
                 if unfinished:
                     guards.stop(unfinished, grace=inv.health.grace)
-                final, why = settled
+                final, why = settled[0].value, settled[1]
                 # Nobody watched the end (an unsupervised detached run): keep the guards' own reasons, edge
                 # decisions first (launcher/node/edge.py), as the record's summary.
                 reasons = sorted(
@@ -500,7 +501,7 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                     if n.get("state") != protocol.SUCCEEDED and n.get("reason")
                 )
                 summary = "; ".join(text for _, text in reasons) or why
-                record.update_state(state=final, reason=why, summary=summary, ended_at=time.time())
+                record.set_state(settled[0], reason=why, summary=summary, ended_at=time.time())
                 out.update(state=final, reason=why, summary=summary)
     outcomes = sorted(record.root.glob("outcome-*.json"))
     if outcomes:

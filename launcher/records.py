@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from launcher.errors import Infra
+from launcher.states import RunState
 
 # What `new_run_id` makes, and what a user may type for one (a prefix included): a run id names a directory
 # under RLAUNCH_HOME/runs, so "../x" or "/x" would open a record (and run its plan's commands) from elsewhere.
@@ -168,7 +169,7 @@ class RunRecord:
         (root / "logs").mkdir(mode=0o700)
         rec = cls(root)
         write_atomic(root / "plan.json", json.dumps(plan_json, indent=1))
-        rec.write_state({"run_id": run_id, "state": "planned", "created_at": time.time()})
+        rec.write_state({"run_id": run_id, "state": RunState.PLANNED.value, "created_at": time.time()})
         return rec
 
     @classmethod
@@ -195,7 +196,14 @@ class RunRecord:
         with self._lock:
             write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
 
+    def set_state(self, state: RunState, **changes: Any) -> dict[str, Any]:
+        """The one writer of the run's state (launcher/states.py's vocabulary), with the fields that go with it."""
+        return self.update_state(state=RunState(state).value, **changes)
+
     def update_state(self, **changes: Any) -> dict[str, Any]:
+        """Merge `changes` into state.json; write the run's "state" itself with `set_state`."""
+        if "state" in changes:
+            changes["state"] = RunState(changes["state"]).value  # a word outside the vocabulary fails here
         # The lock file serialises read-modify-write across processes too: a detached run's supervisor, `status`
         # and `down` may update the same state.json at once.
         with self._lock, open(self.root / ".state.lock", "a") as lock:

@@ -23,7 +23,7 @@ from importlib import resources
 from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError
-from launcher.errors import ExitCode, RlaunchError
+from launcher.errors import BadInput, ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
@@ -53,7 +53,27 @@ def node_script(name: str) -> str:
 
 
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node."""
+    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+
+    `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
+    could not be reached at all, as opposed to nodes that answered and failed a check."""
+
+    def __init__(
+        self,
+        message: str,
+        code: int | None = None,
+        failed: dict[str, str] | None = None,
+        failures: dict[str, str] | None = None,
+    ):
+        super().__init__(message, code, failed)
+        self.failures = failures or {}
+
+
+class LaunchRefused(BadInput, LaunchError):
+    """`up` refuses before it starts anything: the input cannot work, or another run holds the nodes (exit 2).
+
+    Both a BadInput (callers that tell bad input from a failed start catch it by that type) and a LaunchError
+    (whatever catches `up`'s failures as a whole still does)."""
 
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:
@@ -203,7 +223,10 @@ class Runner:
         failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
-            raise LaunchError(_per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed)
+            kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
+            raise LaunchError(
+                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
+            )
         return group
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
@@ -221,8 +244,12 @@ class Runner:
                 self.nodes[host].guard_pid = pid
         if failed:
             self.stop(reason="a node failed to start")
+            kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
+                _per_node("start failed; every started node was stopped again", failed),
+                EXIT_INFRA,
+                failed,
+                {h: k for h, k in kinds.items() if k},
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 
@@ -415,6 +442,16 @@ class Runner:
         self.record.append_event(event)
         self.on_event(event)
 
+    # --- seams for the helpers that work beside the watch loop (hangs.py forensics, the supervisor) -------------
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the watcher and the nodes' follow state change; a helper that reads or feeds them takes it."""
+        return self._lock
+
+    def event(self, event: dict[str, Any]) -> None:
+        """Record and report one event, as the runner's own are (events.jsonl, then on_event)."""
+        self._event(event)
+
     def watch(self, *, poll: float = 0.2) -> Outcome:
         """Block until every node finished or the first fatal event; tear down on failure."""
         hb_every = max(0.3, float(self.plan.health["heartbeat_timeout"]) / 4)
@@ -567,11 +604,8 @@ class Runner:
         )
         saved: list[str] = []
         for host, result in group.succeeded.items():
-            try:
-                files = json.loads(result.stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                continue
-            if not isinstance(files, dict):
+            files = protocol.reply_of(result.stdout)
+            if files is None:
                 continue
             for rel, data in files.items():
                 # The reply is a node's word: a path that is absolute, climbs out with `..`, or resolves outside

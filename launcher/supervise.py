@@ -31,11 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from launcher.errors import ExitCode
+from launcher.states import RunState, is_active
+
 SUPERVISOR_LOG = "supervisor.log"
 SUPERVISOR_LOCK = "supervisor.lock"
 READY_TIMEOUT_S = 30.0
 OFFSETS_EVERY_S = 2.0
-ACTIVE = ("starting", "running")
 
 
 def _starttime(pid: int) -> int | None:
@@ -98,7 +100,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
         start_new_session=True,
     )
     try:
-        pid = int(done.stdout.strip().splitlines()[-1])
+        pid = int(done.stdout.split()[-1])  # the daemon's parent prints its PID last
     except (ValueError, IndexError):
         raise RuntimeError(f"supervisor did not start: {done.stderr.strip()[-300:]}") from None
     deadline = time.time() + timeout
@@ -107,7 +109,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
             state = json.loads((root / "state.json").read_text())
             if state.get("supervisor_pid") == pid and supervisor_alive(state):
                 return pid
-            if state.get("state") not in ACTIVE:
+            if not is_active(state.get("state")):
                 return pid  # the run ended before (or as) the supervisor came up: nothing left to watch
         if _starttime(pid) is None:
             tail = (root / SUPERVISOR_LOG).read_text(errors="replace")[-300:] if root.exists() else ""
@@ -119,7 +121,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
 def ensure(root: Path) -> tuple[int | None, bool]:
     """A live supervisor for an active run: (pid, started now). (None, False) if the run is over."""
     state = json.loads((root / "state.json").read_text())
-    if state.get("state") not in ACTIVE or not state.get("detached"):
+    if not is_active(state.get("state")) or not state.get("detached"):
         return None, False
     recorded = _recorded(state)
     if recorded is not None and supervisor_alive(state):
@@ -165,11 +167,11 @@ def run(run_id: str) -> int:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         _log("another supervisor holds this run; exiting")
-        return 0
+        return ExitCode.OK
     state = record.read_state()
-    if state.get("state") not in ACTIVE:
+    if not is_active(state.get("state")):
         _log(f"run is {state.get('state')}: nothing to supervise")
-        return 0
+        return ExitCode.OK
     record.update_state(
         supervisor_pid=os.getpid(),
         supervisor_starttime=_starttime(os.getpid()),
@@ -190,7 +192,7 @@ def run(run_id: str) -> int:
         while not finished.wait(OFFSETS_EVERY_S):
             if current:
                 runner = current[-1]
-                with runner._lock:
+                with runner.lock:
                     offsets = {h: s.offset for h, s in runner.nodes.items()}
                 record.update_state(offsets=offsets, offsets_plan=runner.plan.run_id)
 
@@ -215,9 +217,9 @@ def run(run_id: str) -> int:
                 on_runner=current.append,
             )
     except (LaunchError, planning.PlanError) as exc:
-        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         _log(f"failed: {exc}")
-        return 1
+        return ExitCode.FAILED
     finally:
         finished.set()
         saver.join(timeout=5)
@@ -326,7 +328,7 @@ def tail_record(
             for raw in read_new(events):
                 with contextlib.suppress(ValueError):
                     on_event(json.loads(raw))
-        if state.get("state") not in ACTIVE:
+        if not is_active(state.get("state")):
             return state
         if state.get("detached") and not supervisor_alive(state):
             return state  # nobody writes the record: stop here, the caller says so
@@ -339,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != "--daemon"]
     if len(args) != 1:
         sys.stderr.write("usage: python -m launcher.supervise RUN_ID [--daemon]\n")
-        return 2
+        return ExitCode.BAD_INPUT
     run_id = args[0]
     if daemon:
         # Fork before any thread exists: the parent reports the daemon's PID and leaves.
@@ -347,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         pid = os.fork()
         if pid:
             print(pid, flush=True)
-            os._exit(0)
+            os._exit(ExitCode.OK)
         from launcher import records
 
         root = records.RunRecord.open(run_id).root
@@ -368,12 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(run_id)
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception:
         import traceback
 
         _log("supervisor crashed:\n" + traceback.format_exc())
-        return 3
+        return ExitCode.INFRA
 
 
 if __name__ == "__main__":

@@ -116,6 +116,116 @@ def test_every_package_is_installed() -> None:
     assert found | {"launcher.templates"} == listed
 
 
+def _launcher_lines(pattern: str, under: str = "launcher", skip: tuple[str, ...] = ()) -> list[str]:
+    """`grep -rn PATTERN launcher` in Python: "file:line: text" for every match, outside the `skip` files."""
+    found = []
+    for path in sorted((ROOT / under).rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel in skip:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(pattern, line):
+                found.append(f"{rel}:{number}: {line.strip()}")
+    return found
+
+
+def test_run_states_are_written_through_the_one_setter() -> None:
+    """`grep -rn 'state="' launcher` is empty: a run's state is a RunState, written by RunRecord.set_state."""
+    assert _launcher_lines(r'state="', skip=("launcher/states.py",)) == []
+
+
+def test_node_code_emits_record_kinds_from_the_protocol() -> None:
+    """`grep -rn '"k": "' launcher/node` is empty: the guard and edge.py emit protocol.K_* kinds."""
+    assert _launcher_lines(r'"k": "', under="launcher/node") == []
+
+
+def test_nobody_reaches_into_the_runner() -> None:
+    """`grep -rn 'runner\\._' launcher` is empty: helpers use Runner.lock and Runner.event."""
+    assert _launcher_lines(r"runner\._") == []
+
+
+def test_replies_are_read_by_the_protocol() -> None:
+    """`grep -rn 'splitlines()\\[-1\\]' launcher` is empty: a node script's reply is read by protocol.reply_of."""
+    assert _launcher_lines(r"splitlines\(\)\[-1\]") == []
+
+
+def test_errors_are_raised_and_caught_by_type() -> None:
+    """`grep -rn 'code=.*BAD_INPUT\\|\\.code == 2' launcher` is empty: bad input is a BadInput, caught as one."""
+    from launcher.run import LaunchError, LaunchRefused
+
+    assert _launcher_lines(r"code=.*BAD_INPUT|\.code == 2") == []
+    refused = LaunchRefused("run r1 is still running on these nodes")
+    assert (
+        isinstance(refused, BadInput) and isinstance(refused, LaunchError) and not isinstance(refused, Infra)
+    )
+    assert refused.code == ExitCode.BAD_INPUT
+
+
+def test_verb_entry_points_return_exit_codes_by_name() -> None:
+    """No `return 2` in the supervisor's or the CLI's code: exit codes come from launcher/errors.py by name."""
+    paths = [ROOT / "launcher" / "supervise.py", *sorted((ROOT / "launcher" / "cli").glob("*.py"))]
+    literal = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = node.value if isinstance(node, ast.Return) else None
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: return {value.value}")
+    assert literal == []
+
+
+def test_state_setter_and_settle_speak_the_run_vocabulary(tmp_path: Path) -> None:
+    import pytest
+
+    from launcher import records
+    from launcher.lifecycle import settle
+    from launcher.states import RunState
+
+    record = records.RunRecord.create("20260101-000000-abcd", {"nodes": []}, base=tmp_path)
+    assert RunState.parse(record.read_state()["state"]) is RunState.PLANNED
+    assert record.set_state(RunState.RUNNING, attempt=1)["state"] == "running"
+    with pytest.raises(ValueError):
+        record.update_state(state="half-done")  # a word outside RunState never reaches state.json
+    assert record.read_state()["state"] == "running"
+    assert settle({"a": protocol.SUCCEEDED, "b": protocol.SUCCEEDED}) == (
+        RunState.SUCCEEDED,
+        "every node succeeded",
+    )
+    final, why = settle({"a": protocol.SUCCEEDED, "b": protocol.LOST_LAUNCHER})
+    assert final is RunState.FAILED and "b: lost-launcher" in why
+    assert settle({"a": protocol.SUCCEEDED, "b": protocol.RUNNING}) is None
+    record.close()
+
+
+def test_transport_failures_carry_a_kind_and_validate_reads_it() -> None:
+    """Every transport failure has a kind (unreachable, auth, host-key, timeout); validate counts unreachable
+    nodes by it, never by words in the message."""
+    import socket
+
+    import pytest
+
+    from cluster.local import LocalTransport
+    from cluster.ssh import SSHTransport
+    from cluster.transport import FAILURE_KINDS, TIMEOUT, UNREACHABLE, Endpoint, Result
+
+    assert set(FAILURE_KINDS) == {"unreachable", "auth", "host-key", "timeout"}
+    assert Result("n1", None, error="gone").failure == UNREACHABLE and Result("n1", 0).failure is None
+    with pytest.raises(ValueError):
+        Result("n1", None, error="gone", failure="weather")
+    local = LocalTransport({"n1": Endpoint(host="n1", address="127.0.0.1")})
+    slow = local.run("n1", ["sleep", "5"], timeout=0.2)
+    assert slow.error and slow.failure == TIMEOUT
+    with socket.socket() as s:  # a port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ssh = SSHTransport({"n1": Endpoint(host="n1", address="127.0.0.1", port=port, connect_timeout=2)})
+    try:
+        refused = ssh.run("n1", ["true"], timeout=5)
+    finally:
+        ssh.close()
+    assert refused.error and "refused" in refused.error and refused.failure == UNREACHABLE
+    assert _launcher_lines(r'"timed out"|"connect"|"refused"', under="launcher/validate") == []
+
+
 def test_every_python_rlaunch_starts_is_isolated_from_the_cwd() -> None:
     """docs/security.md, issue 21: `python -c`/`python -`/`-m` put the current directory first on sys.path, so every
     interpreter rlaunch starts runs with -I (protocol.script_argv, guard_argv, the supervisor's BOOT), or runs code

@@ -88,7 +88,7 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for r in range(WORLD)
     ]
     try:
-        outputs = [p.communicate(timeout=90)[0] for p in procs]
+        outputs = [p.communicate(timeout=240)[0] for p in procs]  # 2 cores shared with other test files
     finally:
         for p in procs:
             if p.poll() is None:

@@ -752,8 +752,8 @@ def test_stack_and_straggler_files_get_the_record_modes(tmp_path: Path) -> None:
                 record=SimpleNamespace(root=root, run_id="r1", update_state=lambda **k: None),
                 nodes={"n1": SimpleNamespace(lost=False, last_heard=time.time())},
                 watcher=SimpleNamespace(explain_hang=lambda dumps: None, stragglers=["n1"]),
-                _lock=threading.Lock(),
-                _event=events.append,
+                lock=threading.Lock(),
+                event=events.append,
             )
             forensics = HangForensics(runner)  # type: ignore[arg-type]
             forensics.note_procs(

@@ -29,6 +29,20 @@ import re
 import sys
 import time
 
+
+def _beside(name: str):
+    """A module pushed beside this file into RUNDIR (the guard loads this file by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __package__:  # imported by the head or tests as launcher.node.edge
+    from launcher.node import protocol
+else:  # loaded by the guard from RUNDIR: the guard's own protocol.py, else the one pushed beside this file
+    protocol = sys.modules.get("protocol") or _beside("protocol")  # type: ignore[assignment]
+
 LINE_CONFIRM_S = 3.0
 STOP_CONFIRM_S = 1.0
 HEAD_DEFER_S = 5.0
@@ -288,7 +302,7 @@ class Forwarder:
         match = self.rules.classify(text)
         if self.rules.is_progress(text, match):
             self.progress[key] = now
-        record = {"k": "line", "t": now, "off": offset, "text": raw}
+        record = {"k": protocol.K_LINE, "t": now, "off": offset, "text": raw}
         if match is not None:
             record["f"] = {"rule": match.rule, "severity": match.severity}
         elif self.rules.is_completion_marker(text):
@@ -311,7 +325,7 @@ class Forwarder:
         if not self.counts and not self.progress:
             return None
         record = {
-            "k": "activity",
+            "k": protocol.K_ACTIVITY,
             "t": now,
             "off": self.offset,
             "lines": self.counts,

@@ -4,7 +4,7 @@ Pushed to every node and run with the node's own Python (standard library only, 
 
     python guard.py start  RUNDIR              daemonize, run job.json's argv, print {"guard_pid", "job_pid"}
     python guard.py run    RUNDIR              start without leaving the caller's session (a child, not a daemon),
-                                               print {"k": "started", ...}, then follow (for srun steps)
+                                               print a "started" record, then follow (for srun steps)
     python guard.py follow RUNDIR [--offset N]  stream out.log lines, process lists and the final state as JSON lines
     python guard.py stop   RUNDIR [--grace S]   tear the job down, print the final state; exit 0 if nothing remains
     python guard.py status RUNDIR               print {"state", "alive", "descendants"}
@@ -796,10 +796,14 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
         if reply is None or "error" in reply:
             emit(
-                {"k": "error", "t": time.time(), "error": (reply or {}).get("error", "guard did not report")}
+                {
+                    "k": protocol.K_ERROR,
+                    "t": time.time(),
+                    "error": (reply or {}).get("error", "guard did not report"),
+                }
             )
             return EXIT_FAILED
-        emit({"k": "started", "t": time.time(), **reply})
+        emit({"k": protocol.K_STARTED, "t": time.time(), **reply})
         return cmd_follow(rundir, 0)
     os.waitpid(first, 0)
     reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
@@ -954,8 +958,8 @@ def make_forwarder(rundir: str, show: str | None):
         module = edge_module(rundir)
         rules = None if module is None else module.load_rules(rundir)
         return None if rules is None else module.Forwarder(rules, show)
-    except Exception:
-        log("forwarding every line: " + traceback.format_exc().splitlines()[-1])
+    except Exception as exc:
+        log(f"forwarding every line: {type(exc).__name__}: {exc}")
         return None
 
 
@@ -969,7 +973,9 @@ def cmd_follow(rundir: str, offset: int, show: str | None = None) -> int:
         pid, start, _ = guard_identity(rundir)
     try:
         if pid is None:
-            emit({"k": "exit", "t": time.time(), "state": {"state": None, "reason": "no state.json"}})
+            emit(
+                {"k": protocol.K_EXIT, "t": time.time(), "state": {"state": None, "reason": "no state.json"}}
+            )
             return EXIT_FAILED
         follow_loop(
             rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset), make_forwarder(rundir, show)
@@ -1162,7 +1168,7 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
         finished = not is_alive(pid, start)
         for off, text in tail.read(final=finished):
             if fwd is None:
-                emit({"k": "line", "t": time.time(), "off": off, "text": text})
+                emit({"k": protocol.K_LINE, "t": time.time(), "off": off, "text": text})
             else:
                 try:
                     records = fwd.line(time.time(), off, text)
@@ -1184,7 +1190,7 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
             state = dict(state or {})
             if state.get("state") == RUNNING:
                 state.update(state=GUARD_LOST, reason="guard died without writing a final state")
-            emit({"k": "exit", "t": time.time(), "state": state})
+            emit({"k": protocol.K_EXIT, "t": time.time(), "state": state})
             return
         now = time.time()
         if now >= next_procs:
@@ -1193,15 +1199,15 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
             snapshot = gpu.poll(now)
             described = describe_with_usage(procs)
             gpu.annotate(procs, described)
-            emit({"k": "procs", "t": now, "procs": described})
+            emit({"k": protocol.K_PROCS, "t": now, "procs": described})
             next_procs = now + PROCS_EVERY_S
             # Every process of the job ever seen (the pids file) and those seen now: an OOM-killed rank is gone by
             # the time its kernel line is read.
             pids = frozenset([r[0] for r in records] + [st["pid"] for st in procs])
             for text in gpu.kernel_lines(pids):
-                emit({"k": "kernel", "t": now, "text": text})
+                emit({"k": protocol.K_KERNEL, "t": now, "text": text})
             if snapshot is not None:
-                emit({"k": "gpu", "t": now, **snapshot})
+                emit({"k": protocol.K_GPU, "t": now, **snapshot})
         if stdin_fd is None:
             time.sleep(0.2)
             continue

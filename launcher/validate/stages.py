@@ -205,7 +205,7 @@ class Session:
     def _note_unreachable(self, result: WorkloadResult) -> None:
         if result.infra:
             with self._lock:
-                self.unreachable.update(h for h, why in result.infra.items() if _is_unreachable(why))
+                self.unreachable.update(result.unreachable)  # the transport's kind, not words in a message
 
     def run_attempts(
         self,
@@ -272,13 +272,6 @@ class Session:
             self.transport.run(
                 host, script_argv(self.inv.python_for(node), "-c", RMTREE_SCRIPT, self.ckpt_root), timeout=60
             )
-
-
-def _is_unreachable(why: str) -> bool:
-    text = why.lower()
-    return any(
-        w in text for w in ("unreachable", "timed out", "refused", "no route", "connect", "authentication")
-    )
 
 
 def skipped(names: Sequence[str], node: str, why: str) -> list[Check]:
