@@ -1178,7 +1178,7 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
                         log(
                             f"follower: a line the edge rules could not read was forwarded as is: {exc!r:.200}"
                         )
-                    records = [{"k": "line", "t": time.time(), "off": off, "text": text}]
+                    records = [{"k": protocol.K_LINE, "t": time.time(), "off": off, "text": text}]
                 for record in records:
                     emit(record)
         if fwd is not None and (finished or time.time() >= next_procs):
