@@ -11,7 +11,8 @@ TEST_WORKERS ?= 4
 setup:
 	scripts/setup.sh
 
-demo: setup
+demo:  # only what the demo needs (scripts/setup.sh --demo): torch and rlaunch
+	scripts/setup.sh --demo
 	$(VENV)/bin/rlaunch up examples/local.yaml
 
 test: setup

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import subprocess
 import tempfile
@@ -187,6 +188,23 @@ class LocalProcess(RemoteProcess):
             assert self._proc.stdin is not None
             self._proc.stdin.write(data)
             self._proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
+
+    def try_write(self, data: bytes) -> bool:
+        """Only when the pipe has room (poll says writable): on Linux a write of at most PIPE_BUF bytes to a
+        writable pipe completes at once (pipe(7)), so a node whose follower stopped reading never blocks us."""
+        if len(data) > select.PIPE_BUF:
+            self.write(data)
+            return True
+        try:
+            assert self._proc.stdin is not None
+            fd = self._proc.stdin.fileno()
+            _, writable, _ = select.select([], [fd], [], 0)
+            if not writable:
+                return False
+            os.write(fd, data)
+            return True
         except (OSError, ValueError) as exc:
             raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
 

@@ -55,6 +55,7 @@ class SSHTransport(Transport):
 
     def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
         super().__init__(endpoints, max_parallel)
+        raise_fd_limit(FDS_PER_NODE * len(endpoints) + 256)
         self._clients: dict[str, paramiko.SSHClient] = {}
         self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
         self._known_hosts_lock = threading.Lock()
@@ -279,6 +280,26 @@ class SSHTransport(Transport):
         return bool(transport and transport.is_active())
 
 
+FDS_PER_NODE = 6  # the socket, a follower channel's event pipe (paramiko Channel.fileno), a log file, slack
+
+
+def raise_fd_limit(wanted: int) -> None:
+    """Raise the soft RLIMIT_NOFILE towards the hard limit when a run needs more descriptors than it allows.
+
+    Many systems still start sessions with a soft limit of 1024 (the select() era's default), and the head keeps
+    a few descriptors per node open for the whole run: at ~250 nodes it would fail with EMFILE. Raising the soft
+    limit up to the hard one is what the kernel's split is for (getrlimit(2); systemd's advice is the same:
+    a program that needs many descriptors raises its own soft limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 class SSHProcess(RemoteProcess):
     """A command on an exec channel; a reader thread turns its output into lines."""
 
@@ -295,6 +316,8 @@ class SSHProcess(RemoteProcess):
         self._on_exit = on_exit
         self._code: int | None = None
         self._done = threading.Event()
+        self._send_lock = threading.Lock()
+        self._unsent = b""  # the rest of a message try_write could only send in part
         self._reader = threading.Thread(target=self._read, name=f"rlaunch-ssh-{host}", daemon=True)
         self._reader.start()
 
@@ -347,6 +370,27 @@ class SSHProcess(RemoteProcess):
             self._chan.sendall(data)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
+
+    def try_write(self, data: bytes) -> bool:
+        """Only when the channel's send window has room (paramiko's `send_ready`): `sendall` would otherwise wait
+        for the node to drain it, and a heartbeat that waits behind one slow node starves every other (issue 23).
+        A short send keeps its rest for the next call, so a message is never cut in two."""
+        with self._send_lock:
+            try:
+                if self._unsent:
+                    if not self._chan.send_ready():
+                        return False
+                    self._unsent = self._unsent[self._chan.send(self._unsent) :]
+                    if self._unsent:
+                        return False
+                if not self._chan.send_ready():
+                    return False
+                self._unsent = data[self._chan.send(data) :]
+                return True
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                raise TransportError(
+                    self.host, f"cannot write to the command on {self.host}: {exc}"
+                ) from None
 
     def close_stdin(self) -> None:
         with contextlib.suppress(OSError, EOFError, paramiko.SSHException):

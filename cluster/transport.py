@@ -138,6 +138,13 @@ class RemoteProcess(ABC):
     def write(self, data: bytes) -> None:
         """Send bytes to the process's stdin. Raises TransportError when the link is gone."""
 
+    def try_write(self, data: bytes) -> bool:
+        """Send a small message (a heartbeat) without blocking: False when the link cannot take it now (the SSH
+        channel's window or the pipe is full); the caller skips this beat instead of waiting. Raises TransportError
+        when the link is gone. Transports whose `write` cannot block may keep this default."""
+        self.write(data)
+        return True
+
     @abstractmethod
     def close_stdin(self) -> None: ...
 

@@ -1,13 +1,17 @@
 """The node ledger on the head: `$RLAUNCH_HOME/nodes.jsonl`, append-only, one JSON object per line.
 
-A few bad nodes cause most interruptions of large jobs, so every verdict whose root cause is a node (a GPU fault,
-a lost node, a crash by a signal, an evicted straggler) adds a *strike* to that node. `rlaunch nodes` lists them,
+A few bad nodes cause most interruptions of large jobs, so every verdict whose root cause is the node itself adds a
+*strike* to it — only on node-level evidence: a GPU or kernel fault, a lost (or unresponsive) node, the kernel's
+OOM killer killing a rank on that node, an evicted straggler. A rank SIGKILLed from outside (a user's `kill -9`, a
+scheduler) or a Python exception says nothing about the node: no strike. `rlaunch nodes` lists them,
 `rlaunch nodes --clear HOST` forgives (a `clear` entry: nothing is ever rewritten), and `health.max_strikes` keeps
 a node at the limit out of the next `up`. Each run also adds its goodput per node, so the ledger shows which nodes
 train and which mostly restart.
 
 Entries: {"kind": "strike", "host", "run_id", "time", "cause", "category", "text"} ·
-{"kind": "clear", "host", "time"} · {"kind": "goodput", "host", "run_id", "time", "total_s", "productive_s"}.
+{"kind": "clear", "host", "time"} · {"kind": "goodput", "host", "run_id", "time", "total_s", "productive_s"} ·
+{"kind": "restart", "host" (the failed node, or ""), "cluster", "run_id", "time", "cause"}: what the restart-storm
+guard counts (launcher/restart_policy.py); not a node's strike, so `summarize` leaves it out.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from typing import Any
 
 from launcher import records
 
-# Signals a launcher sends while tearing a job down: a rank dying of one is a consequence, not the node's fault.
-TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
-# Classifier rules whose line reports a death by a signal (torchrun's failure table: "exitcode : -9").
-SIGNAL_RULES = {"rank-sigkill": "SIGKILL"}
+# The watcher's OOM-kill evidence (launcher/health/watch.py): the kernel OOM killer's line naming a rank, or a
+# SIGKILL blamed on memory evidence from that node ("— out of memory, per the kernel log: ...").
+OOM_KILL_RULES = frozenset({"host-oom-killer"})
+OOM_KILL_SOURCES = ("— out of memory, per ",)  # watch.py _blame_oom
+RESTART = "restart"  # the entry kind of one restart (restart_policy.storm_times)
 MAX_LINE = 2000  # a strike's text is a log line: keep the ledger small whatever a job prints
 
 
@@ -36,8 +41,12 @@ def path(base: Path | None = None) -> Path:
 
 
 def node_fault(root_cause: Mapping[str, Any] | None) -> str | None:
-    """The cause to strike the root cause's node for, or None when the failure is not the node's fault
-    (an OOM, a config or version error, a diverging loss, a plain non-zero exit)."""
+    """The cause to strike the root cause's node for, or None when the failure is not the node's fault.
+
+    Node-level evidence only: lost / unresponsive, a GPU or kernel fault, an OOM kill by the node's kernel, a
+    straggler. Not: a death by a signal alone (SIGKILL from outside looks the same as any kill), a Python exception
+    or any other error line (the job's own fault, the same on any node), a GPU out-of-memory error (the batch), a
+    config, version or divergence verdict."""
     if not root_cause or not root_cause.get("node"):
         return None
     kind, category = root_cause.get("kind"), root_cause.get("category")
@@ -47,11 +56,11 @@ def node_fault(root_cause: Mapping[str, Any] | None) -> str | None:
         return "gpu-fault"
     if category == "straggler" or kind == "straggler":
         return "straggler"
-    signal = root_cause.get("signal")
-    if kind == "exit" and signal and signal not in TEARDOWN_SIGNALS:
-        return f"crash ({signal})"
-    if root_cause.get("rule") in SIGNAL_RULES:
-        return f"crash ({SIGNAL_RULES[root_cause['rule']]})"
+    text = str(root_cause.get("text") or "")
+    if category == "oom" and (
+        root_cause.get("rule") in OOM_KILL_RULES or any(s in text for s in OOM_KILL_SOURCES)
+    ):
+        return "oom-kill"
     return None
 
 
@@ -128,6 +137,17 @@ def strike(
     }
 
 
+def restart(host: str, cluster: str, run_id: str, cause: str, now: float | None = None) -> dict[str, Any]:
+    return {
+        "kind": RESTART,
+        "host": host,
+        "cluster": cluster,
+        "run_id": run_id,
+        "time": time.time() if now is None else now,
+        "cause": cause,
+    }
+
+
 # Root-cause kinds observed at the node itself, not read from the job's output (launcher/health/events.py): a lost
 # node, a kernel/GPU report, a process's exit status, a measured straggler, a stopped process. A strike from a line
 # the job printed ("line") may be any text a job chose to print, so it never drains a node in Slurm (issue 21).
@@ -175,6 +195,8 @@ def summarize(
     now = time.time() if now is None else now
     out: dict[str, NodeSummary] = {}
     for e in sorted(entries, key=lambda e: float(e.get("time") or 0)):
+        if e.get("kind") == RESTART:
+            continue
         node = out.setdefault(e["host"], NodeSummary(e["host"]))
         kind = e.get("kind")
         if kind == "clear":

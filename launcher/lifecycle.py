@@ -7,6 +7,7 @@ the `on_line` callback so the same code serves the terminal, tests and validatio
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
-from launcher import attempts, hostlock, ledger, records, spares
+from launcher import attempts, hostlock, ledger, records, restart_policy, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
@@ -146,6 +147,9 @@ def up(
     inv, struck = spares.admit(inv, ledger.read())
     for host, spare in struck.items():
         say(f"{host} is at health.max_strikes: spare {spare} takes its place")
+    # `net: auto`: each node's NCCL_SOCKET_IFNAME is the interface that routes to the master (docs/network.md).
+    if inv.net.socket_ifname == "auto":
+        inv = _resolve_net(inv, transport, say)
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
@@ -191,6 +195,10 @@ def up(
                     + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
                     EXIT_INFRA,
                 )
+        if inv.keep_runs is not None:
+            _collect_old_runs(inv, transport, run_id, say)
+        if inv.sync is not None:
+            _sync(inv, plan, transport, say)
         return run_id, _attempts(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
@@ -200,6 +208,52 @@ def up(
         record.close()
         if own_transport:
             transport.close()
+
+
+def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str], None]) -> Inventory:
+    from launcher import netauto
+
+    script = node_script("netfacts.py")
+    if transport is not None:
+        return netauto.resolve(inv, transport, script, say)
+    with make_transport(inv) as own:
+        return netauto.resolve(inv, own, script, say)
+
+
+def _collect_old_runs(inv: Inventory, transport: Transport, run_id: str, say: Callable[[str], None]) -> None:
+    """`keep_runs`: older finished runs' directories go from the nodes before this run adds one (launcher/fleet.py,
+    launcher/node/gc.py). Hygiene never stops a launch: a node that fails it is only mentioned."""
+    from launcher import fleet
+
+    assert inv.keep_runs is not None
+    done = fleet.gc_all(inv, keep=inv.keep_runs, protect=[run_id], transport=transport)
+    removed = sum(len(g.removed) for g in done.values())
+    freed = sum(g.freed_bytes for g in done.values())
+    if removed:
+        say(
+            f"keep_runs {inv.keep_runs}: removed {removed} old run directories from the nodes ({freed / 1e6:.1f} MB)"
+        )
+    for host, g in sorted(done.items()):
+        if g.errors:
+            say(f"keep_runs: {host}: {g.errors[0]}")
+
+
+def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """`sync:`: the project directory to every node before the job starts; a node that cannot take it stops the
+    launch (its job would run without its code)."""
+    from launcher import sync
+
+    result = sync.push_all(inv, transport, plan.hosts)
+    failed = {h: n.error for h, n in result.nodes.items() if n.error}
+    if failed:
+        raise LaunchError(
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
+            EXIT_INFRA,
+        )
+    sent = sum(n.sent_bytes for n in result.nodes.values())
+    files = sum(n.sent_files for n in result.nodes.values())
+    say(f"sync: {result.files} files ({result.total_bytes / 1e6:.1f} MB) → {result.dest}: sent {files} files, "
+        f"{sent / 1e6:.2f} MB in all")  # fmt: skip
 
 
 def _attempts(
@@ -225,8 +279,12 @@ def _attempts(
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from: str | None = None
-    tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
+    # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
+    tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(on_line)
+    policy = restart_policy.Policy.from_config(inv.restart.model_dump())
+    # A supervisor taking over mid-run: the attempts before it count for budgets and the breaker.
+    history = [a for a in attempt_history(record) if a.attempt < attempt]
     while True:
         tracker.attempt = attempt
         ranks = record.read_state().get("ranks")
@@ -270,23 +328,54 @@ def _attempts(
         if outcome.code != 0:
             runner.collect_artifacts()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
-        _save_outcome(record, attempt, outcome)
         failed_node = (outcome.root_cause or {}).get("node")
         cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
-        if outcome.code == 0 or attempt >= inv.restart.max_restarts:
+        # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker
+        # compares with the previous attempt's (launcher/restart_policy.py).
+        checkpoint = (
+            find_checkpoint(inv, plan, transport, avoid=failed_node)
+            if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
+            else None
+        )
+        result = restart_policy.AttemptResult(
+            attempt, outcome.code, outcome.root_cause, outcome.nodes, checkpoint, tracker.max_step(attempt)
+        )
+        history.append(result)
+        decision = policy.decide(
+            history, restart_policy.storm_times(ledger.read(), inv.cluster), now=time.time()
+        )
+        if decision.restart:
+            history[-1] = dataclasses.replace(result, restarted=True)
+        _save_outcome(record, attempt, outcome, history[-1], decision)
+        left = policy.budget_left(history)
+        if not decision.restart:
+            # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
+            final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
+                outcome.code, RunState.FAILED
+            )
+            stopped = (
+                decision.message
+                if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
+                else None
+            )
+            if stopped:
+                say(stopped)
             record.set_state(
-                RunState.SUCCEEDED if outcome.code == 0 else RunState.FAILED,
+                final,
                 ended_at=time.time(),
                 summary=outcome.summary,
                 exit_code=outcome.code,
+                restart_policy={**left, "stopped_by": decision.to_json() if stopped else None},
             )
-            return outcome
+            return dataclasses.replace(outcome, stopped_by=stopped)
+        record.update_state(restart_policy={**left, "stopped_by": None})
+        ledger.append([ledger.restart(failed_node or "", inv.cluster, record.run_id, decision.kind or "")])
         attempt += 1
         # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
         straggler = (outcome.root_cause or {}).get("kind") == "straggler"
-        say(f"restart {attempt}/{inv.restart.max_restarts} in {inv.restart.backoff:g} s: {outcome.summary}")
+        say(f"{decision.message} in {inv.restart.backoff:g} s: {outcome.summary}")
         time.sleep(inv.restart.backoff)
         spare = None
         if cause and failed_node in plan.hosts and inv.spares:
@@ -294,7 +383,8 @@ def _attempts(
                 inv,
                 failed_node,
                 transport,
-                run_id=f"{record.run_id}-r{attempt}",
+                run_id=record.run_id,
+                attempt=attempt,
                 sources=sources,
                 head_env=head_env,
                 say=say,
@@ -313,11 +403,21 @@ def _attempts(
             and len(plan.nodes) > 1
         ):
             excluded = excluded | {failed_node}
-        resume_from = find_checkpoint(inv, plan, transport, avoid=failed_node)
-        say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
+        resume_from = checkpoint
+        if resume_from:
+            say(f"resuming from {resume_from}")
+        elif inv.job.checkpoint_dir:
+            say(f"no complete checkpoint under {inv.job.checkpoint_dir}: starting over")
+        else:
+            # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
+            # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
+            say(
+                "no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)"
+            )
         plan = planning.build_plan(
             inv,
-            run_id=f"{record.run_id}-r{attempt}",
+            run_id=record.run_id,
+            attempt=attempt,
             sources=sources,
             head_env=head_env,
             resume_from=resume_from,
@@ -336,6 +436,7 @@ def _launch(
     save_targets(record, targets_of_plan(plan), attempt)
     try:
         runner.push()
+        _check_job_paths(plan, runner.transport, say)
         say("starting")
         runner.start()
     except LaunchError as exc:
@@ -343,6 +444,23 @@ def _launch(
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         raise
     record.set_state(RunState.RUNNING, attempt=attempt, plan_run_id=plan.run_id)
+
+
+def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
+    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
+    if plan.job_kind != "llamafactory":
+        return
+    from launcher.jobs.lfdata import check_paths_on_nodes
+
+    say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
+    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
+    if lines:
+        raise LaunchError(
+            "llamafactory: paths the nodes cannot open, nothing was started:\n"
+            + "\n".join(f"  {line}" for line in lines),
+            code,
+        )
 
 
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
@@ -374,7 +492,13 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     ]
 
 
-def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> None:
+def _save_outcome(
+    record: records.RunRecord,
+    attempt: int,
+    outcome: Outcome,
+    result: restart_policy.AttemptResult,
+    decision: restart_policy.Decision,
+) -> None:
     data = {
         "attempt": attempt,
         "code": outcome.code,
@@ -382,8 +506,23 @@ def _save_outcome(record: records.RunRecord, attempt: int, outcome: Outcome) -> 
         "root_cause": outcome.root_cause,
         "nodes": outcome.nodes,
         "end_of_run_abort": outcome.end_of_run_abort,
+        "checkpoint": result.checkpoint,
+        "max_step": result.max_step,
+        "restarted": result.restarted,
+        "decision": decision.to_json(),
     }
     records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
+
+
+def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptResult]:
+    """The recorded attempts (outcome-N.json), in attempt order; an unreadable one is left out."""
+    out = []
+    for path in record.root.glob("outcome-*.json"):
+        try:
+            out.append(restart_policy.AttemptResult.from_json(json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(out, key=lambda a: a.attempt)
 
 
 def find_checkpoint(
@@ -508,6 +647,66 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
         out["outcome"] = json.loads(outcomes[-1].read_text())
     if (gp := attempts.goodput_of(record)) is not None:
         out["goodput"] = gp.to_json()
+    out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
+    return out
+
+
+# Job arguments that name the run's total steps, as the example and the common trainers spell them.
+TOTAL_ARGS = ("--steps", "--max-steps", "--max_steps", "--total-steps", "--num-steps", "--train-steps")
+RATE_WINDOW_S = 60.0  # steps/s over the last minute of progress (the guard forwards lines in batches)
+
+
+def total_steps(inv: Inventory, entries: list[dict[str, Any]]) -> int | None:
+    """The run's total steps: from progress records that carry one (tqdm's `N/M`), else from the job's arguments."""
+    for entry in reversed(entries):
+        if isinstance(entry.get("total"), int) and entry["total"] > 0:
+            return int(entry["total"])
+    args = list(inv.job.args)
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name in TOTAL_ARGS:
+            value = value or (args[i + 1] if i + 1 < len(args) else "")
+            if value.isdigit() and int(value) > 0:
+                return int(value)
+    return None
+
+
+def progress_summary(
+    entries: list[dict[str, Any]], inv: Inventory, state: Mapping[str, Any], now: float | None = None
+) -> dict[str, Any]:
+    """Where the run is, from the run record's progress records (launcher/attempts.py writes them as the job's
+    progress lines arrive; launcher/goodput.py parses the lines): the current attempt's step, the last loss,
+    steps/s over the last minute, the ETA when the total is known, attempt and restarts."""
+    now = time.time() if now is None else now
+    attempt = int(state.get("attempt") or 0)
+    out: dict[str, Any] = {
+        "attempt": attempt,
+        "restarts": attempt,
+        "step": None,
+        "total": total_steps(inv, entries),
+        "loss": None,
+        "steps_per_s": None,
+        "eta_s": None,
+        "last_progress_age_s": None,
+    }
+    current = [e for e in entries if e.get("a", 0) == (max((e.get("a", 0) for e in entries), default=0))]
+    stepped = [e for e in current if isinstance(e.get("step"), int)]
+    losses = [e for e in current if isinstance(e.get("loss"), int | float)]
+    if losses:
+        out["loss"] = float(losses[-1]["loss"])
+    if current:
+        out["last_progress_age_s"] = round(max(0.0, now - float(current[-1]["t"])), 1)
+    if stepped:
+        last = stepped[-1]
+        out["step"] = int(last["step"])
+        recent = [e for e in stepped if float(last["t"]) - float(e["t"]) <= RATE_WINDOW_S]
+        first = recent[0]
+        span = float(last["t"]) - float(first["t"])
+        if span > 0 and last["step"] > first["step"]:
+            rate = (last["step"] - first["step"]) / span
+            out["steps_per_s"] = round(rate, 3)
+            if out["total"] and out["step"] < out["total"] and is_active(state.get("state")):
+                out["eta_s"] = round((out["total"] - out["step"]) / rate, 1)
     return out
 
 

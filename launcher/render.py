@@ -53,6 +53,9 @@ def plan_table(plan: Plan, show_env: bool = True) -> None:
         out.print(Text.assemble(("environment", "bold"), f" (node {first.host}; secrets shown as ***):"))
         for k, v in sorted(first.redacted_env().items()):
             out.print(f"  {k}={v}", markup=False)
+    from launcher.restart_policy import Policy
+
+    out.print(Text(Policy.from_config(plan.restart).describe()))
     for note in plan.notes:
         out.print(Text.assemble(("note:", "cyan"), f" {note}"))
     for warning in plan.warnings:

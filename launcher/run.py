@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
 from launcher.errors import BadInput, ExitCode, RlaunchError
-from launcher.guardctl import GuardClient, GuardReply, GuardTarget
+from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
 from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
-from launcher.health.watch import ProcSample, Watcher
+from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
@@ -77,7 +77,7 @@ class LaunchRefused(BadInput, LaunchError):
 
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:
-    return [GuardTarget(n.host, n.python, n.run_dir) for n in plan.nodes]
+    return [GuardTarget(n.host, n.python, n.guard_dir) for n in plan.nodes]
 
 
 def interrupt_once(note: Callable[[str], None] | None = None) -> None:
@@ -153,12 +153,18 @@ class Outcome:
     root_cause: dict[str, Any] | None = None
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     end_of_run_abort: bool = False
+    # The restart policy's line when it ended the run (launcher/restart_policy.py).
+    stopped_by: str | None = None
 
 
 LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
 
 
-LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its guard also acts on its own)
+LOST_STOP_S = 10.0
+ATTACH_RETRY_S = (
+    10.0  # how long a follower that failed to open is retried when no heartbeat timeout bounds it
+)
+MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst  # how long a node already lost gets to answer a stop (its guard also acts on its own)
 
 
 class Runner:
@@ -188,12 +194,14 @@ class Runner:
             startup_timeout=plan.health.get("startup_timeout"),
             progress=Progress(_progress_settings(plan.health)),
             straggler_action=str((plan.health.get("straggler") or {}).get("action", "warn")),
+            expect_net=(plan.net or {}).get("transport"),
         )
         self.forensics = HangForensics(self)
         self._lock = threading.Lock()
         self._bad_records: dict[str, int] = {}  # per host: follower records _on_record raised on
         self._changed = threading.Event()
         self._summary_ranks: dict[str, int] = {}
+        self._beats: Heartbeats | None = None
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
@@ -208,6 +216,7 @@ class Runner:
                     "mode": f.mode,
                     "sha256": f.sha256,
                     "data": base64.b64encode(f.content).decode(),
+                    **({"attempt": True} if f.attempt else {}),
                 }
                 for f in node.files
             ]
@@ -216,7 +225,13 @@ class Runner:
 
         group = self.transport.run_all(
             self.plan.hosts,
-            lambda host: script_argv(self.plan.node(host).python, "-c", code, self.plan.node(host).run_dir),
+            lambda host: script_argv(
+                self.plan.node(host).python,
+                "-c",
+                code,
+                self.plan.node(host).run_dir,
+                self.plan.node(host).guard_dir,
+            ),
             stdin_for=payload,
             timeout=120,
         )
@@ -257,7 +272,7 @@ class Runner:
         """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
         for target in self.targets.values():
             self.nodes[target.host].follower = self.guards.follow(
-                target, self._on_record, attached=True, on_other=self._on_other
+                target, self._on_record_safe, attached=True, on_other=self._on_other
             )
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -286,24 +301,42 @@ class Runner:
 
     # --- phase 3: follow, heartbeat, watch ------------------------------------------------------------
     def attach(self) -> None:
-        for node in self.plan.nodes:
-            if self.nodes[node.host].follower is None:  # attached guards already have their channel
-                self._attach(node)
+        """Open every node's follower, in parallel (bounded like every fan-out): one exec round trip per node,
+        which at hundreds of nodes is seconds when done one after another (issue 23)."""
+        todo = [
+            n for n in self.plan.nodes if self.nodes[n.host].follower is None
+        ]  # attached guards have theirs
+        zip_hosts(
+            [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
+        )
 
     def _attach(self, node: NodePlan) -> None:
+        """Open one follower. A node too busy to open a channel in time (sshd answering late at 250 simulated
+        nodes on 2 cores: "Timeout opening channel") is asked again while its guard still waits for us (half
+        the heartbeat timeout: the guard counts from its start); only then is it lost."""
         state = self.nodes[node.host]
-        try:
-            state.follower = self.guards.follow(
-                self.targets[node.host],
-                self._on_record_safe,
-                offset=state.offset,
-                on_other=self._on_other,
-                show=self.show[node.host] if self.show is not None else None,
-            )
-        except TransportError as exc:
-            # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
-            with self._lock:
-                state.lost = state.lost or f"cannot follow: {exc.reason}"
+        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
+        deadline = time.monotonic() + (timeout / 2 if timeout > 0 else ATTACH_RETRY_S)
+        pause = 0.5
+        while True:
+            try:
+                state.follower = self.guards.follow(
+                    self.targets[node.host],
+                    self._on_record_safe,
+                    offset=state.offset,
+                    on_other=self._on_other,
+                    show=self.show[node.host] if self.show is not None else None,
+                )
+                return
+            except TransportError as exc:
+                if time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause *= 2
+                    continue
+                # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
+                with self._lock:
+                    state.lost = state.lost or f"cannot follow: {exc.reason}"
+                return
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
@@ -453,14 +486,42 @@ class Runner:
         self._event(event)
 
     def watch(self, *, poll: float = 0.2) -> Outcome:
-        """Block until every node finished or the first fatal event; tear down on failure."""
-        hb_every = max(0.3, float(self.plan.health["heartbeat_timeout"]) / 4)
-        last_hb = 0.0
+        """Block until every node finished or the first fatal event; tear down on failure. Heartbeats go out from
+        their own thread meanwhile (guardctl.Heartbeats), whatever holds this loop."""
+        beats = self.heartbeats().start()
+        try:
+            return self._watch(poll)
+        finally:
+            beats.stop()
+
+    def heartbeats(self) -> Heartbeats:
+        """The beats to every follower still streaming (not finished, not lost); read without the runner's lock:
+        each field is one attribute read, and a beat to a node that just finished is harmless."""
+        if self._beats is None:
+            self._beats = Heartbeats(
+                lambda: [
+                    (h, s.follower)
+                    for h, s in self.nodes.items()
+                    if s.follower is not None and s.final is None and not s.lost
+                ],
+                heartbeat_interval(float(self.plan.health["heartbeat_timeout"])),
+                self._beat_failed,
+            )
+        return self._beats
+
+    def _beat_failed(self, host: str, why: str) -> None:
+        state = self.nodes[host]
+        state.lost = state.lost or why  # the link is gone; _check_links reports it
+        self._changed.set()
+
+    def _watch(self, poll: float) -> Outcome:
+        round_began = 0.0
         while True:
+            # Every record wakes this loop and each round walks every node: at most one round per MIN_ROUND_S, or
+            # a thousand busy nodes would keep a core on the walk alone (bench/headsim.py, issue 23).
+            time.sleep(max(0.0, round_began + MIN_ROUND_S - time.monotonic()))
+            round_began = time.monotonic()
             now = time.time()
-            if now - last_hb >= hb_every:
-                self._heartbeat()
-                last_hb = now
             with self._lock:
                 progressed = self.watcher.tick_progress(now)
                 for event in self.watcher.tick(now) + progressed:
@@ -497,14 +558,6 @@ class Runner:
             self._changed.wait(0.1)
             self._changed.clear()
 
-    def _heartbeat(self) -> None:
-        for state in self.nodes.values():
-            if state.follower is not None and state.final is None and not state.lost:
-                try:
-                    state.follower.write(b"hb\n")
-                except Exception as exc:  # the link is gone; _check_links reports it
-                    state.lost = state.lost or f"heartbeat failed: {exc}"
-
     def _check_links(self, now: float) -> None:
         for host, state in self.nodes.items():
             if state.final is not None:
@@ -536,6 +589,9 @@ class Runner:
                 now, host, f"the guard lost our heartbeat: {final.get('reason')}"
             )
         else:
+            if state == protocol.STOPPED and not self.watcher.should_stop:
+                # Stopped by someone else (`rlaunch down` from another shell): deliberate, not a failure.
+                self.watcher.request_stop(now, "requested")
             if state == protocol.FAILED and code is None and sig is None:
                 code = 1  # the guard failed without the job's exit status (a guard error): never a clean exit
             event = self.watcher.observe_exit(now, host, code, sig)
@@ -597,7 +653,7 @@ class Runner:
                 self.plan.node(host).python,
                 "-c",
                 code,
-                self.plan.node(host).run_dir,
+                self.plan.node(host).guard_dir,
                 str(max_bytes),
             ),
             timeout=60,
@@ -633,10 +689,15 @@ class Runner:
         return saved
 
     def detach_followers(self) -> None:
-        for state in self.nodes.values():
-            if state.follower is not None:
-                state.follower.close()
-                state.follower.wait(timeout=5)
+        """Close every follower, in parallel: a close waits (bounded) for its channel to end."""
+
+        def close(host: str) -> None:
+            follower = self.nodes[host].follower
+            if follower is not None:
+                follower.close()
+                follower.wait(timeout=5)
+
+        zip_hosts(list(self.nodes), close, self.transport.max_parallel)
 
     def outcome(self) -> Outcome:
         verdict = self.watcher.verdict()
@@ -654,6 +715,8 @@ class Runner:
         # The watcher's verdict decides: it forgives end-of-run aborts and the stop of nodes left waiting after one.
         if verdict.ok:
             code = EXIT_OK
+        elif root is None and verdict.state is State.STOPPED:
+            code = EXIT_INTERRUPTED  # stopped on request: no failure, nothing to restart
         elif root and root.get("kind") == "lost":
             code = EXIT_INFRA
         else:

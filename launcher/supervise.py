@@ -250,6 +250,7 @@ def watch_plan(plan_json: dict[str, Any]) -> Any:
             gpus=tuple(n.get("gpus", ())),
             first_rank=int(n["ranks"][0]),
             run_dir=n["run_dir"],
+            attempt_dir=n.get("attempt_dir", ""),  # records before issue 20: the guard ran in run_dir
             python=n.get("python") or n["argv"][0],
             argv=list(n.get("argv", [])),
             env=dict(n.get("env", {})),
@@ -271,6 +272,7 @@ def watch_plan(plan_json: dict[str, Any]) -> Any:
         collective_timeout=plan_json.get("collective_timeout"),
         health=dict(plan_json.get("health", {})),
         restart=dict(plan_json.get("restart", {})),
+        net=dict(plan_json.get("net", {})),
     )
 
 

@@ -40,7 +40,7 @@ def test_node_files_import_nothing_of_ours_but_node() -> None:
 
 
 def test_the_readme_exit_code_table_is_the_one_defined() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "design.md").read_text()  # moved from the README (issue 24)
     table = readme.split("### Exit codes", 1)[1].split("\n\n")[2]
     documented = {int(m) for m in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
     assert documented == {int(code) for code in ExitCode}, table
@@ -224,6 +224,109 @@ def test_transport_failures_carry_a_kind_and_validate_reads_it() -> None:
         ssh.close()
     assert refused.error and "refused" in refused.error and refused.failure == UNREACHABLE
     assert _launcher_lines(r'"timed out"|"connect"|"refused"', under="launcher/validate") == []
+
+
+def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
+    """Issue 23: the words on a follower's stdin live in protocol.py, and the head writes heartbeats only through
+    guardctl.Heartbeats (its own thread, `try_write`); a blocking `.write(` of a heartbeat anywhere else would
+    put every guard behind one slow node again."""
+    word = re.compile(r"""["']hb(\\n)?["']""")
+    for top in ("launcher", "cluster"):
+        for path in (ROOT / top).rglob("*.py"):
+            if path.name == "protocol.py":
+                continue
+            text = path.read_text()
+            assert not word.search(text), f"{path.relative_to(ROOT)} spells the heartbeat word itself"
+    guardctl = (ROOT / "launcher" / "guardctl.py").read_text()
+    assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
+        "try_write", ""
+    )
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+
+
+def test_every_vocabulary_family_cites_its_emitter_source() -> None:
+    """Health rules derived from an emitter's error list name the repository file (and commit) they were read from, and
+    the health module stays standard-library only (the node guard applies the same table at the edge)."""
+    from launcher.health import vocabulary
+
+    for family in vocabulary.FAMILIES:
+        assert family.rows and re.search(r"\w+/\S+\.(?:cpp|c|cc|h|hpp|py)\b", family.source), family.name
+    text = (ROOT / "launcher" / "health" / "vocabulary.py").read_text(encoding="utf-8")
+    assert re.search(r"hip_error\.cpp \(commit [0-9a-f]{40}", text) and re.search(
+        r"hsa\.cpp hsa_status_string \(commit", text
+    )
+    tree = ast.parse(text)
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported <= {"__future__", "re", "dataclasses"}, imported
+
+
+def test_one_progress_parser_and_a_sourced_corpus() -> None:
+    """Issue 20: progress lines are read in one place (launcher/health/progress.py); goodput, attempts and the
+    report hold no progress regexes of their own. Every third-party program in tests/corpus/ comes with its
+    licence and a SOURCE.md naming the repository, the commit and the edits."""
+    for name in ("goodput.py", "attempts.py", "runreport.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert not re.search(r"^(?:STEP|TQDM|LOSS|PROGRESS_PATTERNS)\b\s*=|def parse_progress", text, re.M), (
+            name
+        )
+    programs = [p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()]
+    assert programs
+    for program in programs:
+        source = (program / "SOURCE.md").read_text()
+        assert (program / "LICENSE").is_file(), program
+        assert "https://github.com/" in source and re.search(r"\b[0-9a-f]{40}\b", source), program
+
+
+def test_no_stand_in_package_shadows_a_real_one() -> None:
+    """Real parts, not mocks: no test puts a stand-in package on PYTHONPATH (LLaMA-Factory once imported a stub
+    torchaudio from tests/, so the project's own venv could not run it and nothing said so: issue 20 item 4)."""
+    assert not (ROOT / "tests" / "stubs").exists()
+    pattern = re.compile(r"PYTHONPATH[^\n]{0,80}tests" + r"[/\"' ,]+(stubs|fakes)")
+    offenders = [
+        p.relative_to(ROOT).as_posix()
+        for p in [*ROOT.glob("tests/*.py"), *ROOT.glob("scripts/*"), ROOT / "Makefile"]
+        if p.is_file() and pattern.search(p.read_text(errors="replace"))
+    ]
+    assert offenders == []
+
+
+def test_strikes_need_node_level_evidence() -> None:
+    """The ledger strikes a node only for what only that node did: a signal alone or an exception never counts."""
+    from launcher.ledger import node_fault
+
+    assert node_fault({"node": "n", "kind": "exit", "signal": "SIGKILL", "category": "crash"}) is None
+    assert node_fault({"node": "n", "kind": "line", "category": "crash", "text": "IndexError: x"}) is None
+    assert node_fault({"node": "n", "kind": "gpu", "category": "gpu-fault"}) == "gpu-fault"
+
+
+def test_the_restart_policy_and_the_net_checks_do_no_io() -> None:
+    """launcher/restart_policy.py, launcher/doctor/net.py and launcher/health/netinit.py decide from plain data
+    (tested with plain event data): no files, processes, sockets, transports or records of their own."""
+    io_modules = {"os", "subprocess", "socket", "shutil", "pathlib", "cluster.transport", "launcher.records"}
+    for rel in ("launcher/restart_policy.py", "launcher/doctor/net.py", "launcher/health/netinit.py"):
+        path = ROOT / rel
+        bad = imported_modules(path) & io_modules
+        assert not bad, f"{rel} imports {bad}"
+        assert "open(" not in path.read_text(), f"{rel} opens files"
+
+
+def test_the_probe_ships_every_node_module_facts_imports() -> None:
+    """facts.py runs from stdin on the node: every node module it imports must be in gather.PROBE_MODULES."""
+    from launcher.doctor.gather import PROBE_MODULES
+
+    node_modules = {p.stem for p in (ROOT / "launcher" / "node").glob("*.py")}
+    imported = imported_modules(ROOT / "launcher" / "node" / "facts.py") & node_modules
+    assert {f"{m}.py" for m in imported} == set(PROBE_MODULES)
 
 
 def test_every_python_rlaunch_starts_is_isolated_from_the_cwd() -> None:

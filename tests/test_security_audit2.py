@@ -287,8 +287,9 @@ BOMB_LINES = [
 
 @pytest.mark.parametrize("line", BOMB_LINES, ids=["local", "global", "step", "tqdm", "dict"])
 def test_every_parser_of_job_output_survives_a_digit_bomb(line: str) -> None:
-    from launcher.goodput import checkpoint_step, parse_progress
+    from launcher.goodput import checkpoint_step
     from launcher.health import classify, progress, rules
+    from launcher.health.progress import parse_progress
     from launcher.node import edge
 
     edge.strip_prefixes(line)
@@ -301,6 +302,7 @@ def test_every_parser_of_job_output_survives_a_digit_bomb(line: str) -> None:
     series = progress.Progress(progress.Settings(progress_regex=r"step=(\S+)"))
     series.observe_line(1.0, line)  # a custom regex may capture anything, numbers or not
     series.observe_line(2.0, "step=abc")
+    series.observe_line(3.0, "step=\u00b2")  # "²".isdigit() is True, int("²") raises
 
 
 def test_edge_health_skips_a_bad_line_and_still_ends_the_node_on_the_next_fatal_one(tmp_path: Path) -> None:

@@ -43,6 +43,12 @@ if __package__:  # imported by the head or tests as launcher.node.edge
 else:  # loaded by the guard from RUNDIR: the guard's own protocol.py, else the one pushed beside this file
     protocol = sys.modules.get("protocol") or _beside("protocol")  # type: ignore[assignment]
 
+# RCCL's INIT lines naming its network transport (launcher/health/netinit.py has the same patterns; a contract test
+# checks they agree): forwarded from every rank, since the rule table leaves every "NCCL INFO" line healthy.
+NET_INIT = re.compile(
+    r"NET/Socket\s*:\s*Using\b|\bUsing network Socket\b|NET/IB\s*:\s*Using \[|\bUsing network IB"
+)
+
 LINE_CONFIRM_S = 3.0
 STOP_CONFIRM_S = 1.0
 HEAD_DEFER_S = 5.0
@@ -307,6 +313,8 @@ class Forwarder:
             record["f"] = {"rule": match.rule, "severity": match.severity}
         elif self.rules.is_completion_marker(text):
             record["f"] = {"rule": "completion", "severity": "info"}
+        elif ("NET/" in text or "Using network" in text) and NET_INIT.search(text):
+            record["f"] = {"rule": "net-init", "severity": "info"}  # the head's watcher reads the transport
         elif self.shown(local):
             record["f"] = None  # healthy: the head shows and records it, without classifying it again
         else:

@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -51,6 +52,7 @@ else:  # run as a script from the run directory, where protocol.py is pushed bes
     except ImportError:  # a run directory pushed by an older rlaunch: no GPU activity, the CPU/IO rule alone
         gpuact = None  # type: ignore[assignment]
 
+HEAD_CLOSED = "head_closed"  # touched by a heartbeating follower whose stdin closed: the head's end went away
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = (
     protocol.EXIT_OK,
     protocol.EXIT_FAILED,
@@ -376,6 +378,8 @@ def load_job(rundir: str) -> dict:
             "grace": float(job.get("grace", 10)),
             "poll_interval": float(job.get("poll_interval") or 0.2),
             EDGE_KEY: job.get(EDGE_KEY) if isinstance(job.get(EDGE_KEY), dict) else None,
+            "node_lock": job.get("node_lock") if isinstance(job.get("node_lock"), str) else None,
+            "run_id": job.get("run_id") if isinstance(job.get("run_id"), str) else None,
         }
     except (TypeError, ValueError) as e:
         raise ValueError(f"job.json: {e}") from e
@@ -504,14 +508,36 @@ class Guard:
                 log(f"job {pid} ended: exit_code={self.state['exit_code']} signal={self.state['signal']}")
 
     def heartbeat_expired(self) -> bool:
+        return self.head_lost() is not None
+
+    def head_lost(self) -> str | None:
+        """Why the head counts as gone, or None. Two signs, told apart in the reason: the follower saw the head's
+        end of the connection close (RUNDIR/head_closed newer than the last beat), or beats stopped while the
+        connection stayed open (a stalled head or a silent network). Either way the guard waits the whole
+        heartbeat_timeout since the last beat, BEATS_PER_TIMEOUT beats: a late beat or a follower that
+        reconnects is never taken for a lost head."""
         timeout = self.job["heartbeat_timeout"]
         if timeout <= 0:
-            return False
+            return None
+        now = time.time()
         try:
-            age = time.time() - os.stat(path_in(self.rundir, "heartbeat")).st_mtime
+            beat = os.stat(path_in(self.rundir, "heartbeat")).st_mtime
         except OSError:
-            return True
-        return age > timeout
+            return "no heartbeat file: the head never followed"
+        age = now - beat
+        if age <= timeout:
+            return None
+        try:
+            closed: float | None = os.stat(path_in(self.rundir, HEAD_CLOSED)).st_mtime
+        except OSError:
+            closed = None
+        if closed is not None and closed >= beat:
+            return f"the head's connection closed {now - closed:.1f} s ago; no heartbeat for {age:.1f} s (timeout {timeout:g} s)"
+        missed = int(age * protocol.BEATS_PER_TIMEOUT / timeout)
+        return (
+            f"no heartbeat for {age:.1f} s ({missed} beats missed, timeout {timeout:g} s) while the head's connection stayed open: "
+            "the head stalled or the network went silent"
+        )
 
     def grace(self) -> float:
         override = read_json(path_in(self.rundir, "stop_request.json"))
@@ -535,8 +561,9 @@ class Guard:
                 state = SUCCEEDED if self.state["exit_code"] == 0 else FAILED
                 self.finish(state, "job exited")
                 return
-            if self.heartbeat_expired():
-                self.finish(LOST_LAUNCHER, "no heartbeat for {:.1f} s".format(self.job["heartbeat_timeout"]))
+            lost = self.head_lost()
+            if lost is not None:
+                self.finish(LOST_LAUNCHER, lost)
                 return
             decision = self.edge_decision()
             if decision is not None:
@@ -712,13 +739,17 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
 # Commands
 
 
-def take_node_lock(rundir: str) -> tuple:
+def take_node_lock(rundir: str, job: dict | None = None) -> tuple:
     """One run per node (and user) at a time, kept by the node itself: the guard holds an flock on
     <workdir>/.node-<host>.lock for the job's life (two `up`s from two heads, or `--force`, cannot both start here).
-    The run dir is <workdir>/<run id>/<host>. A previous run's guard may still be finishing its teardown, so the
+    job.json names the lock and the run ("node_lock", "run_id"); without them (an older plan) the run dir is
+    <workdir>/<run id>/<host>. A previous run's (or attempt's) guard may still be finishing its teardown, so the
     lock is awaited for NODE_LOCK_WAIT_S. Returns (descriptor, None) or (None, why)."""
     host, run_id = os.path.basename(rundir), os.path.basename(os.path.dirname(rundir))
     path = os.path.join(os.path.dirname(os.path.dirname(rundir)), f".node-{host}.lock")
+    if job and isinstance(job.get("node_lock"), str) and isinstance(job.get("run_id"), str):
+        path, run_id = job["node_lock"], job["run_id"]
+        host = os.path.basename(path)[len(".node-") : -len(".lock")]
     try:
         fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
     except OSError as e:
@@ -763,11 +794,11 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         pid, _, _ = guard_identity(rundir)
         print(json.dumps({"error": f"a live guard (pid {pid}) already owns {rundir}"}))
         return EXIT_INFRA
-    node_lock, busy = take_node_lock(rundir)
+    node_lock, busy = take_node_lock(rundir, job)
     if busy:
         print(json.dumps({"error": busy}))
         return EXIT_INFRA
-    for stale in ("stop_request.json", "heartbeat"):
+    for stale in ("stop_request.json", "heartbeat", HEAD_CLOSED):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path_in(rundir, stale))
     read_end, write_end = os.pipe()
@@ -1156,12 +1187,13 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: ob
 
 
 def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object, gpu: GpuWatch) -> None:
-    heartbeat = path_in(rundir, "heartbeat")
     try:
         stdin_fd: int | None = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
         stdin_fd = None
-    stdin_buf = b""
+    if stdin_fd is not None:
+        # Its own thread: a head slow to read our records (stdout full) must not keep its heartbeats unread.
+        threading.Thread(target=read_head_words, args=(rundir, stdin_fd, pid, start), daemon=True).start()
     next_procs = 0.0
     bad_lines = 0
     while True:
@@ -1208,29 +1240,38 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
                 emit({"k": protocol.K_KERNEL, "t": now, "text": text})
             if snapshot is not None:
                 emit({"k": protocol.K_GPU, "t": now, **snapshot})
-        if stdin_fd is None:
-            time.sleep(0.2)
-            continue
-        ready, _, _ = select.select([stdin_fd], [], [], 0.2)
-        if not ready:
-            continue
+        time.sleep(0.2)
+
+
+def read_head_words(rundir: str, fd: int, pid: int, start: int | None) -> None:
+    """The head's words on the follower's stdin (protocol.py): a heartbeat touches RUNDIR/heartbeat, stop
+    signals the guard. At EOF a follower that carried heartbeats touches RUNDIR/head_closed, so the guard says
+    which sign it judged the head lost by (Guard.head_lost)."""
+    heartbeat = path_in(rundir, "heartbeat")
+    beaten = False  # only a follower that carried heartbeats speaks for the head when its stdin closes
+    buf = b""
+    while True:
         try:
-            chunk = os.read(stdin_fd, 4096)
+            chunk = os.read(fd, 4096)
         except OSError as e:
-            if e.errno in (errno.EAGAIN, errno.EINTR):
+            if e.errno == errno.EAGAIN:  # a non-blocking stdin: wait for it instead of spinning
+                select.select([fd], [], [], 1.0)
                 continue
-            chunk = b""
+            chunk = b"" if e.errno != errno.EINTR else b"\n"
         if not chunk:
-            stdin_fd = None  # EOF: stop heartbeating, keep streaming
-            continue
-        stdin_buf += chunk
-        while b"\n" in stdin_buf:
-            line, stdin_buf = stdin_buf.split(b"\n", 1)
+            if beaten:
+                touch(path_in(rundir, HEAD_CLOSED))
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
             word = line.strip().decode("ascii", "replace")
-            if word == "hb":
+            if word == protocol.HEARTBEAT:
                 touch(heartbeat)
-            elif word == "stop":
+                beaten = True
+            elif word == protocol.STOP_WORD:
                 signal_same(pid, start, signal.SIGTERM)
+        buf = buf[-4096:]  # a head that never sends a newline cannot grow this
 
 
 def main(argv: list | None = None) -> int:

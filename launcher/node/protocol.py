@@ -25,6 +25,13 @@ STOP = "stop"  # tear down (--grace S); reply: the final state, plus "remaining"
 STATUS = "status"  # reply: the state, plus "alive" and "descendants"
 VERBS = (START, RUN, FOLLOW, STOP, STATUS)
 
+# ---- words the head writes to a follower's stdin, one a line ---------------------------------------------------
+HEARTBEAT = "hb"  # the head is alive: the follower touches RUNDIR/heartbeat
+STOP_WORD = "stop"  # SIGTERM the guard (the same as the stop verb, over the open channel)
+# The head beats this many times per heartbeat_timeout, from a thread of its own (launcher/guardctl.Heartbeats):
+# the guard gives up only after that many beats in a row went missing, so one late beat is never a lost head.
+BEATS_PER_TIMEOUT = 4
+
 # ---- records of the follow stream ("k") ---------------------------------------------------------------------
 K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
 K_ERROR = "error"  # run only: {"error"}: the job could not be started
