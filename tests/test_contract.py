@@ -334,7 +334,7 @@ def test_every_python_rlaunch_starts_is_isolated_from_the_cwd() -> None:
     interpreter rlaunch starts runs with -I (protocol.script_argv, guard_argv, the supervisor's BOOT), or runs code
     that starts with SAFE_PATH (it imports the job's torch with the job's PYTHONPATH). The one exception is the
     job itself: torchrun (`-m torch.distributed.run`) runs in the job's own directory, as the user runs it."""
-    safe_code = ("TORCH_PROBE", "ENV_SCRIPT", "TOKENIZE")
+    safe_code = ("TORCH_PROBE", "IMPORT_PROBE", "ENV_SCRIPT", "TOKENIZE")
     offenders = []
     for path in sorted((ROOT / "launcher").rglob("*.py")) + sorted((ROOT / "cluster").rglob("*.py")):
         text = path.read_text()
@@ -348,10 +348,10 @@ def test_every_python_rlaunch_starts_is_isolated_from_the_cwd() -> None:
     assert offenders == [], offenders
     assert protocol.guard_argv("p", "/r", protocol.STOP)[1] == protocol.ISOLATED == "-I"
     from launcher.jobs.lf_pretokenize import TOKENIZE
-    from launcher.node.facts import TORCH_PROBE
+    from launcher.node.facts import IMPORT_PROBE, TORCH_PROBE
     from launcher.validate.stages import ENV_SCRIPT
 
-    for code in (TORCH_PROBE, ENV_SCRIPT, TOKENIZE):
+    for code in (TORCH_PROBE, IMPORT_PROBE, ENV_SCRIPT, TOKENIZE):
         assert code.startswith(protocol.SAFE_PATH)
 
 
