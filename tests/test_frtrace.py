@@ -251,7 +251,7 @@ def test_hang_verdict_names_the_rank_behind_unless_the_stacks_did(dumps: Path) -
         watcher = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
         run_job(watcher, 120.0, hang_at=40.0)  # a quiescent hang, as the watcher declares it
         runner = SimpleNamespace(watcher=watcher, lock=threading.Lock(), event=events.append)
-        with runner._lock:
+        with runner.lock:
             event = HangForensics(runner)._explain_fr(fr, named=named)  # type: ignore[arg-type]
         assert event is not None and watcher.verdict().root_cause == event
         if named:  # the stacks named a rank already: the flight recorder's word is added as evidence
