@@ -109,9 +109,15 @@ def kind_of(root_cause: Mapping[str, Any] | None) -> str:
         return "other"
     if ledger.node_fault(root_cause) or root_cause.get("kind") in ("lost", "gpu"):
         return "node"
-    if root_cause.get("kind") == "exit" and root_cause.get("signal"):
-        # Killed by a signal (an OOM killer, a preemption, an operator): no code bug, so the node budget; the
-        # ledger strikes the node only with node-level evidence (ledger.node_fault), the budget needs none.
+    worker = (
+        _WORKER_CODE.search(str(root_cause.get("text") or "")) if root_cause.get("kind") == "line" else None
+    )
+    if (root_cause.get("kind") == "exit" and root_cause.get("signal")) or (
+        worker and worker.group(1)[0] == "-"
+    ):
+        # Killed by a signal (an OOM killer, a preemption, an operator; torchrun's "exitcode: -9"): no code bug,
+        # so the node budget; the ledger strikes the node only with node-level evidence (ledger.node_fault), the
+        # budget needs none.
         return "node"
     if root_cause.get("kind") in ("hang", "stall", "stopped"):
         return "hang"

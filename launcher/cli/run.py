@@ -188,9 +188,9 @@ def up(
             _status(
                 "note: a rank aborted after training had completed (end-of-run abort); outputs are complete"
             )
-        if outcome.stopped_by:  # which restart rule ended the run (docs/restarts.md)
-            _status(outcome.stopped_by)
         _status(next_commands(run_id))
+        if outcome.stopped_by:  # which restart rule ended the run (docs/restarts.md): the last line
+            _status(outcome.stopped_by)
     sys.exit(outcome.code)
 
 
