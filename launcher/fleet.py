@@ -16,6 +16,7 @@ import hostlist
 from cluster.inventory import Inventory
 from cluster.transport import GroupResult, Result, Transport, make_transport
 from launcher.errors import BadInput, ExitCode
+from launcher.node.protocol import script_argv
 
 
 def select_nodes(inv: Inventory, nodes: str | None) -> list[str]:
@@ -144,7 +145,7 @@ def gc_all(
     transport = transport or make_transport(inv)
     try:
         group = transport.run_all(
-            hosts, lambda h: [python[h], "-c", script, inv.workdir, str(keep), *extra], timeout=120
+            hosts, lambda h: script_argv(python[h], "-c", script, inv.workdir, str(keep), *extra), timeout=120
         )
     finally:
         if own:

@@ -26,6 +26,8 @@ from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, precedence
 from launcher.node import protocol
+from launcher.node.protocol import script_argv
+from launcher.records import write_atomic
 
 if TYPE_CHECKING:
     from launcher.run import Runner
@@ -41,9 +43,15 @@ class HangForensics:
         self._probed = False
         self._dumped = False
         self.rank_pids: dict[str, dict[int, int]] = {}  # host → {pid: rank}, from the guards' procs records
+        self.rank_starts: dict[str, dict[int, int]] = {}  # host → {pid: start time}, from the same records
 
     def note_procs(self, host: str, procs: list[dict[str, Any]]) -> None:
         self.rank_pids[host] = {int(p["pid"]): int(p["rank"]) for p in procs if p.get("rank") is not None}
+        self.rank_starts[host] = {
+            int(p["pid"]): int(p["start"])
+            for p in procs
+            if p.get("rank") is not None and isinstance(p.get("start"), int)
+        }
 
     def before_teardown(self, failure: Event, now: float) -> bool:
         """Called by the watch loop with the current root cause; True to hold the teardown a little longer."""
@@ -106,9 +114,12 @@ class HangForensics:
         code = node_script("stacks.py")
         group = runner.transport.run_all(
             hosts,
-            lambda host: [runner.plan.node(host).python, "-c", code, str(budget)],
+            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(budget)),
             stdin_for=lambda host: json.dumps(
-                [{"pid": pid, "rank": rank} for pid, rank in sorted(self.rank_pids[host].items())]
+                [
+                    {"pid": pid, "rank": rank, "start": self.rank_starts.get(host, {}).get(pid)}
+                    for pid, rank in sorted(self.rank_pids[host].items())
+                ]
             ).encode(),
             timeout=budget + 5,
         )
@@ -121,14 +132,14 @@ class HangForensics:
             saved[host] = ranks if ranks else {"error": result.why()}
             for entry in ranks:
                 dumps.append((host, entry.get("rank"), entry.get("tool"), entry.get("text") or ""))
+        # Record modes (0700 directories, 0600 files, atomic): stacks show the job's code and paths.
         folder = runner.record.root / "stacks"
-        folder.mkdir(parents=True, exist_ok=True)
         for host, ranks in saved.items():
             if isinstance(ranks, list):
                 text = "\n\n".join(f"=== rank {r.get('rank')} pid {r.get('pid')} ({r.get('tool')})\n{r.get('text')}"
                                    for r in sorted(ranks, key=lambda r: r.get("rank") or 0))  # fmt: skip
-                (folder / f"{host}.txt").write_text(text + "\n")
-        (runner.record.root / "stacks.json").write_text(json.dumps(saved, indent=1))
+                write_atomic(folder / f"{host}.txt", text + "\n")
+        write_atomic(runner.record.root / "stacks.json", json.dumps(saved, indent=1))
         fr_thread.join(timeout=max(0.0, started + budget + 5 - time.time()))
         with runner.lock:
             refined = runner.watcher.explain_hang(dumps)
@@ -168,7 +179,7 @@ class HangForensics:
         code = node_script("frtrace.py")
         group = runner.transport.run_all(
             list(targets),
-            lambda host: [runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))],
+            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))),
             stdin_for=lambda host: json.dumps(targets[host]).encode(),
             timeout=budget + 3,
         )
@@ -178,7 +189,7 @@ class HangForensics:
             ranks = reply.get("ranks") if reply is not None else None
             out[host] = ranks if isinstance(ranks, list) else {"error": result.why()}
         if any(isinstance(r, list) and r for r in out.values()):
-            (runner.record.root / "fr.json").write_text(json.dumps(out, indent=1))
+            write_atomic(runner.record.root / "fr.json", json.dumps(out, indent=1))
         return out
 
     def _explain_fr(self, fr: dict[str, Any], *, named: bool) -> Event | None:
@@ -229,7 +240,7 @@ class HangForensics:
         and into ``metrics.prom`` in the run record (node_exporter textfile format: rlaunch_straggler{node})."""
         if not any(event.kind == "straggler" for event in events):
             return
-        from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+        from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
         runner = self.runner
         names = runner.watcher.stragglers
@@ -240,4 +251,5 @@ class HangForensics:
                       registry=registry)  # fmt: skip
         for host in runner.nodes:
             gauge.labels(run=runner.record.run_id, node=host).set(1 if host in names else 0)
-        write_to_textfile(str(runner.record.root / "metrics.prom"), registry)
+        # The textfile format of write_to_textfile, written atomically with the record's 0600 mode.
+        write_atomic(runner.record.root / "metrics.prom", generate_latest(registry))

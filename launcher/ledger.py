@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -69,8 +70,8 @@ def append(entries: Iterable[Mapping[str, Any]], base: Path | None = None) -> No
     if not data:
         return
     target = path(base)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    records._private_dir(target.parent)  # the home holds environments and logs: 0700 like every record dir
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, data.encode())
@@ -92,8 +93,31 @@ def read(base: Path | None = None) -> list[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(entry, dict) and isinstance(entry.get("host"), str) and entry.get("kind"):
-            out.append(entry)
+            clean = _valid(entry)
+            if clean is not None:
+                out.append(clean)
     return out
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, or None: a hand-edited `"time": "yesterday"` once crashed `nodes`, `up` and `report`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _valid(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry with its numeric fields checked (a foreign line is skipped, never fatal)."""
+    if _number(entry.get("time", 0)) is None:
+        return None
+    for key in ("total_s", "productive_s"):
+        if key in entry and _number(entry[key]) is None:
+            return None
+    for key in ("run_id", "cause", "category", "text"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            return None
+    return entry
 
 
 def strike(
@@ -106,6 +130,9 @@ def strike(
         "time": time.time() if now is None else now,
         "cause": cause,
         "category": root_cause.get("category"),
+        "evidence": root_cause.get(
+            "kind"
+        ),  # what saw it: a node-level observation, or a line the job printed
         "text": str(root_cause.get("text") or "")[:MAX_LINE],
     }
 
@@ -121,6 +148,20 @@ def restart(host: str, cluster: str, run_id: str, cause: str, now: float | None 
     }
 
 
+# Root-cause kinds observed at the node itself, not read from the job's output (launcher/health/events.py): a lost
+# node, a kernel/GPU report, a process's exit status, a measured straggler, a stopped process. A strike from a line
+# the job printed ("line") may be any text a job chose to print, so it never drains a node in Slurm (issue 21).
+NODE_EVIDENCE = frozenset({"lost", "gpu", "exit", "straggler", "stopped"})
+
+
+def node_level(entry: Mapping[str, Any]) -> bool:
+    """Whether a strike rests on node-level evidence (entries written before `evidence`: only lost/straggler)."""
+    evidence = entry.get("evidence")
+    if evidence is None:
+        return entry.get("cause") in ("lost", "straggler")
+    return evidence in NODE_EVIDENCE
+
+
 def clear(host: str, now: float | None = None) -> dict[str, Any]:
     return {"kind": "clear", "host": host, "time": time.time() if now is None else now}
 
@@ -130,6 +171,7 @@ class NodeSummary:
     host: str
     strikes: int = 0  # since the last clear and within the window: what max_strikes compares with
     strikes_total: int = 0
+    node_strikes: int = 0  # of `strikes`, those on node-level evidence (what `nodes --drain` counts)
     last_cause: str | None = None
     last_run: str | None = None
     last_time: float | None = None  # of the last strike
@@ -158,11 +200,12 @@ def summarize(
         node = out.setdefault(e["host"], NodeSummary(e["host"]))
         kind = e.get("kind")
         if kind == "clear":
-            node.strikes = 0
+            node.strikes = node.node_strikes = 0
         elif kind == "strike":
             node.strikes_total += 1
             if window_s is None or now - float(e.get("time") or 0) <= window_s:
                 node.strikes += 1
+                node.node_strikes += 1 if node_level(e) else 0
             node.last_cause = e.get("cause")
             node.last_time = e.get("time")
             node.last_strike_run = e.get("run_id")
@@ -176,12 +219,21 @@ def summarize(
 
 
 def over_limit(
-    hosts: Iterable[str], summary: Mapping[str, NodeSummary], max_strikes: int | None
+    hosts: Iterable[str],
+    summary: Mapping[str, NodeSummary],
+    max_strikes: int | None,
+    *,
+    node_level: bool = False,
 ) -> list[NodeSummary]:
-    """The hosts whose counted strikes reached `max_strikes` (none when max_strikes is unset)."""
+    """The hosts whose counted strikes reached `max_strikes` (none when max_strikes is unset); with `node_level`,
+    only strikes on node-level evidence count."""
     if not max_strikes:
         return []
-    return [summary[h] for h in hosts if h in summary and summary[h].strikes >= max_strikes]
+    return [
+        summary[h]
+        for h in hosts
+        if h in summary and (summary[h].node_strikes if node_level else summary[h].strikes) >= max_strikes
+    ]
 
 
 def describe_limit(node: NodeSummary, max_strikes: int, window_s: float) -> str:
@@ -198,5 +250,9 @@ DRAIN_PREFIX = "rlaunch:"  # the reason prefix ops/slurm/rlaunch-healthcheck res
 
 
 def drain_reason(node: NodeSummary) -> str:
-    """A Slurm drain reason for a node at its strike limit: our prefix, the count, the last cause and run."""
-    return f"{DRAIN_PREFIX} {node.strikes} strike(s), last {node.last_cause} in run {node.last_strike_run}"
+    """A Slurm drain reason for a node at its strike limit: our prefix, the count, the last cause and run; control
+    characters removed (the ledger is a file; a reason reaches `sinfo -R` on every operator's terminal)."""
+    text = (
+        f"{DRAIN_PREFIX} {node.node_strikes} strike(s), last {node.last_cause} in run {node.last_strike_run}"
+    )
+    return "".join(c for c in text if c.isprintable())[:MAX_LINE]

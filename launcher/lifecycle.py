@@ -24,6 +24,7 @@ from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
+from launcher.node.protocol import script_argv
 from launcher.run import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
@@ -534,7 +535,9 @@ def find_checkpoint(
     master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
     result = transport.run(
         master.host,
-        [master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)],
+        script_argv(
+            master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)
+        ),
         timeout=60,
     )
     latest = (protocol.reply_of(result.stdout) or {}).get("latest")
@@ -728,14 +731,14 @@ def read_logs(
     with make_transport(inv) as transport:
         group = transport.run_all(
             list(local),
-            lambda h: [
+            lambda h: script_argv(
                 python.get(h, "python3"),
                 "-c",
                 node_script("logcat.py"),
                 local[h],
                 grep or "",
                 *run_dirs[h],
-            ],
+            ),
             timeout=120,
         )
     for host in local:

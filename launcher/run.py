@@ -31,6 +31,7 @@ from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
+from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 
@@ -197,6 +198,7 @@ class Runner:
         )
         self.forensics = HangForensics(self)
         self._lock = threading.Lock()
+        self._bad_records: dict[str, int] = {}  # per host: follower records _on_record raised on
         self._changed = threading.Event()
         self._summary_ranks: dict[str, int] = {}
         self._beats: Heartbeats | None = None
@@ -223,13 +225,13 @@ class Runner:
 
         group = self.transport.run_all(
             self.plan.hosts,
-            lambda host: [
+            lambda host: script_argv(
                 self.plan.node(host).python,
                 "-c",
                 code,
                 self.plan.node(host).run_dir,
                 self.plan.node(host).guard_dir,
-            ],
+            ),
             stdin_for=payload,
             timeout=120,
         )
@@ -270,7 +272,7 @@ class Runner:
         """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
         for target in self.targets.values():
             self.nodes[target.host].follower = self.guards.follow(
-                target, self._on_record, attached=True, on_other=self._on_other
+                target, self._on_record_safe, attached=True, on_other=self._on_other
             )
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -320,7 +322,7 @@ class Runner:
             try:
                 state.follower = self.guards.follow(
                     self.targets[node.host],
-                    self._on_record,
+                    self._on_record_safe,
                     offset=state.offset,
                     on_other=self._on_other,
                     show=self.show[node.host] if self.show is not None else None,
@@ -342,7 +344,28 @@ class Runner:
         if record is None:
             self._on_other(host, stream, line)
         else:
-            self._on_record(host, record)
+            self._on_record_safe(host, record)
+
+    def _on_record_safe(self, host: str, rec: dict[str, Any]) -> None:
+        """`_on_record`, one record at a time: a record it cannot handle (a line of 4,300+ digits once ended the
+        node's follower, so a healthy node was reported lost; issue 21) is skipped, counted and reported once
+        per node."""
+        try:
+            self._on_record(host, rec)
+        except Exception as exc:
+            with self._lock:
+                self._bad_records[host] = self._bad_records.get(host, 0) + 1
+                first = self._bad_records[host] == 1
+            if first:
+                self._event(
+                    {
+                        "kind": "warning",
+                        "severity": "warning",
+                        "node": host,
+                        "text": f"skipped a follower record it could not read ({type(exc).__name__}: "
+                        f"{str(exc)[:200]}); later ones are only counted",
+                    }
+                )
 
     def _on_other(self, host: str, stream: str, line: str) -> None:
         self.record.append_log(host, f"[rlaunch follower] {line}")
@@ -626,13 +649,13 @@ class Runner:
         lost = self.lost_hosts()
         group = self.transport.run_all(
             [h for h in self.plan.hosts if h not in lost],
-            lambda host: [
+            lambda host: script_argv(
                 self.plan.node(host).python,
                 "-c",
                 code,
                 self.plan.node(host).guard_dir,
                 str(max_bytes),
-            ],
+            ),
             timeout=60,
         )
         saved: list[str] = []

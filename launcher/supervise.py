@@ -47,13 +47,40 @@ def _starttime(pid: int) -> int | None:
     return None if st is None or st["state"] in ("Z", "X") else int(st["starttime"])
 
 
+def _recorded(state: dict[str, Any]) -> tuple[int, int] | None:
+    """(supervisor PID, its start time) when the record names both as plain integers (PID above 1), else None:
+    a record without a start time proves nothing about who the PID is now (docs/security.md)."""
+    pid, start = state.get("supervisor_pid"), state.get("supervisor_starttime")
+    if type(pid) is not int or type(start) is not int or pid <= 1 or start < 0:
+        return None
+    return pid, start
+
+
 def supervisor_alive(state: dict[str, Any]) -> bool:
     """The recorded supervisor still runs: same PID *and* start time (a reused PID is someone else)."""
-    pid, start = state.get("supervisor_pid"), state.get("supervisor_starttime")
-    if not pid:
-        return False
-    now = _starttime(int(pid))
-    return now is not None and (start is None or now == int(start))
+    recorded = _recorded(state)
+    return recorded is not None and _starttime(recorded[0]) == recorded[1]
+
+
+# `python -m launcher.supervise` put the caller's cwd first on sys.path: a planted `json.py` ran as us, and a project
+# with its own `launcher/` package got an unsupervised detached run (issue 21). So: isolated mode (-I: no cwd, no
+# PYTHON* variables, no user site) and the paths this process imports from, named explicitly, this package's root
+# first (computed from this file, so a git worktree's copy wins over an installed one).
+BOOT = (
+    "import sys, json; sys.path[:0] = json.loads(sys.argv.pop(1)); import runpy; "
+    "runpy.run_module('launcher.supervise', run_name='__main__', alter_sys=True)"
+)
+
+
+def supervisor_argv(run_id: str) -> list[str]:
+    """The argv that starts `launcher.supervise RUN_ID --daemon` with no import from the current directory."""
+    package_root = str(Path(__file__).resolve().parents[1])
+    cwd = os.getcwd()
+    paths = [package_root]
+    for entry in sys.path:
+        if entry and os.path.isabs(entry) and entry != cwd and entry not in paths:
+            paths.append(entry)
+    return [sys.executable, "-I", "-c", BOOT, json.dumps(paths), run_id, "--daemon"]
 
 
 def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
@@ -63,11 +90,8 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
     long-lived caller) and lives in its own session (no terminal, no SIGHUP when the shell closes)."""
     env = dict(os.environ)
     env["RLAUNCH_HOME"] = str(root.parent.parent.resolve())  # the record home may be relative to our cwd
-    env.setdefault("PYTHONPATH", "")
-    repo = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env["PYTHONPATH"]) if p)
     done = subprocess.run(
-        [sys.executable, "-m", "launcher.supervise", root.name, "--daemon"],
+        supervisor_argv(root.name),
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -99,19 +123,23 @@ def ensure(root: Path) -> tuple[int | None, bool]:
     state = json.loads((root / "state.json").read_text())
     if not is_active(state.get("state")) or not state.get("detached"):
         return None, False
-    if supervisor_alive(state):
-        return int(state["supervisor_pid"]), False
+    recorded = _recorded(state)
+    if recorded is not None and supervisor_alive(state):
+        return recorded[0], False
     return spawn(root), True
 
 
 def stop(root: Path, timeout: float) -> bool:
     """SIGTERM the run's supervisor (it tears the job down like Ctrl-C in a foreground `up`); wait for it."""
+    from launcher.node.guard import signal_same
+
     state = json.loads((root / "state.json").read_text())
-    if not supervisor_alive(state):
+    recorded = _recorded(state)
+    if recorded is None or not supervisor_alive(state):
         return False
-    pid = int(state["supervisor_pid"])
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+    # Through a pidfd opened before the start-time check: a PID reused in between is never signalled.
+    if not signal_same(recorded[0], recorded[1], signal.SIGTERM):
+        return False
     deadline = time.time() + timeout
     while time.time() < deadline and supervisor_alive(state):
         time.sleep(0.1)

@@ -27,6 +27,7 @@ from pathlib import Path
 from cluster.inventory import Inventory
 from cluster.transport import Transport, zip_hosts
 from launcher.errors import BadInput
+from launcher.node.protocol import script_argv
 
 ALWAYS_EXCLUDED = (".git/",)
 MAX_FILES = 200_000
@@ -117,7 +118,9 @@ def push_all(
 
     def one(host: str) -> NodeSync:
         done = NodeSync(round_trips=1)
-        r = transport.run(host, [python[host], "-c", script, "plan", dest], stdin=body, timeout=timeout)
+        r = transport.run(
+            host, script_argv(python[host], "-c", script, "plan", dest), stdin=body, timeout=timeout
+        )
         reply = _reply(r.stdout)
         if not r.ok or reply is None or "need" not in reply:
             done.error = (reply or {}).get("error") or r.why()
@@ -133,7 +136,9 @@ def push_all(
             for e in need
         )
         done.round_trips += 1
-        r = transport.run(host, [python[host], "-c", script, "recv", dest], stdin=stream, timeout=timeout)
+        r = transport.run(
+            host, script_argv(python[host], "-c", script, "recv", dest), stdin=stream, timeout=timeout
+        )
         reply = _reply(r.stdout)
         if not r.ok or reply is None or "received" not in reply:
             done.error = (reply or {}).get("error") or r.why()

@@ -66,7 +66,7 @@ def test_errors_carry_their_exit_codes() -> None:
 
 def test_guard_argv_and_replies() -> None:
     argv = protocol.guard_argv("/venv/bin/python", "/w/r/n1", protocol.STOP, grace=2)
-    assert argv == ["/venv/bin/python", "/w/r/n1/guard.py", "stop", "/w/r/n1", "--grace", "2.0"]
+    assert argv == ["/venv/bin/python", "-I", "/w/r/n1/guard.py", "stop", "/w/r/n1", "--grace", "2.0"]
     assert protocol.reply_of('noise\n{"state": "stopped"}\n\n') == {"state": "stopped"}
     assert protocol.reply_of("Traceback ...\nValueError: x") is None
     assert protocol.parse_record('{"k": "line", "text": "a"}') == {"k": "line", "text": "a"}
@@ -327,3 +327,52 @@ def test_the_probe_ships_every_node_module_facts_imports() -> None:
     node_modules = {p.stem for p in (ROOT / "launcher" / "node").glob("*.py")}
     imported = imported_modules(ROOT / "launcher" / "node" / "facts.py") & node_modules
     assert {f"{m}.py" for m in imported} == set(PROBE_MODULES)
+
+
+def test_every_python_rlaunch_starts_is_isolated_from_the_cwd() -> None:
+    """docs/security.md, issue 21: `python -c`/`python -`/`-m` put the current directory first on sys.path, so every
+    interpreter rlaunch starts runs with -I (protocol.script_argv, guard_argv, the supervisor's BOOT), or runs code
+    that starts with SAFE_PATH (it imports the job's torch with the job's PYTHONPATH). The one exception is the
+    job itself: torchrun (`-m torch.distributed.run`) runs in the job's own directory, as the user runs it."""
+    safe_code = ("TORCH_PROBE", "IMPORT_PROBE", "ENV_SCRIPT", "TOKENIZE")
+    offenders = []
+    for path in sorted((ROOT / "launcher").rglob("*.py")) + sorted((ROOT / "cluster").rglob("*.py")):
+        text = path.read_text()
+        for m in re.finditer(r'(python\w*|sys\.executable)[^\n]{0,40}?,\s*"(-c|-m|-)"', text):
+            window = text[max(0, m.start() - 160) : m.end() + 80]
+            if '"-I"' in window or "script_argv(" in window or any(name in window for name in safe_code):
+                continue
+            if path.name == "base.py" and '"torch.distributed.run"' in window:
+                continue
+            offenders.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert offenders == [], offenders
+    assert protocol.guard_argv("p", "/r", protocol.STOP)[1] == protocol.ISOLATED == "-I"
+    from launcher.jobs.lf_pretokenize import TOKENIZE
+    from launcher.node.facts import IMPORT_PROBE, TORCH_PROBE
+    from launcher.validate.stages import ENV_SCRIPT
+
+    for code in (TORCH_PROBE, IMPORT_PROBE, ENV_SCRIPT, TOKENIZE):
+        assert code.startswith(protocol.SAFE_PATH)
+
+
+def test_node_probes_write_files_only_without_following_links() -> None:
+    """Doctor's probes (launcher/node/facts.py) create files through mkstemp only, after the push path rule
+    (issue 21): no `open(..., "w"/"a")`, and the rule text is push.py's."""
+    facts = (ROOT / "launcher" / "node" / "facts.py").read_text()
+    assert not re.search(r"""(?<!fd)open\((?!fd)[^)]*["'][wax]b?\+?["']""", facts)
+    assert "O_CREAT" not in facts or "O_NOFOLLOW" in facts
+    push = (ROOT / "launcher" / "node" / "push.py").read_text()
+    rule = re.search(r'^RULE = "(.*)"$', facts, re.M)
+    assert rule and f'RULE = "{rule.group(1)}"' in push
+    assert (
+        "unsafe_path(" in facts.split("def writable", 1)[1].split("def read_markers", 1)[0]
+        or "_private_dirs(" in facts
+    )
+
+
+def test_job_output_parsers_bound_their_digit_counts() -> None:
+    """int() refuses more than 4300 digits (issue 21): no unbounded `(\\d+)` capture in the modules that parse job
+    output (rank prefixes, progress, goodput)."""
+    for name in ("node/edge.py", "health/classify.py", "health/progress.py", "goodput.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert r"(\d+)" not in text, name

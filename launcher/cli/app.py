@@ -164,12 +164,26 @@ def main() -> None:
 @guarded
 def init(path: str, force: bool) -> None:
     """Write a commented starter cluster.yaml."""
+    import os
+    import tempfile
+
     from launcher import templates
 
     target = Path(path)
-    if target.exists() and not force:
+    if os.path.lexists(target) and not force:  # lexists: a dangling symlink is "there" too (issue 21)
         raise UserError(f"{path} already exists (use --force to overwrite)")
-    target.write_text(templates.read("cluster_starter.yaml"))
+    # A fresh file renamed over the name: a symlink at `path` is replaced, never written through.
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w") as f:
+            f.write(templates.read("cluster_starter.yaml"))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     click.echo(f"wrote {path}: edit nodes and job, then `rlaunch plan {path}`")
 
 

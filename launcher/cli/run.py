@@ -29,6 +29,8 @@ _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_
 
 
 def _line_printer(as_json: bool):
+    from launcher.render import terminal_text
+
     colors: dict[str, str] = {}
     tty = sys.stdout.isatty()
 
@@ -40,7 +42,7 @@ def _line_printer(as_json: bool):
             if tty:
                 color = colors.setdefault(host, _PALETTE[len(colors) % len(_PALETTE)])
                 tag = click.style(tag, fg=color.replace("bright_", "") if "bright" in color else color)
-            sys.stdout.write(f"{tag} {text}\n")
+            sys.stdout.write(f"{tag} {terminal_text(text)}\n")
         sys.stdout.flush()
 
     return emit
@@ -58,6 +60,8 @@ QUIET_WARNINGS = frozenset({"store-hostname-unresolved"})
 
 
 def _event_printer(event: dict[str, Any]) -> None:
+    from launcher.render import terminal_text
+
     if event.get("severity") == "warning" and event.get("rule") in QUIET_WARNINGS:
         return
     if event.get("severity") in ("fatal", "warning") and event.get("kind") != "info":
@@ -67,7 +71,7 @@ def _event_printer(event: dict[str, Any]) -> None:
             click.style(
                 f"rlaunch: {event['severity']} {event.get('category') or event.get('kind')}", fg=color
             )
-            + f" on {where}: {event.get('text', '')[:300]}",
+            + f" on {where}: {terminal_text(str(event.get('text', ''))[:300])}",
             err=True,
         )
 
@@ -465,6 +469,7 @@ def logs(
     import re
 
     from launcher import lifecycle
+    from launcher.render import terminal_text
 
     if grep:
         try:
@@ -475,11 +480,13 @@ def logs(
     if tail is not None:
         lines = _tail(lines, tail)
     for host, line in lines:
-        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {line}")
+        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {terminal_text(line)}")
     if follow:
         lifecycle.follow_logs(
             run_id,
-            lambda h, t: click.echo(json.dumps({"node": h, "text": t}) if as_json else f"{h}| {t}"),
+            lambda h, t: click.echo(
+                json.dumps({"node": h, "text": t}) if as_json else f"{h}| {terminal_text(t)}"
+            ),
             node=node,
             grep=grep,
         )
@@ -497,6 +504,7 @@ def _tail(lines: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
 
 def _classify(file: str | None, as_json: bool) -> None:
     from launcher.health.classify import classify_file
+    from launcher.render import terminal_text
 
     if not file:
         fail("usage: rlaunch logs classify FILE [--json]", EXIT_BAD_INPUT)
@@ -517,6 +525,6 @@ def _classify(file: str | None, as_json: bool) -> None:
             click.echo(
                 f"{file}:{flag.line}: "
                 + click.style(f"{flag.severity} {flag.category}", fg=color)
-                + f": {flag.text}"
+                + f": {terminal_text(flag.text)}"
             )
     sys.exit(EXIT_FAILED if any(f.severity == "fatal" for f in flags) else EXIT_OK)

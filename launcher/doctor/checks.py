@@ -374,7 +374,9 @@ def _writable_check(name: str, key: str, live: Mapping[str, Facts], what: str) -
         if not probe:
             continue
         seen = True
-        if not probe.get("ok"):
+        if probe.get("unsafe"):  # another user owns or can write a directory on it (docs/security.md)
+            failing[host] = str(probe.get("error"))
+        elif not probe.get("ok"):
             failing[host] = f"{probe.get('path')} not writable: {probe.get('error')}"
     return _check(
         name,

@@ -95,7 +95,9 @@ def _piece(text: str, low: str, custom: re.Pattern[str] | None) -> ProgressLine 
     loss = float(loss_match.group(1)) if loss_match else None
     if custom is not None and (m := custom.search(text)):
         groups = [g for g in m.groups() if g is not None]
-        digits = groups[0] if groups and groups[0].isdigit() and len(groups[0]) <= 12 else None
+        digits = (
+            groups[0] if groups and groups[0].isdecimal() and len(groups[0]) <= 12 else None
+        )  # "²".isdigit()
         return ProgressLine(int(digits) if digits else None, loss)
     if "{" in text and LOG_DICT.search(text):
         return ProgressLine(None, loss)

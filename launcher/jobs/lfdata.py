@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from cluster.inventory import Inventory
+from launcher.node.protocol import script_argv
 
 # Alpaca columns → the keys launcher/data.py validates (LLaMA-Factory's defaults: data/parser.py DatasetAttr).
 ALPACA_COLUMNS = {
@@ -196,7 +197,7 @@ def check_paths_on_nodes(
         return 0, []
     python = {n.host: n.python for n in plan.nodes}
     group = transport.run_all(
-        list(specs), lambda h: [python[h], "-c", script, json.dumps(specs[h])], timeout=timeout
+        list(specs), lambda h: script_argv(python[h], "-c", script, json.dumps(specs[h])), timeout=timeout
     )
     from launcher.node.protocol import reply_of
 

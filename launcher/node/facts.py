@@ -33,8 +33,10 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -65,7 +67,9 @@ SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
 HELLO = b"rlaunch-doctor "
 
 # Run in a child `python -c`: importing torch can take many seconds, hang on a broken driver, or segfault.
-TORCH_PROBE = r"""
+# Its first line drops '' and relative sys.path entries (launcher/node/protocol.py SAFE_PATH): torch is imported
+# with the job's PYTHONPATH, never from the directory the probe runs in.
+TORCH_PROBE = r"""import sys; sys.path[:] = [p for p in sys.path if p.startswith('/')]
 import json, sys
 out = {"python": sys.version.split()[0]}
 try:
@@ -89,7 +93,19 @@ except BaseException as exc:
 print(json.dumps(out))
 """
 
-LOAD_PROBE = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+LOAD_PROBE = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"  # run with -I: nothing of the cwd is imported
+
+
+def find_tool(name: str) -> str | None:
+    """As launcher/node/protocol.py find_tool (this script runs standalone): beside the node's python, then
+    /opt/rocm/bin, then PATH without empty, `.` or relative entries (they mean the current directory)."""
+    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    return shutil.which(name, path=path) if path else None
+
 
 # The job's real entry modules (args `imports`, e.g. llamafactory.train.tuner), each imported in this child: a
 # version number says nothing about whether the package imports (LLaMA-Factory 0.9.5 reported its version where
@@ -241,7 +257,7 @@ def torch_from_files(location: str | None) -> dict:
 def run_tool(argv: list[str], timeout: float) -> dict:
     """Run one command with a deadline; never raises. The whole process group dies on timeout."""
     out: dict = {"argv": argv, "rc": None, "stdout": "", "stderr": "", "error": None}
-    exe = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
+    exe = find_tool(argv[0]) if os.sep not in argv[0] else argv[0]
     if not exe:
         out["error"] = f"{argv[0]}: not found on PATH"
         return out
@@ -352,34 +368,98 @@ def packages() -> dict:
     return out
 
 
+# The rule push.py applies before it creates a run directory (docs/security.md), applied here before doctor's
+# write probes: a stranger who pre-creates the predictable default workdir (/var/tmp/rlaunch-<user>) full of
+# symlinks would otherwise have us truncate whatever their targets are (issue 21). Node scripts run standalone
+# (`python -I -`), so the rule is repeated here; tests/test_contract.py keeps RULE the same as push.py's.
+RULE = "every directory on it must be owned by you or root and not group/world-writable unless root-owned and sticky"
+
+
+def _owner(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def unsafe_path(path: str) -> str | None:
+    """One line naming the first untrusted component of `path` (as written and as resolved), or None."""
+    me = os.geteuid()
+    for full in (os.path.abspath(path), os.path.realpath(path)):
+        current = "/"
+        for part in [""] + [p for p in full.split("/") if p]:
+            current = os.path.join(current, part) if part else "/"
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                break  # created by us below, 0700
+            except OSError as exc:
+                return f"cannot inspect {current}: {exc.strerror}"
+            why = None
+            if st.st_uid not in (me, 0):
+                why = "owned by " + _owner(st.st_uid)
+            elif (
+                not stat.S_ISLNK(st.st_mode)
+                and st.st_mode & 0o022
+                and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX)
+            ):
+                why = "writable by others"
+            if why:
+                return f"refusing {path}: {current} is {why}, mode {stat.S_IMODE(st.st_mode):04o} ({RULE})"
+    return None
+
+
+def _private_dirs(path: str) -> None:
+    """Check, create (0700) and check again: a directory made by someone else between the two is caught."""
+    for _ in (0, 1):
+        problem = unsafe_path(path)
+        if problem:
+            raise PermissionError(problem)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+
+
 def writable(path: str | None) -> dict | None:
+    """Whether we can create a file in `path`: a fresh O_EXCL|O_NOFOLLOW temp file (mkstemp), removed again."""
     if not path:
         return None
     path = os.path.expanduser(path)
-    test = os.path.join(path, f".rlaunch-write-test-{os.getpid()}")
     try:
-        os.makedirs(path, exist_ok=True)
-        with open(test, "w") as fh:
-            fh.write("ok")
+        _private_dirs(path)
+        fd, test = tempfile.mkstemp(dir=path, prefix=".rlaunch-write-test-")
+        os.close(fd)
         os.remove(test)
         return {"path": path, "ok": True, "error": None}
+    except PermissionError as exc:
+        if exc.args and str(exc.args[0]).startswith("refusing "):
+            return {"path": path, "ok": False, "unsafe": True, "error": str(exc.args[0])}
+        return {"path": path, "ok": False, "error": f"{exc.strerror or exc}"}
     except OSError as exc:
         return {"path": path, "ok": False, "error": f"{exc.strerror or exc}"}
 
 
 def write_marker(ckpt_dir: str | None, node: str, token: str) -> dict | None:
-    """One small file per node, overwritten each run, so repeated doctors leave no litter."""
+    """One small file per node, replaced each run (rename never follows a link at the target), so repeated doctors
+    leave no litter; written through a fresh mkstemp file in a directory that passed the path rule."""
     if not (ckpt_dir and token):
         return None
     folder = os.path.join(os.path.expanduser(ckpt_dir), MARKER_DIR)
-    target = os.path.join(folder, f"{node}.marker")
+    target = os.path.join(folder, f"{os.path.basename(node) or 'node'}.marker")
     try:
-        os.makedirs(folder, exist_ok=True)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(token)
-        os.replace(tmp, target)
+        _private_dirs(folder)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".marker-")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(token)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         return {"ok": True, "error": None}
+    except PermissionError as exc:
+        if exc.args and str(exc.args[0]).startswith("refusing "):
+            return {"ok": False, "unsafe": True, "error": str(exc.args[0])}
+        return {"ok": False, "error": f"{exc.strerror or exc}"}
     except OSError as exc:
         return {"ok": False, "error": f"{exc.strerror or exc}"}
 
@@ -460,7 +540,7 @@ def net_plugin(timeout: float) -> dict | None:
     if not name or name.lower() == "none":
         return {"name": name, "library": None, "loaded": None, "error": None}
     library = name if (".so" in name or "/" in name) else f"librccl-net-{name}.so"
-    result = run_tool([sys.executable, "-c", LOAD_PROBE, library], timeout)
+    result = run_tool([sys.executable, "-I", "-c", LOAD_PROBE, library], timeout)
     loaded = result["error"] is None and result["rc"] == 0
     error = None if loaded else (result["error"] or (result["stderr"].strip().splitlines() or ["failed"])[-1])
     return {"name": name, "library": library, "loaded": loaded, "error": error}

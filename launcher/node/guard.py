@@ -32,7 +32,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -245,6 +244,9 @@ def usage(st: dict) -> dict:
     out: dict = {"rank": rank_of(st)}
     if out["rank"] is None:
         return out
+    out["start"] = st[
+        "starttime"
+    ]  # the stack collector re-checks it before py-spy attaches (PIDs are reused)
     try:
         with open("/proc/{}/stat".format(st["pid"]), "rb") as f:
             raw = f.read().decode("utf-8", "replace")
@@ -440,6 +442,8 @@ class Guard:
             open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
         self.edge = load_edge(rundir, job)
+        if self.edge is not None:
+            self.edge.on_bad_line = log
         self.procs: list = []
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
@@ -1045,7 +1049,8 @@ class GpuWatch:
             os.lseek(self.kmsg_fd, 0, os.SEEK_END)  # only what happens from now on
         except OSError:
             self.kmsg_fd = None
-        self.tool = next((t for t in self.TOOLS if shutil.which(t[0])), None)
+        found = ((name, protocol.find_tool(name), argv) for name, argv in self.TOOLS)
+        self.tool = next(((name, [exe, *argv[1:]]) for name, exe, argv in found if exe), None)
         now = time.time()
         self.next_sample = now  # at once: the GPUs idle while the job imports give each its idle power
         self.next_snapshot = now + 5.0
@@ -1190,13 +1195,23 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
         # Its own thread: a head slow to read our records (stdout full) must not keep its heartbeats unread.
         threading.Thread(target=read_head_words, args=(rundir, stdin_fd, pid, start), daemon=True).start()
     next_procs = 0.0
+    bad_lines = 0
     while True:
         finished = not is_alive(pid, start)
         for off, text in tail.read(final=finished):
             if fwd is None:
                 emit({"k": protocol.K_LINE, "t": time.time(), "off": off, "text": text})
             else:
-                for record in fwd.line(time.time(), off, text):
+                try:
+                    records = fwd.line(time.time(), off, text)
+                except Exception as exc:  # one line the rules cannot read: forward it whole, unclassified
+                    bad_lines += 1
+                    if bad_lines == 1:
+                        log(
+                            f"follower: a line the edge rules could not read was forwarded as is: {exc!r:.200}"
+                        )
+                    records = [{"k": protocol.K_LINE, "t": time.time(), "off": off, "text": text}]
+                for record in records:
                     emit(record)
         if fwd is not None and (finished or time.time() >= next_procs):
             summary = fwd.summary(time.time())
