@@ -6,7 +6,6 @@ return plain data for the CLI to render.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ import hostlist
 from cluster.inventory import Inventory
 from cluster.transport import GroupResult, Result, Transport, make_transport
 from launcher.errors import BadInput, ExitCode
+from launcher.node import protocol
 from launcher.node.protocol import script_argv
 
 
@@ -156,10 +156,12 @@ def gc_all(
             out[host] = NodeGc(errors=[r.why()])
             continue
         try:
-            data = json.loads(r.stdout.strip().splitlines()[-1])
+            data = protocol.reply_of(r.stdout)
+            if data is None:
+                raise ValueError("no reply")
             out[host] = NodeGc(
                 **{k: data[k] for k in ("removed", "kept", "running", "freed_bytes", "errors")}
             )
-        except (ValueError, IndexError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             out[host] = NodeGc(errors=[f"unreadable reply: {r.stdout[-200:]!r}"])
     return out

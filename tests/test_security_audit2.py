@@ -710,7 +710,9 @@ def test_stack_collector_reads_named_source_files_bounded(tmp_path: Path) -> Non
         preexec_fn=cap,
     )
     assert done.returncode == 0 and "main (/dev/zero:3)" in done.stdout, done.stderr[-500:]
-    assert int(done.stdout.split("maxrss_kb")[1]) < 200_000, done.stdout
+    # Bounded: the old collector read /dev/zero without limit (5 GB, stopped here only by the 2 GiB address-space
+    # cap); the bounded one stays far below it (about 40-210 MB seen, the higher under a loaded machine).
+    assert int(done.stdout.split("maxrss_kb")[1]) < 1_000_000, done.stdout
 
 
 def test_amd_smi_is_looked_up_beside_python_and_in_rocm_before_a_relative_path(
