@@ -25,6 +25,7 @@ import shutil
 import stat
 import sys
 
+ATTEMPTS_DIR = ".rlaunch"  # launcher/plan.py ATTEMPTS_DIR: per-attempt guard files
 RUN_DIR = re.compile(r"^(\d{8}-\d{6}-[0-9a-f]{4})(?:-r\d{1,4})?$")
 
 
@@ -61,6 +62,18 @@ def is_running(run_dir):
             continue
         if lock_held(os.path.join(host_dir, "guard.lock")):
             return True
+        # Since one run directory serves every attempt, each attempt's guard holds its lock in
+        # <host dir>/.rlaunch/attempt-N/ (launcher/plan.py ATTEMPTS_DIR).
+        attempts = os.path.join(host_dir, ATTEMPTS_DIR)
+        try:
+            names = os.listdir(attempts) if stat.S_ISDIR(os.lstat(attempts).st_mode) else []
+        except FileNotFoundError:
+            names = []
+        except OSError:
+            return True  # cannot tell: keep the run
+        for name in names:
+            if name.startswith("attempt-") and lock_held(os.path.join(attempts, name, "guard.lock")):
+                return True
     return False
 
 
