@@ -241,7 +241,7 @@ def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
     assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
         "try_write", ""
     )
-    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "follower.py").read_text()
 
 
 def test_every_vocabulary_family_cites_its_emitter_source() -> None:

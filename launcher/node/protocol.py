@@ -16,6 +16,21 @@ import sys
 
 GUARD_FILE = "guard.py"
 PROTOCOL_FILE = "protocol.py"
+RULES_FILE = "rules.py"  # the head's launcher/health/rules.py, which edge.py loads from the run directory
+# Every file the guard runs from, pushed into each attempt's directory (launcher/plan.py reads this list, and only
+# this one): the entry and the modules it imports beside itself (launcher/node/guard.py), the edge rules.
+GUARD_BUNDLE = (
+    GUARD_FILE,
+    PROTOCOL_FILE,
+    "edge.py",
+    RULES_FILE,
+    "gpuact.py",
+    "procs.py",
+    "rundir.py",
+    "daemon.py",
+    "follower.py",
+    "gpuwatch.py",
+)
 
 # ---- verbs -------------------------------------------------------------------------------------------------
 START = "start"  # daemonize, run job.json's argv; reply {"guard_pid", "job_pid"} or {"error"}
@@ -35,7 +50,10 @@ BEATS_PER_TIMEOUT = 4
 # ---- records of the follow stream ("k") ---------------------------------------------------------------------
 K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
 K_ERROR = "error"  # run only: {"error"}: the job could not be started
-K_LINE = "line"  # {"off": byte offset after the line in out.log, "text"}
+K_LINE = (
+    "line"  # {"off": byte offset after the line in out.log, "text"}; "f" when a filtering follower sent it
+)
+MAX_LINE_BYTES = 8192  # a line record's text is at most this long (the rest of an over-long line is skipped)
 # {"procs": [{"pid", "state", "rank", "cpu", "io", "gpu"?}]}: the job's process tree, about once a second; "gpu"
 # ({"id", "gfx", "umc", "w", "idle_w"}) rides on a rank's entries once per fresh amd-smi/rocm-smi reading
 K_PROCS = "procs"
