@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from cluster.inventory import Inventory
-from launcher.node.protocol import script_argv
+from launcher import nodecall
 
 # Alpaca columns → the keys launcher/data.py validates (LLaMA-Factory's defaults: data/parser.py DatasetAttr).
 ALPACA_COLUMNS = {
@@ -196,18 +196,16 @@ def check_paths_on_nodes(
     if not specs:
         return 0, []
     python = {n.host: n.python for n in plan.nodes}
-    group = transport.run_all(
-        list(specs), lambda h: script_argv(python[h], "-c", script, json.dumps(specs[h])), timeout=timeout
+    replies = nodecall.call_all(
+        transport, list(specs), python, script, lambda h: [json.dumps(specs[h])], timeout=timeout
     )
-    from launcher.node.protocol import reply_of
-
     lines: list[str] = []
     bad_input = False
-    for host, result in group.results.items():
-        reply = reply_of(result.stdout) if result.ok else None
-        if not isinstance(reply, dict):
-            lines.append(f"{host}: the path check did not answer ({result.why()})")
+    for host, answer in replies.items():
+        if not answer.ok:
+            lines.append(f"{host}: the path check did not answer ({answer.why()})")
             continue
+        reply = answer.data
         if reply.get("error"):
             lines.append(f"{host}: {reply['error']}")
         relative_dir = _relative(specs[host].get("dataset_dir"))

@@ -53,6 +53,12 @@ K_ERROR = "error"  # run only: {"error"}: the job could not be started
 K_LINE = (
     "line"  # {"off": byte offset after the line in out.log, "text"}; "f" when a filtering follower sent it
 )
+# A filtering follower's "f" on a line record (launcher/node/edge.py Forwarder): None for a healthy line it forwards
+# for the terminal, else {"rule": the rule id it matched (launcher/health/rules.py names, or one of the two below),
+# "severity", "lr": the local rank it read from the line's prefix (None without one)}. The head takes the rule
+# instead of classifying the line again (health/watch.py Watcher.observe_line).
+F_COMPLETION = "completion"  # a completion marker (training finished), no rule matched
+F_NET_INIT = "net-init"  # a collective library's transport line, no rule matched
 MAX_LINE_BYTES = 8192  # a line record's text is at most this long (the rest of an over-long line is skipped)
 # {"procs": [{"pid", "state", "rank", "cpu", "io", "gpu"?}]}: the job's process tree, about once a second; "gpu"
 # ({"id", "gfx", "umc", "w", "idle_w"}) rides on a rank's entries once per fresh amd-smi/rocm-smi reading
