@@ -137,7 +137,7 @@ def gc_all(
     hosts = select_nodes(inv, nodes)
     python = {n.host: inv.python_for(n) for n in (*inv.nodes, *inv.spares)}
     extra = [*(["--dry-run"] if dry_run else []), *(a for rid in protect for a in ("--protect", rid))]
-    script = nodecall.node_script("gc.py")
+    script = nodecall.with_modules(nodecall.node_script("gc.py"), "gc.py", ("protocol.py",))
     own = transport is None
     transport = transport or make_transport(inv)
     try:

@@ -29,6 +29,25 @@ def node_script(name: str) -> str:
     return resources.files("launcher.node").joinpath(name).read_text()
 
 
+def module_preamble(modules: Sequence[str]) -> str:
+    """Code that makes each launcher/node module in `modules` importable on the node by its bare name (`import
+    protocol`) before a script runs: a node script sent as `-c CODE` (or on stdin) has no directory to import from."""
+    return "import sys, types\n" + "".join(
+        f"_m = types.ModuleType({name[:-3]!r}); sys.modules[{name[:-3]!r}] = _m\n"
+        f"exec(compile({node_script(name)!r}, {name!r}, 'exec'), _m.__dict__)\n"
+        for name in modules
+    )
+
+
+def with_modules(code: str, name: str, modules: Sequence[str]) -> str:
+    """`code` (the node script `name`) preceded by its `modules` (module_preamble), run as __main__."""
+    if not modules:
+        return code
+    return (
+        module_preamble(modules) + f"exec(compile({code!r}, {name!r}, 'exec'), {{'__name__': '__main__'}})\n"
+    )
+
+
 @dataclass(frozen=True)
 class NodeReply:
     """One node's answer to a node script: its JSON reply (`data`), or None with the transport's `result` saying

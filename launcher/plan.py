@@ -41,7 +41,7 @@ AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 # where its files are pushed) is the same for every attempt of a run, so a program's own relative checkpoints
 # (the pytorch/examples DDP tutorial's `snapshot.pt`) survive a restart on the same node, as with torchrun's own
 # restarts (issue 20).
-ATTEMPTS_DIR = ".rlaunch"
+ATTEMPTS_DIR = protocol.ATTEMPTS_DIR
 
 
 def attempt_dir(run_dir: str, attempt: int) -> str:

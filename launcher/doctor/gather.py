@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from importlib import resources
 from typing import Any
 
 from cluster.transport import Result, Transport, zip_hosts
@@ -34,20 +33,11 @@ PROBE_MODULES = ("netfacts.py",)
 def with_args(script: bytes, args: Mapping[str, Any]) -> bytes:
     """The probe plus its arguments as one program for `python -` on stdin. The arguments hold the inventory's
     `env:` values (tokens, passwords): on the command line any local user on the node could read them in `ps`."""
-    modules = "".join(
-        f"_m = types.ModuleType({name[:-3]!r}); sys.modules[{name[:-3]!r}] = _m\n"
-        f"exec(compile({_node_file(name)!r}, {name!r}, 'exec'), _m.__dict__)\n"
-        for name in PROBE_MODULES
-    )
     loader = (
-        "import sys, types\n" + modules + f"sys.argv[1:] = ['--json-args', {json.dumps(args)!r}]\n"
+        nodecall.module_preamble(PROBE_MODULES) + f"sys.argv[1:] = ['--json-args', {json.dumps(args)!r}]\n"
         f"exec(compile({script!r}, 'facts.py', 'exec'), {{'__name__': '__main__'}})\n"
     )
     return loader.encode()
-
-
-def _node_file(name: str) -> bytes:
-    return resources.files("launcher.node").joinpath(name).read_bytes()
 
 
 def gather(

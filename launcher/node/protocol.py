@@ -32,6 +32,10 @@ GUARD_BUNDLE = (
     "gpuwatch.py",
 )
 
+# Each attempt's guard files live in <run dir>/ATTEMPTS_DIR/attempt-N (launcher/plan.py attempt_dir; node/gc.py
+# looks there for a live guard's lock).
+ATTEMPTS_DIR = ".rlaunch"
+
 # ---- verbs -------------------------------------------------------------------------------------------------
 START = "start"  # daemonize, run job.json's argv; reply {"guard_pid", "job_pid"} or {"error"}
 RUN = "run"  # start as a child and stream like follow (for srun steps, whose scheduler tracks processes)
