@@ -25,7 +25,7 @@ from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
-from launcher.run import (
+from launcher.run.attempt import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
     LaunchError,

@@ -159,7 +159,7 @@ def run(run_id: str) -> int:
     """Supervise the run until it ends (or SIGTERM, which tears it down). Returns the run's exit code."""
     from launcher import lifecycle
     from launcher import plan as planning
-    from launcher.run import LaunchError, Runner
+    from launcher.run.attempt import LaunchError, Runner
 
     record, inv, plan_json = lifecycle.open_run(run_id)
     lock_fd = os.open(record.root / SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)

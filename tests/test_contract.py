@@ -151,7 +151,7 @@ def test_replies_are_read_by_the_protocol() -> None:
 
 def test_errors_are_raised_and_caught_by_type() -> None:
     """`grep -rn 'code=.*BAD_INPUT\\|\\.code == 2' launcher` is empty: bad input is a BadInput, caught as one."""
-    from launcher.run import LaunchError, LaunchRefused
+    from launcher.run.attempt import LaunchError, LaunchRefused
 
     assert _launcher_lines(r"code=.*BAD_INPUT|\.code == 2") == []
     refused = LaunchRefused("run r1 is still running on these nodes")

@@ -25,7 +25,6 @@ from typing import Any
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
 from launcher.errors import BadInput, ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
-from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
@@ -34,6 +33,7 @@ from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
+from launcher.run.forensics import HangForensics
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
     ExitCode.OK,
@@ -475,7 +475,7 @@ class Runner:
         self.record.append_event(event)
         self.on_event(event)
 
-    # --- seams for the helpers that work beside the watch loop (hangs.py forensics, the supervisor) -------------
+    # --- seams for the helpers that work beside the watch loop (forensics.py, the supervisor) -------------
     @property
     def lock(self) -> threading.Lock:
         """Held while the watcher and the nodes' follow state change; a helper that reads or feeds them takes it."""

@@ -30,7 +30,7 @@ from launcher.node.protocol import script_argv
 from launcher.records import write_atomic
 
 if TYPE_CHECKING:
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
 PROBE_S = 5.0  # how long every node has to be heard from before a cascade line may be named the root cause
 STACK_KINDS = frozenset({"hang", "stall"})
@@ -92,7 +92,7 @@ class HangForensics:
 
     def dump_stacks(self) -> None:
         runner = self.runner
-        from launcher.run import node_script
+        from launcher.run.attempt import node_script
 
         budget = float(runner.plan.health.get("stack_budget", 10.0))
         if budget <= 0:
@@ -170,7 +170,7 @@ class HangForensics:
     def fetch_fr(self, hosts: list[str], budget: float) -> dict[str, Any]:
         """Every node's flight-recorder summaries ({host: [summary, ...] or {"error"}}), within `budget` seconds;
         empty when the recorder is off. Also written to the run record as ``fr.json``."""
-        from launcher.run import node_script
+        from launcher.run.attempt import node_script
 
         runner = self.runner
         targets = {h: t for h in hosts if (t := self.fr_targets(h)) is not None}
