@@ -36,8 +36,8 @@ from launcher.run.attempt import (
     node_script,
     show_specs,
     targets_of_plan,
-    teardown_shield,
 )
+from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
 
 TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)

@@ -364,11 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         os.close(null)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    def as_interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    from launcher.run.signals import sigterm_interrupts
 
-    # SIGTERM (from `rlaunch down`) takes the path Ctrl-C takes in a foreground `up`: stop the job everywhere.
-    signal.signal(signal.SIGTERM, as_interrupt)
+    sigterm_interrupts()
     try:
         return run(run_id)
     except KeyboardInterrupt:
