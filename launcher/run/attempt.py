@@ -14,7 +14,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -428,6 +428,19 @@ class Runner:
     def event(self, event: dict[str, Any]) -> None:
         """Record and report one event, as the runner's own are (events.jsonl, then on_event)."""
         self._event(event)
+
+    def adopt(self, offsets: Mapping[str, int]) -> None:
+        """Guards that already run (a supervisor taking over): follow each node from the byte offset the record
+        already holds, so no line is recorded twice. Hosts not in this attempt's plan are ignored."""
+        with self._lock:
+            for host, offset in offsets.items():
+                if host in self.nodes:
+                    self.nodes[host].offset = int(offset)
+
+    def offsets(self) -> dict[str, int]:
+        """Each node's byte offset of what the record holds now (what a re-attaching supervisor resumes from)."""
+        with self._lock:
+            return {h: s.offset for h, s in self.nodes.items()}
 
     def watch(self, *, poll: float = 0.2) -> Outcome:
         """Block until every node finished or the first fatal event; tear down on failure. Heartbeats go out from
