@@ -30,10 +30,10 @@ from launcher.run.attempt import (
     LaunchRefused,
     LineSink,
     Outcome,
-    node_script,
     show_specs,
 )
 from launcher.run.loop import TARGETS_FILE, RunContext, execute, open_run
+from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
 

@@ -26,7 +26,8 @@ from launcher.health.events import Event
 from launcher.health.watch import State, Watcher
 from launcher.jobs.lfdata import check_paths_on_nodes
 from launcher.node import facts as node_facts
-from launcher.run.attempt import LaunchError, node_script
+from launcher.run.attempt import LaunchError
+from launcher.run.scripts import node_script
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")

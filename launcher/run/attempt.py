@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
@@ -31,6 +30,7 @@ from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 from launcher.run.forensics import HangForensics
+from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
@@ -43,10 +43,6 @@ MIN_FREE_MB = 64
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
-
-
-def node_script(name: str) -> str:
-    return resources.files("launcher.node").joinpath(name).read_text()
 
 
 class LaunchError(RlaunchError):
@@ -397,7 +393,7 @@ class Runner:
         if edge.get("kind") == "line":
             event = self.watcher.observe_line(when, host, rank, str(edge.get("text", "")))
         elif edge.get("kind") in ("stopped", "stall"):
-            event = self.watcher._record(  # the guard confirmed it already; no second sample needed
+            event = self.watcher.observe_confirmed(  # the guard confirmed it already; no second sample needed
                 Event(when, host, rank, str(edge["kind"]), None, "fatal", str(edge.get("text", "")))
             )
         else:

@@ -31,9 +31,9 @@ from launcher.run.attempt import (
     LineSink,
     Outcome,
     Runner,
-    node_script,
     targets_of_plan,
 )
+from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 from launcher.states import RunState
 
