@@ -274,10 +274,10 @@ def _launch(
 
 def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
     """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
-    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
+    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfpaths.py)."""
     if plan.job_kind != "llamafactory":
         return
-    from launcher.jobs.lfdata import check_paths_on_nodes
+    from launcher.jobs.lfpaths import check_paths_on_nodes
 
     say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
     code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
