@@ -26,6 +26,7 @@ from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.run.attempt import (
     EXIT_INFRA,
+    EXIT_OK,
     LaunchError,
     LaunchRefused,
     LineSink,
@@ -266,8 +267,8 @@ def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> 
     except (RuntimeError, OSError, ValueError) as exc:
         # The job runs (its guards end it on a local failure); only the head's watch is missing.
         say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
-        return Outcome(0, f"started run {record.run_id} (detached, unsupervised)")
-    return Outcome(0, f"started run {record.run_id} (detached, supervisor pid {pid})")
+        return Outcome(EXIT_OK, f"started run {record.run_id} (detached, unsupervised)")
+    return Outcome(EXIT_OK, f"started run {record.run_id} (detached, supervisor pid {pid})")
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:

@@ -358,11 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(fd, 2)
         os.close(fd)
         os.close(null)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     from launcher.run.signals import sigterm_interrupts
 
-    sigterm_interrupts()
+    sigterm_interrupts(daemon=daemon)
     try:
         return run(run_id)
     except KeyboardInterrupt:

@@ -23,6 +23,7 @@ from launcher.cli.app import (
     overrides_of,
 )
 from launcher.errors import ExitCode
+from launcher.states import is_active
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -304,7 +305,7 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
             info = lifecycle.status(run_id)
             if as_json:
                 click.echo(json.dumps(info, default=str), nl=True)
-            if not (watch and info.get("state") in ("running", "starting")):
+            if not (watch and is_active(info.get("state"))):
                 break
             time.sleep(interval)
         if not as_json:
@@ -324,7 +325,7 @@ def _watch(run_id: str | None, interval: float) -> dict[str, Any]:
     info = lifecycle.status(run_id)
     try:
         with Live(_status_view(info), console=out, refresh_per_second=4, transient=False) as live:
-            while info.get("state") in ("running", "starting"):
+            while is_active(info.get("state")):
                 time.sleep(interval)
                 info = lifecycle.status(run_id)
                 live.update(_status_view(info))

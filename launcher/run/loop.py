@@ -27,6 +27,7 @@ from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.run.attempt import (
     EXIT_INTERRUPTED,
+    EXIT_OK,
     LaunchError,
     LineSink,
     Outcome,
@@ -114,7 +115,7 @@ def execute(ctx: RunContext) -> Outcome:
             )
             _launch(runner, plan, record, attempt, say)
         if ctx.detach and not supervising:
-            return Outcome(0, f"started run {record.run_id} (detached)")
+            return Outcome(EXIT_OK, f"started run {record.run_id} (detached)")
         try:
             runner.attach()
             outcome = runner.watch()
@@ -143,7 +144,7 @@ def execute(ctx: RunContext) -> Outcome:
         # compares with the previous attempt's (launcher/restart_policy.py).
         checkpoint = (
             find_checkpoint(inv, plan, transport, avoid=failed_node)
-            if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
+            if outcome.code not in (EXIT_OK, EXIT_INTERRUPTED) and policy.max_restarts
             else None
         )
         result = restart_policy.AttemptResult(
@@ -203,8 +204,12 @@ def _finish(
 ) -> Outcome:
     """No restart follows: the run's final state, and the policy's line when it was the policy that ended it."""
     # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
-    final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(outcome.code, RunState.FAILED)
-    stopped = decision.message if outcome.code not in (0, EXIT_INTERRUPTED) and restarts_allowed else None
+    final = {EXIT_OK: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
+        outcome.code, RunState.FAILED
+    )
+    stopped = (
+        decision.message if outcome.code not in (EXIT_OK, EXIT_INTERRUPTED) and restarts_allowed else None
+    )
     if stopped:
         say(stopped)
     record.set_state(

@@ -72,11 +72,14 @@ def teardown_shield(note: Callable[[str], None] | None = None) -> Iterator[None]
             signal.signal(sig, handler)
 
 
-def sigterm_interrupts() -> None:
+def sigterm_interrupts(*, daemon: bool = False) -> None:
     """The supervisor's: SIGTERM (from `rlaunch down`) takes the path Ctrl-C takes in a foreground `up` (stop the
-    job everywhere). Every SIGTERM raises: the teardown itself runs under `teardown_shield`."""
+    job everywhere). Every SIGTERM raises: the teardown itself runs under `teardown_shield`. A daemon (no
+    terminal, its own session) also ignores SIGHUP."""
 
     def as_interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
+    if daemon:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, as_interrupt)
