@@ -1,13 +1,10 @@
-"""The text of a node script (launcher/node/NAME) as the head sends it: `python -I -c TEXT` (protocol.script_argv).
-
-Its own small room so that the attempt, the forensics and the loop read node scripts without importing each
-other (the old run.py <-> hangs.py circle).
+"""The text of a node script (launcher/node/NAME) as the head sends it: launcher/nodecall.py `node_script`, under
+the name the run loop's modules and tests imported it by (its own small room kept the old run.py <-> hangs.py
+circle away; nodecall is now that room for every node-script call).
 """
 
 from __future__ import annotations
 
-from importlib import resources
+from launcher.nodecall import node_script
 
-
-def node_script(name: str) -> str:
-    return resources.files("launcher.node").joinpath(name).read_text()
+__all__ = ["node_script"]
