@@ -18,6 +18,7 @@ import pytest
 from cluster.inventory import from_mapping
 from cluster.transport import Result, make_transport
 from launcher import doctor
+from launcher.doctor.gather import with_args
 
 HERE = Path(__file__).parent
 SMI = HERE / "fixtures" / "smi"
@@ -237,15 +238,15 @@ def test_odd_ones_out_majority():
 
 
 def run_probe(tmp_path: Path, path_dirs: list[Path], pythonpath: Path | None, **args: Any) -> doctor.Facts:
-    """facts.py exactly as a transport runs it (`python - --json-args ... < facts.py`), on this machine."""
+    """facts.py exactly as a transport runs it (`python -` with gather.with_args), on this machine."""
     env = {**os.environ, "PATH": os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"])}
     env.pop("PYTHONPATH", None)
     env.setdefault("RLAUNCH_FACTS_CACHE", str(tmp_path / "facts-cache"))  # never the user's ~/.cache
     node_env = {"PYTHONPATH": str(pythonpath)} if pythonpath else {}
     full = {"node": "n1", "token": "t", "workdir": str(tmp_path / "work"), "env": node_env, **args}
     proc = subprocess.run(
-        [sys.executable, "-", "--json-args", json.dumps(full)],
-        input=SCRIPT,
+        [sys.executable, "-"],
+        input=with_args(SCRIPT, full),
         capture_output=True,
         env=env,
         timeout=60,

@@ -1,11 +1,10 @@
 """Doctor's slow facts are cached per node and its fast checks never import torch (issue 23).
 
-facts.py runs exactly as a transport runs it (`python - --json-args ... < facts.py`) against a fake torch package
+facts.py runs exactly as a transport runs it (`python -` with gather.with_args: its modules and arguments) against a fake torch package
 that counts its imports; the cache lives in the test's own directory."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 
 from cluster.transport import Result
 from launcher import doctor
+from launcher.doctor.gather import with_args
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = (HERE.parent / "launcher" / "node" / "facts.py").read_bytes()
@@ -55,8 +55,8 @@ def probe(tmp_path: Path, site: Path, **args: Any) -> doctor.Facts:
     env.pop("PYTHONPATH", None)
     full = {"node": "n1", "token": "t", "env": {"PYTHONPATH": str(site)}, "tool_timeout": 2, **args}
     proc = subprocess.run(
-        [sys.executable, "-", "--json-args", json.dumps(full)],
-        input=SCRIPT,
+        [sys.executable, "-"],
+        input=with_args(SCRIPT, full),
         capture_output=True,
         env=env,
         timeout=60,

@@ -33,7 +33,6 @@ import pwd
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
+
+if (
+    __name__ == "__main__"
+):  # on a node: push.py (the run directory's path rule) is sent with this probe (with_args)
+    import push
+else:  # imported by the head or tests
+    from launcher.node import push
 
 try:  # network and fabric facts: shipped beside this file (launcher/doctor/gather.py with_args), or next to it
     import netfacts
@@ -370,43 +376,9 @@ def packages() -> dict:
 
 # The rule push.py applies before it creates a run directory (docs/security.md), applied here before doctor's
 # write probes: a stranger who pre-creates the predictable default workdir (/var/tmp/rlaunch-<user>) full of
-# symlinks would otherwise have us truncate whatever their targets are (issue 21). Node scripts run standalone
-# (`python -I -`), so the rule is repeated here; tests/test_contract.py keeps RULE the same as push.py's.
-RULE = "every directory on it must be owned by you or root and not group/world-writable unless root-owned and sticky"
-
-
-def _owner(uid: int) -> str:
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
-
-
-def unsafe_path(path: str) -> str | None:
-    """One line naming the first untrusted component of `path` (as written and as resolved), or None."""
-    me = os.geteuid()
-    for full in (os.path.abspath(path), os.path.realpath(path)):
-        current = "/"
-        for part in [""] + [p for p in full.split("/") if p]:
-            current = os.path.join(current, part) if part else "/"
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                break  # created by us below, 0700
-            except OSError as exc:
-                return f"cannot inspect {current}: {exc.strerror}"
-            why = None
-            if st.st_uid not in (me, 0):
-                why = "owned by " + _owner(st.st_uid)
-            elif (
-                not stat.S_ISLNK(st.st_mode)
-                and st.st_mode & 0o022
-                and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX)
-            ):
-                why = "writable by others"
-            if why:
-                return f"refusing {path}: {current} is {why}, mode {stat.S_IMODE(st.st_mode):04o} ({RULE})"
-    return None
+# symlinks would otherwise have us truncate whatever their targets are (issue 21). push.py is sent with this probe
+# (launcher/doctor/gather.py PROBE_MODULES), so the rule is push.py's own `unsafe_path`.
+unsafe_path = push.unsafe_path
 
 
 def _private_dirs(path: str) -> None:

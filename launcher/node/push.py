@@ -153,4 +153,5 @@ def main():
     )
 
 
-main()
+if __name__ == "__main__":  # `python -I -c <this file>`; doctor's probe imports its path rule
+    main()
