@@ -4,6 +4,7 @@ at a few hundred simulated guards. Figures are printed, never asserted (docs: BE
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,9 +17,10 @@ import headsim  # noqa: E402
 import scale  # noqa: E402
 import simnodes  # noqa: E402
 
-# 64 nodes took longer than CI's share allows on 2 cores (every node's sshd, guard and job on the same CPUs):
-# 32 keeps the per-node paths (parallel fan-out, one connection per node, heartbeat thread) exercised.
-CI_NODES = 32
+CI_NODES = 64
+# Among them one hung node (every process stopped: connections open, nobody answers) and one dead one (its link
+# down), made after `up --detach`: `status`, `logs` and `down` must serve every other node and name these two.
+FAULTS = {"node2": "freeze", "node3": "partition"}
 
 
 @pytest.mark.slow
@@ -27,16 +29,33 @@ def test_every_verb_on_many_nodes_leaves_nothing_behind(capsys: pytest.CaptureFi
     if simnodes.unavailable_reason():
         pytest.skip(simnodes.unavailable_reason())
     phases = scale.run_sim(
-        CI_NODES, pdsh=False, phases=["up-no-doctor", "up-detach", "status", "logs", "down"]
+        CI_NODES, pdsh=False, phases=["up-no-doctor", "up-detach", "status", "logs", "down"], faults=FAULTS
     )
     print(scale.sim_table({CI_NODES: phases}))
     by_name = {p.name: p for p in phases}
     assert "left-at-end" not in by_name, by_name.get("left-at-end")
-    for name in ("up-no-doctor", "up-detach", "status", "logs", "down"):
+    for name in ("up-no-doctor", "up-detach", "status", "logs", "down-after-heal"):
         assert by_name[name].code == 0, f"{name}: {by_name[name].tail}"
-    assert by_name["up-no-doctor"].left == 0 and by_name["down"].left == 0
+    assert by_name["up-no-doctor"].left == 0  # the foreground run ended everywhere
     assert "step=10" in by_name["up-no-doctor"].tail  # node 0's rank's lines reached the terminal
-    assert by_name["logs"].tail.count("tick") >= CI_NODES  # every node's log came back
+    healthy = [f"node{i}" for i in range(1, CI_NODES + 1) if f"node{i}" not in FAULTS]
+
+    # status: every other node's guard answered; the two broken ones are unknown, each with its own reason.
+    text = by_name["status"].tail
+    status, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
+    assert status["state"] == "running", status.get("reason")
+    assert all(status["nodes"][h]["state"] == "running" for h in healthy), status["nodes"]
+    for node in FAULTS:
+        assert status["nodes"][node]["state"] == "unknown" and node in status["nodes"][node]["error"], status
+    # logs: every other node's own log came back (a line of its job), the broken ones from the head's copy.
+    logs = by_name["logs"].tail
+    assert all(f"\n{h}| tick" in "\n" + logs for h in healthy), logs[-2000:]
+    # down: every other node stopped and empty (read from the process tables); the two named, not clean (exit 3).
+    down = by_name["down"]
+    assert down.code == 3 and down.left == 0, down.tail
+    assert f"not clean: {', '.join(sorted(FAULTS))}" in down.tail, down.tail
+    # Healed, a second `down` stops what was left on them: nothing anywhere (left-at-end above reads every node).
+    assert by_name["down-after-heal"].left == 0
 
 
 def test_head_alone_follows_hundreds_of_simulated_guards() -> None:
