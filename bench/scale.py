@@ -2,8 +2,8 @@
 
 `sim` (N simulated nodes, tests/simnodes.py: one sshd per node in its own namespaces), one run per N, phases in
 order, each the real CLI in a child process (`python -m launcher.cli ...`) measured from outside:
-  doctor --fast, up --no-doctor (a command job printing a line a second for JOB_S), up (with doctor), up --detach --no-doctor
-  (a long job), status, logs, down; then pdsh running the same job, and pdsh running `true` (one round trip).
+  doctor --fast, up --no-doctor (a command job printing a line a second for JOB_S), up (with doctor),
+  up --detach --no-doctor (a long job), status, logs, down; then pdsh running the same job, and pdsh running `true` (one round trip).
 Per phase: wall, head CPU (the child's own rusage: user + system), peak RSS, peak threads and file descriptors
 (sampled from /proc/PID every 0.1 s), the exit code, and after every phase the nodes' process tables (one /proc
 walk, grouped by PID namespace): nothing of the job may be left after a phase that ends it.
