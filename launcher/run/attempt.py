@@ -246,6 +246,10 @@ class Runner:
         todo = [
             n for n in self.plan.nodes if self.nodes[n.host].follower is None
         ]  # attached guards have theirs
+        # Beats from the first follower on, not from the end of attach: at 250 simulated nodes (load 130) opening
+        # every follower took 45 s, and guards whose follower opened early heard nothing for 15 s and tore their
+        # jobs down ("no heartbeat ... while the head's connection stayed open"). `watch` stops the thread.
+        self.heartbeats().start()
         zip_hosts(
             [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
         )
@@ -642,7 +646,10 @@ class Runner:
         return saved
 
     def detach_followers(self) -> None:
-        """Close every follower, in parallel: a close waits (bounded) for its channel to end."""
+        """Close every follower, in parallel: a close waits (bounded) for its channel to end. The beats stop
+        first (attach starts them; an interrupt during attach never reaches `watch`, which stops them too)."""
+        if self._beats is not None:
+            self._beats.stop()
 
         def close(host: str) -> None:
             follower = self.nodes[host].follower
