@@ -25,7 +25,6 @@ from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.run.attempt import (
-    EXIT_INFRA,
     EXIT_OK,
     LaunchError,
     LaunchRefused,
@@ -182,8 +181,7 @@ def up(
                 raise LaunchError(
                     "doctor preflight failed, nothing was started:\n"
                     + "\n".join(f"  {line}" for line in failed)
-                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
-                    EXIT_INFRA,
+                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)"
                 )
         if inv.keep_runs is not None:
             _collect_old_runs(inv, transport, run_id, say)
@@ -249,8 +247,7 @@ def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callab
     failed = {h: n.error for h, n in result.nodes.items() if n.error}
     if failed:
         raise LaunchError(
-            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
-            EXIT_INFRA,
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items()))
         )
     sent = sum(n.sent_bytes for n in result.nodes.values())
     files = sum(n.sent_files for n in result.nodes.values())
@@ -539,4 +536,4 @@ def follow_logs(
             record.close()
 
 
-__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "up"]
+__all__ = ["LaunchError", "down", "follow_logs", "read_logs", "status", "up"]

@@ -46,19 +46,21 @@ SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
 
 
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+    """Nothing was started (or everything started was stopped again), one line per node: infrastructure (exit 3);
+    input that cannot work is its subclass LaunchRefused (exit 2). The code comes with the type, never an argument.
 
     `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
     could not be reached at all, as opposed to nodes that answered and failed a check."""
 
+    code = ExitCode.INFRA
+
     def __init__(
         self,
         message: str,
-        code: int | None = None,
         failed: dict[str, str] | None = None,
         failures: dict[str, str] | None = None,
     ):
-        super().__init__(message, code, failed)
+        super().__init__(message, None, failed)
         self.failures = failures or {}
 
 
@@ -179,9 +181,7 @@ class Runner:
         failed = {h: why for h, why in failed.items() if why}
         if failed:
             kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
-            raise LaunchError(
-                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
-            )
+            raise LaunchError(_per_node("preflight failed, nothing was started", failed), failed, kinds)
         return group
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
@@ -202,7 +202,6 @@ class Runner:
             kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
                 _per_node("start failed; every started node was stopped again", failed),
-                EXIT_INFRA,
                 failed,
                 {h: k for h, k in kinds.items() if k},
             )
@@ -232,9 +231,7 @@ class Runner:
         if failed:
             self.stop(reason="a node failed to start")
             self.detach_followers()
-            raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
-            )
+            raise LaunchError(_per_node("start failed; every started node was stopped again", failed), failed)
         self._event(
             {"kind": "info", "severity": "info", "text": f"started on {len(self.nodes)} nodes (attached)"}
         )
