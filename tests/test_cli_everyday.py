@@ -13,6 +13,7 @@ import pytest
 
 from cluster.inventory import Inventory, InventoryError, Overrides, apply_overrides, from_mapping
 from launcher.lifecycle import progress_summary
+from launcher.nodecall import with_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 GC = ROOT / "launcher" / "node" / "gc.py"
@@ -46,7 +47,14 @@ def test_overrides_apply_to_the_inventory_and_refuse_secrets() -> None:
 
 def run_gc(workdir: Path, keep: int, *extra: str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", GC.read_text(), str(workdir), str(keep), *extra],
+        [
+            sys.executable,
+            "-c",
+            with_modules(GC.read_text(), "gc.py", ("protocol.py",)),
+            str(workdir),
+            str(keep),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         check=True,
