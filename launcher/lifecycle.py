@@ -24,6 +24,7 @@ from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
+from launcher.nodecall import node_script
 from launcher.run.attempt import (
     EXIT_OK,
     LaunchError,
@@ -33,7 +34,6 @@ from launcher.run.attempt import (
     show_specs,
 )
 from launcher.run.loop import TARGETS_FILE, RunContext, execute, open_run
-from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
 

@@ -27,10 +27,10 @@ from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
+from launcher.nodecall import node_script
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 from launcher.run.forensics import HangForensics
-from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (

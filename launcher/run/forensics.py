@@ -29,9 +29,9 @@ from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, Watcher, precedence
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
+from launcher.nodecall import node_script
 from launcher.plan import Plan
 from launcher.records import RunRecord, write_atomic
-from launcher.run.scripts import node_script
 
 PROBE_S = 5.0  # how long every node has to be heard from before a cascade line may be named the root cause
 STACK_KINDS = frozenset({"hang", "stall"})

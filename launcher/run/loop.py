@@ -26,6 +26,7 @@ from launcher.errors import ExitCode
 from launcher.guardctl import GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
+from launcher.nodecall import node_script
 from launcher.run.attempt import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -36,7 +37,6 @@ from launcher.run.attempt import (
     Runner,
     targets_of_plan,
 )
-from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 from launcher.states import RunState
 
