@@ -18,13 +18,11 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
-from launcher import attempts, hostlock, ledger, records, spares
+from launcher import attempts, hostlock, ledger, nodecall, records, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
-from launcher.node.protocol import script_argv
-from launcher.nodecall import node_script
 from launcher.run.attempt import (
     EXIT_OK,
     LaunchError,
@@ -33,21 +31,19 @@ from launcher.run.attempt import (
     Outcome,
     show_specs,
 )
-from launcher.run.loop import TARGETS_FILE, RunContext, execute, open_run
+from launcher.run.loop import RunContext, execute, open_run
 from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
 
 
 def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
     """Every attempt's node targets, in order (runs recorded before per-attempt targets: the current ones)."""
-    numbered = [p for p in record.root.glob("targets-*.json") if p.stem.rsplit("-", 1)[1].isdigit()]
-    paths = sorted(numbered, key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-    return [_read_targets(record, path) for path in paths] or [targets_of(record)]
+    return [_read_targets(record, path) for path in record.targets_paths()] or [targets_of(record)]
 
 
 def targets_of(record: records.RunRecord) -> list[GuardTarget]:
     """The node targets the run record holds; a missing or tampered list is an error, never a guess."""
-    path = record.root / TARGETS_FILE
+    path = record.targets_path()
     try:
         return _read_targets(record, path)
     except FileNotFoundError:
@@ -154,7 +150,7 @@ def up(
                     f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
                 )
             record = records.RunRecord.create(run_id, plan.to_json())
-            records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
+            records.write_atomic(record.inventory_path, inv.model_dump_json(indent=1))
             record.set_state(
                 RunState.STARTING,
                 cluster=inv.cluster,
@@ -213,7 +209,7 @@ def up(
 def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str], None]) -> Inventory:
     from launcher import netauto
 
-    script = node_script("netfacts.py")
+    script = nodecall.node_script("netfacts.py")
     if transport is not None:
         return netauto.resolve(inv, transport, script, say)
     with make_transport(inv) as own:
@@ -273,7 +269,7 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     from launcher.doctor import run_doctor
 
     probe = inv.model_copy(update={"master": inv.master.model_copy(update={"port": plan.master_port})})
-    report = run_doctor(probe, transport, node_script("facts.py").encode(), fast=True)
+    report = run_doctor(probe, transport, nodecall.node_script("facts.py").encode(), fast=True)
     return [
         f"{c.name}"
         + (f" [{', '.join(c.nodes)}]" if c.nodes else "")
@@ -376,7 +372,7 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 summary = "; ".join(text for _, text in reasons) or why
                 record.set_state(settled[0], reason=why, summary=summary, ended_at=time.time())
                 out.update(state=final, reason=why, summary=summary)
-    outcomes = sorted(record.root.glob("outcome-*.json"))
+    outcomes = record.outcome_paths()
     if outcomes:
         out["outcome"] = json.loads(outcomes[-1].read_text())
     if (gp := attempts.goodput_of(record)) is not None:
@@ -463,20 +459,16 @@ def read_logs(
     run_dirs = {h: [t.run_dir for attempt in history for t in attempt if t.host == h] for h in local}
     out: list[tuple[str, str]] = []
     with make_transport(inv) as transport:
-        group = transport.run_all(
+        replies = nodecall.call_all(
+            transport,
             list(local),
-            lambda h: script_argv(
-                python.get(h, "python3"),
-                "-c",
-                node_script("logcat.py"),
-                local[h],
-                grep or "",
-                *run_dirs[h],
-            ),
+            lambda h: python.get(h, "python3"),
+            nodecall.node_script("logcat.py"),
+            lambda h: [local[h], grep or "", *run_dirs[h]],
             timeout=120,
         )
     for host in local:
-        result = group.results.get(host)
+        result = replies[host].result if host in replies else None
         if result is not None and result.ok:
             out += [(host, line) for line in result.stdout.splitlines()]
             continue

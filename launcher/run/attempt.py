@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
+from cluster.transport import GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
+from launcher import nodecall
 from launcher.errors import BadInput, ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
 from launcher.health.classify import parse_rank_prefix
@@ -26,8 +27,6 @@ from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
-from launcher.node.protocol import script_argv
-from launcher.nodecall import node_script
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 from launcher.run.forensics import HangForensics
@@ -148,7 +147,7 @@ class Runner:
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
         """Check every node and write its files; raise LaunchError naming each failed node. Starts nothing."""
-        code = node_script("push.py")
+        code = nodecall.node_script("push.py")
 
         def payload(host: str) -> bytes:
             node = self.plan.node(host)
@@ -165,24 +164,21 @@ class Runner:
             check_port = self.plan.master_port if node.node_rank == 0 else None
             return json.dumps({"files": files, "check_port": check_port, "min_free_mb": MIN_FREE_MB}).encode()
 
-        group = self.transport.run_all(
+        replies = nodecall.call_all(
+            self.transport,
             self.plan.hosts,
-            lambda host: script_argv(
-                self.plan.node(host).python,
-                "-c",
-                code,
-                self.plan.node(host).run_dir,
-                self.plan.node(host).guard_dir,
-            ),
+            lambda host: self.plan.node(host).python,
+            code,
+            lambda host: [self.plan.node(host).run_dir, self.plan.node(host).guard_dir],
             stdin_for=payload,
             timeout=120,
         )
-        failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
+        failed = {host: _push_failure(self.plan.node(host), r) for host, r in replies.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
-            kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
+            kinds = {h: r.result.failure for h, r in replies.items() if h in failed and r.result.failure}
             raise LaunchError(_per_node("preflight failed, nothing was started", failed), failed, kinds)
-        return group
+        return GroupResult({host: reply.result for host, reply in replies.items()})
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
     def start(self) -> None:
@@ -598,22 +594,19 @@ class Runner:
     def collect_artifacts(self, max_bytes: int = 8 << 20) -> list[str]:
         """Copy flight-recorder dumps and torchrun error files of a failed run into the run record (not from lost
         nodes: they would only hold the verdict back for the transport's timeout)."""
-        code = node_script("collect.py")
+        code = nodecall.node_script("collect.py")
         lost = self.lost_hosts()
-        group = self.transport.run_all(
+        replies = nodecall.call_all(
+            self.transport,
             [h for h in self.plan.hosts if h not in lost],
-            lambda host: script_argv(
-                self.plan.node(host).python,
-                "-c",
-                code,
-                self.plan.node(host).guard_dir,
-                str(max_bytes),
-            ),
+            lambda host: self.plan.node(host).python,
+            code,
+            lambda host: [self.plan.node(host).guard_dir, str(max_bytes)],
             timeout=60,
         )
         saved: list[str] = []
-        for host, result in group.succeeded.items():
-            files = protocol.reply_of(result.stdout)
+        for host, reply in replies.items():
+            files = reply.data if reply.result.ok else None
             if files is None:
                 continue
             for rel, data in files.items():
@@ -750,12 +743,12 @@ def _duration(final: dict[str, Any] | None) -> float | None:
     return round(float(final["ended_at"]) - float(final["started_at"]), 1)
 
 
-def _push_failure(node: NodePlan, result: Result) -> str | None:
+def _push_failure(node: NodePlan, reply: nodecall.NodeReply) -> str | None:
+    result, info = reply.result, reply.data
     if result.error:
         return result.error
     if result.exit_code == 127:
         return f"python '{node.python}' not found (set `python:` in the inventory)"
-    info = protocol.reply_of(result.stdout)
     if info is None:
         return result.why()
     return None if info.get("ok") else str(info.get("error"))
