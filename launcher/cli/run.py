@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from launcher.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_OK,
+    UserError,
     fail,
     guarded,
     inventory_options,
@@ -441,6 +443,9 @@ def _status_view(info: dict[str, Any]) -> Any:
 @click.option("--rank", type=int, default=None, help="Only this global rank's lines (torchrun's prefixes).")
 @click.option("--tail", "-n", "tail", type=click.IntRange(min=0), default=None,
               help="Only the last N lines of each node.")  # fmt: skip
+@click.option("--since", metavar="WHEN", default=None,
+              help="Only lines written since: a duration ago (90s, 10m, 2h, 1d, 1h30m) by each node's clock, "
+                   "or a time (2026-12-01T19:00, local time unless it names its zone).")  # fmt: skip
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON lines (with `classify`: one object per flagged line)."
 )
@@ -453,21 +458,23 @@ def logs(
     grep: str | None,
     rank: int | None,
     tail: int | None,
+    since: str | None,
     as_json: bool,
 ) -> None:
     """Show a run's logs (default: the latest): every line of every rank, read from the nodes; or classify a file.
 
     \b
-    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE] [--tail N]
+    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE] [--tail N] [--since 10m]
     rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
+    With -f the lines read first are followed by new ones as they come, none twice. --since is exact to about
+    a second (the node's guard notes when out.log grows, once a second: the job's lines carry no time).
+    Exit: 0 shown · 2 bad input (unknown run, bad --grep/--since) · 3 the run's node targets are unusable
     """
     if run_id == "classify":
         _classify(file, as_json)
         return
     if file:
         fail(f"unexpected argument {file!r} (did you mean `rlaunch logs classify {file}`?)", EXIT_BAD_INPUT)
-    import re
-
     from launcher import lifecycle
     from launcher.render import terminal_text
 
@@ -476,10 +483,17 @@ def logs(
             re.compile(grep)
         except re.error as exc:
             fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
-    lines = lifecycle.read_logs(run_id, node, grep, rank)
-    if tail is not None:
-        lines = _tail(lines, tail)
-    for host, line in lines:
+    ago, at = parse_since(since) if since is not None else (None, None)
+    read = lifecycle.read_log_lines(
+        run_id, node=node, grep=grep, rank=rank, tail=tail, since=at, ago=ago, follow=follow
+    )
+    for host in read.from_record:
+        _status(
+            f"{host} did not answer: its lines are the head's copy (only what the follower forwarded"
+            + ("; --since not applied" if since is not None else "")
+            + ")"
+        )
+    for host, line in read.lines:
         click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {terminal_text(line)}")
     if follow:
         lifecycle.follow_logs(
@@ -489,17 +503,32 @@ def logs(
             ),
             node=node,
             grep=grep,
+            rank=rank,
+            after=read.ends,
         )
 
 
-def _tail(lines: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
-    """The last n lines of each node, in the order read (node by node)."""
-    from collections import deque
+SINCE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+SINCE_DURATION = re.compile(r"(?:(\d{1,9})([smhd]))+")
 
-    per_node: dict[str, deque[str]] = {}
-    for host, line in lines:
-        per_node.setdefault(host, deque(maxlen=n)).append(line)
-    return [(host, line) for host, kept in per_node.items() for line in kept]
+
+def parse_since(text: str) -> tuple[float | None, float | None]:
+    """`--since`: (seconds ago, None) for a duration (journalctl and docker accept the same shapes), else (None,
+    epoch seconds) for an ISO 8601 time; anything else is bad input naming the flag."""
+    import datetime
+
+    value = text.strip()
+    if value.isdigit():
+        return float(value), None
+    if SINCE_DURATION.fullmatch(value):
+        return float(sum(int(n) * SINCE_UNITS[u] for n, u in re.findall(r"(\d+)([smhd])", value))), None
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--since: {text!r} is neither a duration (90s, 10m, 2h, 1d, 1h30m) nor a time (2026-12-01T19:00)"
+        ) from None
+    return None, when.timestamp()
 
 
 def _classify(file: str | None, as_json: bool) -> None:

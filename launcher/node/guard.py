@@ -441,6 +441,7 @@ class Guard:
         self.pids_file = os.fdopen(
             open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
+        self.out_index = OutIndex(rundir)
         self.edge = load_edge(rundir, job)
         if self.edge is not None:
             self.edge.on_bad_line = log
@@ -570,6 +571,7 @@ class Guard:
                 self.state[EDGE_KEY] = decision
                 self.finish(FAILED, decision["reason"])
                 return
+            self.out_index.note()
             time.sleep(poll)
 
     def edge_decision(self) -> dict | None:
@@ -591,6 +593,7 @@ class Guard:
         if survivors:
             reason += f"; {len(survivors)} process(es) would not die: {survivors}"
         self.reap()
+        self.out_index.note(force=True)
         self.state.update(state=state, reason=reason, ended_at=time.time())
         self.write_state()
         log(f"final state {json.dumps(self.state)}")
@@ -606,6 +609,31 @@ class Guard:
             return self.record_tree()
 
         return terminate(remaining, grace, poll=min(self.job["poll_interval"], 0.1))
+
+
+class OutIndex:
+    """RUNDIR/out.idx (protocol.OUT_INDEX): "TIME SIZE" whenever out.log has grown, at most once per
+    OUT_INDEX_EVERY_S, so `rlaunch logs --since` finds where a time begins in out.log (logcat.py). One stat per
+    poll; about 20 bytes a second while the job writes, nothing while it is quiet."""
+
+    def __init__(self, rundir: str) -> None:
+        self.log = path_in(rundir, "out.log")
+        self.fd = open_nofollow(path_in(rundir, protocol.OUT_INDEX), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self.size = -1
+        self.next_at = 0.0
+
+    def note(self, force: bool = False) -> None:
+        now = time.time()
+        if now < self.next_at and not force:
+            return
+        try:
+            size = os.stat(self.log).st_size
+        except OSError:
+            return
+        if size != self.size:
+            os.write(self.fd, f"{now:.2f} {size}\n".encode())
+            self.size = size
+            self.next_at = now + protocol.OUT_INDEX_EVERY_S
 
 
 def terminate(remaining, grace: float, poll: float = 0.1) -> tuple:
