@@ -642,13 +642,27 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 summary = "; ".join(text for _, text in reasons) or why
                 record.set_state(settled[0], reason=why, summary=summary, ended_at=time.time())
                 out.update(state=final, reason=why, summary=summary)
-    outcomes = sorted(record.root.glob("outcome-*.json"))
-    if outcomes:
-        out["outcome"] = json.loads(outcomes[-1].read_text())
+    if (latest := latest_outcome(record)) is not None:
+        out["outcome"] = latest
     if (gp := attempts.goodput_of(record)) is not None:
         out["goodput"] = gp.to_json()
     out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
     return out
+
+
+def latest_outcome(record: records.RunRecord) -> dict[str, Any] | None:
+    """The last attempt's outcome-N.json, by attempt number: sorted as text, attempt 10 came before attempt 2."""
+    numbered = []
+    for path in record.root.glob("outcome-*.json"):
+        number = path.stem.rsplit("-", 1)[1]
+        if number.isdigit():
+            numbered.append((int(number), path))
+    if not numbered:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(max(numbered)[1].read_text())
+        return data if isinstance(data, dict) else None
+    return None
 
 
 # Job arguments that name the run's total steps, as the example and the common trainers spell them.
