@@ -313,3 +313,44 @@ def test_the_guard_notes_out_logs_growth_at_most_once_a_second(tmp_path: Path) -
     entries = [line.split() for line in (tmp_path / protocol.OUT_INDEX).read_text().splitlines()]
     assert [int(size) for _, size in entries] == [2, 4]
     assert float(entries[0][0]) <= float(entries[1][0])
+
+
+def test_exec_and_tables_show_hostile_node_output_escaped(tmp_path: Path) -> None:
+    """A node's output is text anyone on it could print: OSC 52 (the clipboard), a line rewrite, a hidden rest.
+    `exec` (prefixed and collated) and the tables show each control character as `\\xNN`, line breaks kept."""
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(
+        json.dumps(
+            {
+                "transport": "local",
+                "python": sys.executable,
+                "workdir": str(tmp_path / "work"),
+                "nodes": [{"host": "n1"}, {"host": "n2"}],
+                "job": {"kind": "command", "command": ["true"]},
+            }
+        )
+    )
+    hostile = "printf 'a\\033]52;c;ZXZpbA==\\007b\\n\\033[2Kc\\n'; printf 'd\\033[8m\\n' >&2"
+
+    def rlaunch(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "RLAUNCH_HOME": str(tmp_path / "home")}
+        return subprocess.run(
+            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+
+    prefixed = rlaunch("exec", str(inventory), "--shell", "--", hostile)
+    collated = rlaunch("exec", str(inventory), "--shell", "--collate", "--", hostile)
+    for done in (prefixed, collated):
+        assert done.returncode == 0, done.stderr
+        assert "\033" not in done.stdout + done.stderr and "\007" not in done.stdout
+    assert "n1: a\\x1b]52;c;ZXZpbA==\\x07b\nn1: \\x1b[2Kc\n" in prefixed.stdout
+    assert "n1: d\\x1b[8m" in prefixed.stderr
+    assert "\na\\x1b]52;c;ZXZpbA==\\x07b\n\\x1b[2Kc\n" in collated.stdout
+
+
+def test_summary_tables_escape_what_nodes_said(capsys: pytest.CaptureFixture[str]) -> None:
+    from launcher.render import summary_table
+
+    summary_table([{"node": "n1", "reason": "GPU fault\033]52;c;eA==\007"}], ["node", "reason"])
+    shown = capsys.readouterr().out
+    assert "\033]" not in shown and "\\x1b]52;c;eA==\\x07" in shown

@@ -68,7 +68,9 @@ def _drain(nodes: list) -> None:
         if done.returncode != 0:
             failed.append(f"{node.host}: {(done.stderr or done.stdout).strip()}")
         else:
-            click.echo(f"drained {node.host}: {reason}")
+            from launcher.render import terminal_text
+
+            click.echo(terminal_text(f"drained {node.host}: {reason}"))
     if not nodes:
         click.echo("no node at the strike limit: nothing drained")
     if failed:

@@ -372,10 +372,14 @@ def _status_view(info: dict[str, Any]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from launcher.render import terminal_text
+
     lines: list[Any] = [
         Text(
-            f"run {info['run_id']}: {info.get('state')}"
-            + (f" — {info['summary']}" if info.get("summary") else "")
+            terminal_text(
+                f"run {info['run_id']}: {info.get('state')}"
+                + (f" — {info['summary']}" if info.get("summary") else "")
+            )
         )
     ]
     if info.get("progress"):
@@ -428,7 +432,9 @@ def _status_view(info: dict[str, Any]) -> Any:
         for c in columns:
             table.add_column(c)
         for row in rows:
-            table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+            table.add_row(
+                *(Text("" if row.get(c) is None else terminal_text(str(row.get(c)))) for c in columns)
+            )
         lines.append(table)
     lines.append(Text(next_commands(info["run_id"]), style="dim"))
     return Group(*lines)
