@@ -376,3 +376,35 @@ def test_job_output_parsers_bound_their_digit_counts() -> None:
     for name in ("node/edge.py", "health/classify.py", "health/progress.py", "goodput.py"):
         text = (ROOT / "launcher" / name).read_text()
         assert r"(\d+)" not in text, name
+
+
+def test_every_command_documents_its_exit_codes() -> None:
+    """Scripts branch on exit codes: each verb's --help says which it returns (like `up`'s), and only codes
+    launcher/errors.py defines (issue 24)."""
+    import re
+
+    import click
+
+    from launcher.cli import main
+    from launcher.errors import ExitCode
+
+    known = {int(c) for c in ExitCode}
+    missing, unknown = [], []
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, command in sorted(group.commands.items()):
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix}{name} ")
+                continue
+            text = command.help or ""
+            line = next((part for part in text.split("Exit:")[1:2]), None)
+            if line is None:
+                missing.append(f"{prefix}{name}")
+                continue
+            codes = {int(c) for c in re.findall(r"(?:^|·)\s*(\d{1,3})\s", line.split("\n\n")[0])}
+            if not codes or codes - known:
+                unknown.append(f"{prefix}{name}: {sorted(codes - known) or 'no codes'}")
+
+    walk(main, "")
+    assert not missing, f"no `Exit:` line in --help: {missing}"
+    assert not unknown, unknown

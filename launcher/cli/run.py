@@ -150,10 +150,8 @@ def up(
     except LaunchError as exc:
         fail(str(exc).replace("[", r"\["), exc.code)
     if detach:
-        _status(
-            f"{outcome.summary}: `rlaunch attach {run_id}`, `rlaunch status {run_id} --watch`, "
-            f"`rlaunch logs {run_id} -f`, `rlaunch down {run_id}`"
-        )
+        _status(outcome.summary)
+        _status(next_commands(run_id, active=True))
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
         return
@@ -232,7 +230,11 @@ def _goodput(run_id: str, prom: str | None) -> dict[str, Any] | None:
 @click.option("--json", "as_json", is_flag=True)
 @guarded
 def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
-    """Stop a run (default: the latest) on every node; nothing is left behind."""
+    """Stop a run (default: the latest) on every node; nothing is left behind.
+
+    \b
+    Exit: 0 stopped, nothing left · 2 bad input (an unknown run) · 3 a node unreachable or processes remain
+    """
     from launcher import lifecycle
 
     rid, replies = lifecycle.down(run_id, grace=grace)
@@ -360,10 +362,17 @@ def progress_line(p: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def next_commands(run_id: str) -> str:
-    """What to type next about a run: every run id the CLI prints comes with these."""
+def next_commands(run_id: str, active: bool = False) -> str:
+    """What to type next about a run: every run id the CLI prints comes with these (a running run: watch or
+    stop it; an ended one: read it)."""
+    if active:
+        return (
+            f"next: rlaunch logs {run_id} -f · rlaunch status {run_id} --watch · rlaunch attach {run_id} · "
+            f"rlaunch down {run_id}"
+        )
     return (
-        f"next: rlaunch logs {run_id} --tail 50 · rlaunch status {run_id} --watch · rlaunch report {run_id}"
+        f"next: rlaunch logs {run_id} --tail 50 · rlaunch logs {run_id} --since 10m · "
+        f"rlaunch report {run_id} --html {run_id}.html"
     )
 
 
@@ -436,7 +445,8 @@ def _status_view(info: dict[str, Any]) -> Any:
                 *(Text("" if row.get(c) is None else terminal_text(str(row.get(c)))) for c in columns)
             )
         lines.append(table)
-    lines.append(Text(next_commands(info["run_id"]), style="dim"))
+    active = info.get("state") in ("running", "starting")
+    lines.append(Text(next_commands(info["run_id"], active), style="dim"))
     return Group(*lines)
 
 
