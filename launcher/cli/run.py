@@ -129,13 +129,24 @@ def up(
     Ctrl-C, SIGTERM, `rlaunch down` or a lost launcher (heartbeat) stop the job on every node.
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
-    from launcher import lifecycle
+    from launcher import lifecycle, records
     from launcher.run import LaunchError, interrupt_once
 
     inv = load(inventory, hostfile, from_slurm, overrides_of(env_items, nproc_per_node, job_args))
     interrupt_once(_status)  # SIGTERM takes Ctrl-C's teardown path; a repeated signal never cuts it short
     printer = _line_printer(as_json)
     started = time.time()
+    run_id = records.new_run_id()
+    announced = detach  # a detached run's id comes with its next commands at the end
+
+    def on_status(text: str) -> None:
+        # The run id, once its record exists (a refused `up` has none): what to type in another terminal.
+        nonlocal announced
+        if not announced and (records.runs_dir() / run_id).is_dir():
+            announced = True
+            _status(f"run {run_id} · " + next_commands(run_id, active=True))
+        _status(text)
+
     try:
         run_id, outcome = lifecycle.up(
             inv,
@@ -143,9 +154,10 @@ def up(
             force=force,
             on_line=(lambda h, r, t: None) if quiet else printer,
             on_event=None if as_json else _event_printer,
-            on_status=_status,
+            on_status=on_status,
             doctor=doctor,
             ranks=ranks,
+            run_id=run_id,
         )
     except LaunchError as exc:
         fail(str(exc).replace("[", r"\["), exc.code)
