@@ -135,7 +135,7 @@ def gc_all(
     transport: Transport | None = None,
 ) -> dict[str, NodeGc]:
     """Run launcher/node/gc.py on every node: finished runs beyond the `keep` newest go; running ones never."""
-    from launcher.run import node_script
+    from launcher.run.scripts import node_script
 
     hosts = select_nodes(inv, nodes)
     python = {n.host: inv.python_for(n) for n in (*inv.nodes, *inv.spares)}

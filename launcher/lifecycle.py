@@ -1,4 +1,4 @@
-"""The verbs behind `up`, `down`, `status` and `logs`: run records + plans + the Runner, with restarts.
+"""The verbs behind `up`, `down`, `status` and `logs`: run records + plans, handed to the run loop (launcher/run/).
 
 Each function returns plain data (Outcome, dicts) for the CLI to render; printing of streamed lines goes through
 the `on_line` callback so the same code serves the terminal, tests and validation.
@@ -19,36 +19,25 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport, zip_hosts
-from launcher import attempts, hostlock, ledger, records, restart_policy, spares
+from launcher import attempts, hostlock, ledger, records, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
-from launcher.run import (
+from launcher.run.attempt import (
     EXIT_INFRA,
-    EXIT_INTERRUPTED,
+    EXIT_OK,
     LaunchError,
     LaunchRefused,
     LineSink,
     Outcome,
-    Runner,
-    node_script,
     show_specs,
-    targets_of_plan,
-    teardown_shield,
 )
+from launcher.run.loop import TARGETS_FILE, RunContext, execute, open_run
+from launcher.run.scripts import node_script
+from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
-
-TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
-
-
-def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
-    """The current attempt's node targets (what down/status/follow talk to), and each attempt's (what `logs`
-    reads every line from)."""
-    data = json.dumps([t.to_json() for t in targets], indent=1)
-    records.write_atomic(record.root / f"targets-{attempt}.json", data)
-    records.write_atomic(record.root / TARGETS_FILE, data)
 
 
 def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
@@ -134,8 +123,10 @@ def up(
     transport: Transport | None = None,
     doctor: bool = False,
     ranks: str | None = None,
+    on_attempt: Callable[[int], None] | None = None,
 ) -> tuple[str, Outcome]:
-    """Launch the inventory's job; with restarts per `restart:`. Returns (run id, outcome)."""
+    """Launch the inventory's job; with restarts per `restart:` (launcher/run/loop.py). Returns (run id, outcome).
+    `on_attempt` hears each attempt's number before its first line (validation splits the output by it)."""
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
@@ -199,9 +190,21 @@ def up(
             _collect_old_runs(inv, transport, run_id, say)
         if inv.sync is not None:
             _sync(inv, plan, transport, say)
-        return run_id, _attempts(
-            inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
+        ctx = RunContext(
+            inv,
+            plan,
+            record,
+            transport,
+            sources,
+            head_env,
+            detach,
+            on_line,
+            on_event,
+            say,
+            on_attempt=on_attempt,
         )
+        outcome = execute(ctx)
+        return run_id, (_leave_supervisor(record, say) if detach else outcome)
     finally:
         if not detach:
             attempts.settle(record)
@@ -256,213 +259,6 @@ def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callab
         f"{sent / 1e6:.2f} MB in all")  # fmt: skip
 
 
-def _attempts(
-    inv: Inventory,
-    plan: planning.Plan,
-    sources: dict[str, bytes],
-    head_env: Mapping[str, str],
-    record: records.RunRecord,
-    transport: Transport,
-    detach: bool,
-    on_line: LineSink | None,
-    on_event: Callable[[dict[str, Any]], None] | None,
-    say: Callable[[str], None],
-    *,
-    first_attempt: int = 0,
-    adopt: Mapping[str, int] | None = None,
-    on_runner: Callable[[Runner], None] | None = None,
-) -> Outcome:
-    """Start, watch, restart. `adopt` (the detached supervisor): the plan's guards already run; follow them from
-    these byte offsets instead of starting anything for the first attempt."""
-    attempt = first_attempt
-    supervising = adopt is not None
-    # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
-    excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
-    resume_from: str | None = None
-    # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
-    tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
-    on_line = tracker.wrap(on_line)
-    policy = restart_policy.Policy.from_config(inv.restart.model_dump())
-    # A supervisor taking over mid-run: the attempts before it count for budgets and the breaker.
-    history = [a for a in attempt_history(record) if a.attempt < attempt]
-    while True:
-        tracker.attempt = attempt
-        ranks = record.read_state().get("ranks")
-        runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event, ranks=ranks)
-        if on_runner is not None:
-            on_runner(runner)
-        if adopt is not None:
-            for host, offset in adopt.items():
-                if host in runner.nodes:
-                    runner.nodes[host].offset = int(offset)
-            adopt = None
-        else:
-            attempts.mark(
-                record,
-                attempt,
-                "start",
-                f"attempt {attempt} on {len(plan.nodes)} nodes",
-                hosts=plan.hosts,
-                resume_from=resume_from,
-            )
-            _launch(runner, plan, record, attempt, say)
-        if detach and not supervising:
-            return _leave_supervisor(record, say)
-        try:
-            runner.attach()
-            outcome = runner.watch()
-        except KeyboardInterrupt:
-            with teardown_shield(say):  # a second SIGTERM from `timeout`/systemd must not cut this short
-                say("interrupted: stopping the job on every node")
-                runner.stop(reason="interrupted")
-                runner.detach_followers()
-                attempts.mark(
-                    record, attempt, "end", f"attempt {attempt}: interrupted", code=EXIT_INTERRUPTED
-                )
-                record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
-            return Outcome(
-                EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
-            )
-        finally:
-            runner.detach_followers()
-        if outcome.code != 0:
-            runner.collect_artifacts()
-        attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
-        failed_node = (outcome.root_cause or {}).get("node")
-        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
-        if cause and failed_node:
-            ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
-        # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker
-        # compares with the previous attempt's (launcher/restart_policy.py).
-        checkpoint = (
-            find_checkpoint(inv, plan, transport, avoid=failed_node)
-            if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
-            else None
-        )
-        result = restart_policy.AttemptResult(
-            attempt, outcome.code, outcome.root_cause, outcome.nodes, checkpoint, tracker.max_step(attempt)
-        )
-        history.append(result)
-        decision = policy.decide(
-            history, restart_policy.storm_times(ledger.read(), inv.cluster), now=time.time()
-        )
-        if decision.restart:
-            history[-1] = dataclasses.replace(result, restarted=True)
-        _save_outcome(record, attempt, outcome, history[-1], decision)
-        left = policy.budget_left(history)
-        if not decision.restart:
-            # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
-            final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
-                outcome.code, RunState.FAILED
-            )
-            stopped = (
-                decision.message
-                if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
-                else None
-            )
-            if stopped:
-                say(stopped)
-            record.set_state(
-                final,
-                ended_at=time.time(),
-                summary=outcome.summary,
-                exit_code=outcome.code,
-                restart_policy={**left, "stopped_by": decision.to_json() if stopped else None},
-            )
-            return dataclasses.replace(outcome, stopped_by=stopped)
-        record.update_state(restart_policy={**left, "stopped_by": None})
-        ledger.append([ledger.restart(failed_node or "", inv.cluster, record.run_id, decision.kind or "")])
-        attempt += 1
-        # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
-        straggler = (outcome.root_cause or {}).get("kind") == "straggler"
-        say(f"{decision.message} in {inv.restart.backoff:g} s: {outcome.summary}")
-        time.sleep(inv.restart.backoff)
-        spare = None
-        if cause and failed_node in plan.hosts and inv.spares:
-            picked = spares.pick(
-                inv,
-                failed_node,
-                transport,
-                run_id=record.run_id,
-                attempt=attempt,
-                sources=sources,
-                head_env=head_env,
-                say=say,
-                entries=ledger.read(),
-            )
-            if picked:
-                inv, spare = picked
-                say(f"spare {spare} replaces {failed_node} (node rank and world size unchanged)")
-                replaced = record.read_state().get("replaced", [])
-                replaced.append({"attempt": attempt, "node": failed_node, "spare": spare, "cause": cause})
-                record.update_state(replaced=replaced)
-        if (
-            not spare
-            and (inv.restart.exclude_failed_node or straggler)
-            and failed_node
-            and len(plan.nodes) > 1
-        ):
-            excluded = excluded | {failed_node}
-        resume_from = checkpoint
-        if resume_from:
-            say(f"resuming from {resume_from}")
-        elif inv.job.checkpoint_dir:
-            say(f"no complete checkpoint under {inv.job.checkpoint_dir}: starting over")
-        else:
-            # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
-            # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
-            say(
-                "no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)"
-            )
-        plan = planning.build_plan(
-            inv,
-            run_id=record.run_id,
-            attempt=attempt,
-            sources=sources,
-            head_env=head_env,
-            resume_from=resume_from,
-            exclude=excluded,
-            detach=detach,
-        )
-        records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
-        record.update_state(hosts=sorted({*record.read_state().get("hosts", []), *plan.hosts}))
-
-
-def _launch(
-    runner: Runner, plan: planning.Plan, record: records.RunRecord, attempt: int, say: Callable[[str], None]
-) -> None:
-    say(f"preflight + push to {len(plan.nodes)} nodes")
-    # Recorded before anything starts: a `down` or `status` from another terminal must reach a starting guard.
-    save_targets(record, targets_of_plan(plan), attempt)
-    try:
-        runner.push()
-        _check_job_paths(plan, runner.transport, say)
-        say("starting")
-        runner.start()
-    except LaunchError as exc:
-        attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
-        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
-        raise
-    record.set_state(RunState.RUNNING, attempt=attempt, plan_run_id=plan.run_id)
-
-
-def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
-    """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
-    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
-    if plan.job_kind != "llamafactory":
-        return
-    from launcher.jobs.lfdata import check_paths_on_nodes
-
-    say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
-    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
-    if lines:
-        raise LaunchError(
-            "llamafactory: paths the nodes cannot open, nothing was started:\n"
-            + "\n".join(f"  {line}" for line in lines),
-            code,
-        )
-
-
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
     """`up --detach`: hand the started run to a daemonized supervisor (launcher/supervise.py) and return."""
     from launcher import supervise
@@ -472,8 +268,8 @@ def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> 
     except (RuntimeError, OSError, ValueError) as exc:
         # The job runs (its guards end it on a local failure); only the head's watch is missing.
         say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
-        return Outcome(0, f"started run {record.run_id} (detached, unsupervised)")
-    return Outcome(0, f"started run {record.run_id} (detached, supervisor pid {pid})")
+        return Outcome(EXIT_OK, f"started run {record.run_id} (detached, unsupervised)")
+    return Outcome(EXIT_OK, f"started run {record.run_id} (detached, supervisor pid {pid})")
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
@@ -492,66 +288,8 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     ]
 
 
-def _save_outcome(
-    record: records.RunRecord,
-    attempt: int,
-    outcome: Outcome,
-    result: restart_policy.AttemptResult,
-    decision: restart_policy.Decision,
-) -> None:
-    data = {
-        "attempt": attempt,
-        "code": outcome.code,
-        "summary": outcome.summary,
-        "root_cause": outcome.root_cause,
-        "nodes": outcome.nodes,
-        "end_of_run_abort": outcome.end_of_run_abort,
-        "checkpoint": result.checkpoint,
-        "max_step": result.max_step,
-        "restarted": result.restarted,
-        "decision": decision.to_json(),
-    }
-    records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
-
-
-def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptResult]:
-    """The recorded attempts (outcome-N.json), in attempt order; an unreadable one is left out."""
-    out = []
-    for path in record.root.glob("outcome-*.json"):
-        try:
-            out.append(restart_policy.AttemptResult.from_json(json.loads(path.read_text())))
-        except (OSError, ValueError, TypeError):
-            continue
-    return sorted(out, key=lambda a: a.attempt)
-
-
-def find_checkpoint(
-    inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
-) -> str | None:
-    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node; from the next node
-    when the master is `avoid` (the node that just failed): the checkpoint is on shared storage."""
-    if not inv.job.checkpoint_dir:
-        return None
-    master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
-    result = transport.run(
-        master.host,
-        script_argv(
-            master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)
-        ),
-        timeout=60,
-    )
-    latest = (protocol.reply_of(result.stdout) or {}).get("latest")
-    return latest if isinstance(latest, str) else None
-
-
 # ---------------------------------------------------------------------------------------------------------
 # down / status / logs
-
-
-def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str, Any]]:
-    record = records.RunRecord.open(run_id)
-    inv = Inventory.model_validate_json((record.root / "inventory.json").read_text())
-    return record, inv, record.plan_json()
 
 
 def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[str, GuardReply]]:

@@ -12,7 +12,8 @@ from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport
 from launcher import ledger
 from launcher import plan as planning
-from launcher.run import EXIT_INFRA, LaunchError, node_script
+from launcher.run.attempt import EXIT_INFRA, LaunchError
+from launcher.run.scripts import node_script
 
 
 def swap(inv: Inventory, failed: str, spare: NodeSpec) -> Inventory:

@@ -157,11 +157,12 @@ def _log(text: str) -> None:
 
 def run(run_id: str) -> int:
     """Supervise the run until it ends (or SIGTERM, which tears it down). Returns the run's exit code."""
-    from launcher import lifecycle
+    from cluster.transport import make_transport
     from launcher import plan as planning
-    from launcher.run import LaunchError, Runner
+    from launcher.run.attempt import LaunchError, Runner
+    from launcher.run.loop import RunContext, execute, open_run
 
-    record, inv, plan_json = lifecycle.open_run(run_id)
+    record, inv, plan_json = open_run(run_id)
     lock_fd = os.open(record.root / SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -192,30 +193,28 @@ def run(run_id: str) -> int:
         while not finished.wait(OFFSETS_EVERY_S):
             if current:
                 runner = current[-1]
-                with runner.lock:
-                    offsets = {h: s.offset for h, s in runner.nodes.items()}
-                record.update_state(offsets=offsets, offsets_plan=runner.plan.run_id)
+                record.update_state(offsets=runner.offsets(), offsets_plan=runner.plan.run_id)
 
     saver = threading.Thread(target=save_offsets, daemon=True)
     saver.start()
     offsets = state.get("offsets", {}) if state.get("offsets_plan") == plan_json["run_id"] else {}
     try:
-        with lifecycle.make_transport(inv) as transport:
-            outcome = lifecycle._attempts(
+        with make_transport(inv) as transport:
+            ctx = RunContext(
                 inv,
                 watch_plan(plan_json),
-                sources,
-                os.environ,
                 record,
                 transport,
-                True,
-                None,
-                lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
-                _log,
+                sources,
+                os.environ,
+                detach=True,
+                on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+                say=_log,
                 first_attempt=int(state.get("attempt") or 0),
                 adopt=offsets,
                 on_runner=current.append,
             )
+            outcome = execute(ctx)
     except (LaunchError, planning.PlanError) as exc:
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         _log(f"failed: {exc}")
@@ -225,10 +224,7 @@ def run(run_id: str) -> int:
         saver.join(timeout=5)
         if current:
             with contextlib.suppress(OSError, ValueError):
-                record.update_state(
-                    offsets={h: s.offset for h, s in current[-1].nodes.items()},
-                    offsets_plan=current[-1].plan.run_id,
-                )
+                record.update_state(offsets=current[-1].offsets(), offsets_plan=current[-1].plan.run_id)
         record.close()
     _log(f"run ended: code {outcome.code}: {outcome.summary}")
     return outcome.code
@@ -362,13 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(fd, 2)
         os.close(fd)
         os.close(null)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    def as_interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    from launcher.run.signals import sigterm_interrupts
 
-    # SIGTERM (from `rlaunch down`) takes the path Ctrl-C takes in a foreground `up`: stop the job everywhere.
-    signal.signal(signal.SIGTERM, as_interrupt)
+    sigterm_interrupts(daemon=daemon)
     try:
         return run(run_id)
     except KeyboardInterrupt:

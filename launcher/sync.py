@@ -104,7 +104,7 @@ def push_all(
     inv: Inventory, transport: Transport, hosts: Sequence[str] | None = None, *, timeout: float = 600.0
 ) -> SyncResult:
     """Push inv.sync's tree to every node (in parallel); per node what was sent."""
-    from launcher.run import node_script
+    from launcher.run.scripts import node_script
 
     assert inv.sync is not None
     src = inv.resolve(inv.sync.src)

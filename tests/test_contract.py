@@ -151,7 +151,7 @@ def test_replies_are_read_by_the_protocol() -> None:
 
 def test_errors_are_raised_and_caught_by_type() -> None:
     """`grep -rn 'code=.*BAD_INPUT\\|\\.code == 2' launcher` is empty: bad input is a BadInput, caught as one."""
-    from launcher.run import LaunchError, LaunchRefused
+    from launcher.run.attempt import LaunchError, LaunchRefused
 
     assert _launcher_lines(r"code=.*BAD_INPUT|\.code == 2") == []
     refused = LaunchRefused("run r1 is still running on these nodes")
@@ -376,6 +376,159 @@ def test_job_output_parsers_bound_their_digit_counts() -> None:
     for name in ("node/edge.py", "health/classify.py", "health/progress.py", "goodput.py"):
         text = (ROOT / "launcher" / name).read_text()
         assert r"(\d+)" not in text, name
+
+
+# ---- issue 22: the run loop's one home, and the rules that keep it one -------------------------------------------
+
+# The two factories that import their implementations lazily, by kind, from the modules that implement their
+# interface (so each implementation may import the interface): the only import circles allowed.
+LAZY_FACTORIES = {"cluster/transport.py": "make_transport", "launcher/jobs/base.py": "adapter_for"}
+
+
+def _our_module_files() -> dict[str, Path]:
+    """Dotted module name → file, for cluster/ and launcher/ (a package is its __init__.py)."""
+    out = {}
+    for top in ("cluster", "launcher"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """Our modules that `path` imports, at module level or inside a function (a lazy import is still an arrow),
+    leaving out what the lazy factories import inside themselves."""
+    rel = str(path.relative_to(ROOT))
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == LAZY_FACTORIES.get(rel):
+            skipped.update(id(inner) for inner in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(
+                f"{node.module}.{alias.name}" for alias in node.names
+            )  # `from launcher import ledger`
+    return {name for name in found if name in known}
+
+
+def test_no_import_circles_but_the_two_lazy_factories() -> None:
+    """Issue 22: data flows one way. Every import among cluster/ and launcher/ (lazy ones too) forms no circle,
+    except through the transport and job-kind factories (`make_transport`, `adapter_for`), whose kind-by-kind
+    imports are their whole point. The circles this rule ended: run.py <-> hangs.py, lifecycle.py <->
+    supervise.py, doctor/checks.py <-> doctor/net.py, jobs/lfdata.py <-> jobs/llamafactory.py."""
+    known = _our_module_files()
+    graph = {name: _imports_of(path, known) - {name} for name, path in known.items()}
+    # Tarjan's strongly connected components: any component of two or more modules is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
+        for other in sorted(graph[name]):
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in on_stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == name:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    assert circles == [], "\n".join(
+        " <-> ".join(c) + ": " + "; ".join(f"{a} -> {sorted(graph[a] & set(c))}" for a in c) for c in circles
+    )
+
+
+def test_the_run_loop_lives_in_launcher_run() -> None:
+    """Issue 22: one attempt, the restart loop, forensics and signal handling each have one room in launcher/run/;
+    lifecycle and the supervisor call `execute()`, and nobody else builds a restart loop or a Runner."""
+    run = ROOT / "launcher" / "run"
+    assert {p.name for p in run.glob("*.py")} >= {"attempt.py", "loop.py", "forensics.py", "signals.py"}
+    assert not (ROOT / "launcher" / "run.py").exists() and not (ROOT / "launcher" / "hangs.py").exists()
+    for name in ("lifecycle.py", "supervise.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert "execute(" in text and "Runner(" not in text and "Policy.from_config" not in text, name
+    outside = [
+        line
+        for line in _launcher_lines(r"\bRunner\(|restart_policy\.Policy\b|signal\.signal\(")
+        if not line.startswith(("launcher/run/", "launcher/node/"))
+    ]
+    assert outside == []
+    # Forensics sees the attempt through its narrow view, never the Runner class.
+    assert "launcher.run.attempt" not in imported_modules(run / "forensics.py")
+
+
+def test_the_run_loop_speaks_through_public_seams() -> None:
+    """Issue 22: no reach into another object's private state from the run loop's rooms or their callers
+    (`runner._lock`, `watcher._record`, `runner.nodes[host]` from outside the Runner), and validation splits attempts by
+    the loop's `on_attempt`, never by the words of a status line."""
+    assert _launcher_lines(r"runner\._|watcher\._|runner\.nodes\[") == []
+    runner = (ROOT / "launcher" / "validate" / "runner.py").read_text()
+    assert "on_attempt" in runner and 'startswith("restart ' not in runner
+
+
+def test_run_verbs_return_no_literal_exit_codes() -> None:
+    """The rule of test_verb_entry_points_return_exit_codes_by_name, over every verb module of the run: no
+    `return <int>` and no `Outcome(<int>, ...)` in lifecycle, the supervisor or launcher/run/; the codes come from
+    launcher/errors.py by name."""
+    paths = [
+        ROOT / "launcher" / "lifecycle.py",
+        ROOT / "launcher" / "supervise.py",
+        *sorted((ROOT / "launcher" / "run").glob("*.py")),
+    ]
+    literal = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = node.value if isinstance(node, ast.Return) else None
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: return {value.value}")
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "Outcome"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: Outcome({node.args[0].value}, ...)")
+    assert literal == []
+
+
+def test_run_states_are_named_not_spelled() -> None:
+    """The rule of test_run_states_are_written_through_the_one_setter, wider: outside launcher/states.py (and the
+    node, which speaks protocol.py), no state.json write spells a state (`set_state("…")`, `update_state(state=`)
+    and no module keeps its own set of active states (`("running", "starting")`): `states.is_active` decides."""
+    assert (
+        _launcher_lines(r'set_state\(\s*"|update_state\([^)]*\bstate=', skip=("launcher/records.py",)) == []
+    )
+    active = [
+        line
+        for line in _launcher_lines(r'\(\s*"running",\s*"starting"|\(\s*"starting",\s*"running"')
+        if not line.startswith(("launcher/states.py", "launcher/node/"))
+    ]
+    assert active == []
 
 
 def test_every_command_documents_its_exit_codes() -> None:

@@ -104,7 +104,7 @@ def test_attached_guard_ends_with_its_channel(tmp_path: Path) -> None:
     import time
 
     from launcher.plan import build_plan, load_sources
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     inv = load_inventory(ROOT / "examples" / "local.yaml")
     job = inv.job.model_copy(update={"args": ["--steps", "100000", "--sleep", "0.05"]})

@@ -18,7 +18,7 @@ from cluster.inventory import from_mapping
 from cluster.transport import make_transport
 from launcher import doctor, lifecycle
 from launcher.plan import build_plan, load_sources
-from launcher.run import node_script
+from launcher.run.scripts import node_script
 
 # A public RCCL init line (ROCm/rccl-tests#163, tests/fixtures/netinit/rccl-tests-163-socket.log) and an IB one
 # (ROCm/rccl#419), printed by a command job as RCCL would print them.

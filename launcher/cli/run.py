@@ -25,6 +25,7 @@ from launcher.cli.app import (
     overrides_of,
 )
 from launcher.errors import ExitCode
+from launcher.states import is_active
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -130,7 +131,8 @@ def up(
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
     from launcher import lifecycle, records
-    from launcher.run import LaunchError, interrupt_once
+    from launcher.run.attempt import LaunchError
+    from launcher.run.signals import interrupt_once
 
     inv = load(inventory, hostfile, from_slurm, overrides_of(env_items, nproc_per_node, job_args))
     interrupt_once(_status)  # SIGTERM takes Ctrl-C's teardown path; a repeated signal never cuts it short
@@ -319,7 +321,7 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
             info = lifecycle.status(run_id)
             if as_json:
                 click.echo(json.dumps(info, default=str), nl=True)
-            if not (watch and info.get("state") in ("running", "starting")):
+            if not (watch and is_active(info.get("state"))):
                 break
             time.sleep(interval)
         if not as_json:
@@ -339,7 +341,7 @@ def _watch(run_id: str | None, interval: float) -> dict[str, Any]:
     info = lifecycle.status(run_id)
     try:
         with Live(_status_view(info), console=out, refresh_per_second=4, transient=False) as live:
-            while info.get("state") in ("running", "starting"):
+            while is_active(info.get("state")):
                 time.sleep(interval)
                 info = lifecycle.status(run_id)
                 live.update(_status_view(info))

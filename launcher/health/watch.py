@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import signal as signals
 import time as clock
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -509,13 +509,29 @@ class Watcher:
         """Stacks of every rank, dumped after a hang or stall was declared: (node, rank, tool, text) each. The
         rank whose stack differs from the majority becomes the named root cause."""
         culprit, sentence = explain([where(*dump) for dump in dumps])
+        return self.refine(
+            lambda event: replace(
+                event,
+                node=culprit.node if culprit is not None else event.node,
+                rank=culprit.rank if culprit is not None else event.rank,
+                text=f"{sentence}; {event.text}",
+            )
+        )
+
+    def refine(self, change: Callable[[Event], Event]) -> Event | None:
+        """Evidence gathered after a hang or stall was declared (stacks, the flight recorder: launcher/run/
+        forensics.py): `change` rewrites the fatal hang or stall event where it stands, so the verdict's root cause
+        names what the evidence names. Returns the rewritten event, or None when no hang or stall was declared."""
         for i, event in enumerate(self.events):
             if event.kind in ("hang", "stall") and event.is_fatal:
-                node = culprit.node if culprit is not None else event.node
-                rank = culprit.rank if culprit is not None else event.rank
-                self.events[i] = replace(event, node=node, rank=rank, text=f"{sentence}; {event.text}")
+                self.events[i] = change(event)
                 return self.events[i]
         return None
+
+    def observe_confirmed(self, event: Event) -> Event:
+        """A fatal finding another party already confirmed (a node guard's edge rules ended its node:
+        launcher/node/edge.py): recorded like the watcher's own, without waiting for a second sample."""
+        return self._record(event)
 
     # ---- outputs ------------------------------------------------------------------------------
 

@@ -9,23 +9,18 @@ owns the job's whole process tree, so teardown never depends on matching command
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
-import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
 from launcher.errors import BadInput, ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
-from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
@@ -34,6 +29,9 @@ from launcher.node import protocol
 from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
+from launcher.run.forensics import HangForensics
+from launcher.run.scripts import node_script
+from launcher.run.signals import teardown_shield
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
     ExitCode.OK,
@@ -42,14 +40,9 @@ EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
     ExitCode.INTERRUPTED,
 )
 MIN_FREE_MB = 64
-ABANDON_WINDOW_S = 2.0  # a second Ctrl-C within this long abandons a teardown in progress
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
-
-
-def node_script(name: str) -> str:
-    return resources.files("launcher.node").joinpath(name).read_text()
 
 
 class LaunchError(RlaunchError):
@@ -78,59 +71,6 @@ class LaunchRefused(BadInput, LaunchError):
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:
     return [GuardTarget(n.host, n.python, n.guard_dir) for n in plan.nodes]
-
-
-def interrupt_once(note: Callable[[str], None] | None = None) -> None:
-    """SIGINT and SIGTERM raise KeyboardInterrupt once, which takes the teardown path; later ones are noted and
-    ignored. `timeout`, systemd and Slurm signal the launcher and then its process group: a second signal
-    arriving before the teardown has shielded itself must not cut it short (issue 12)."""
-    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
-    fired: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        if fired:
-            say(f"{signal.Signals(signum).name} received: already stopping the job on every node")
-            return
-        fired.append(signum)
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-
-
-@contextlib.contextmanager
-def teardown_shield(note: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Keep SIGTERM and SIGINT from aborting a teardown in progress (issue 12).
-
-    `timeout`, systemd and Slurm signal the launcher and then its whole process group, often twice within a
-    second: a teardown cut short leaves the job running. So while tearing down, SIGTERM is noted and ignored; a
-    human at a terminal may abandon with a second Ctrl-C within ABANDON_WINDOW_S of being told so. Signal handlers
-    belong to the main thread: elsewhere (tests, the validation runner's threads) this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
-    warned_at: list[float] = []
-    human = sys.stdin is not None and sys.stdin.isatty()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        now = time.monotonic()
-        if signum == signal.SIGINT and human:
-            if warned_at and now - warned_at[-1] <= ABANDON_WINDOW_S:
-                raise KeyboardInterrupt
-            warned_at.append(now)
-            say(
-                f"stopping the job on every node… press Ctrl-C again within {ABANDON_WINDOW_S:g} s to abandon"
-            )
-            return
-        say(f"{signal.Signals(signum).name} received while stopping: finishing the teardown first")
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 @dataclass
@@ -453,7 +393,7 @@ class Runner:
         if edge.get("kind") == "line":
             event = self.watcher.observe_line(when, host, rank, str(edge.get("text", "")))
         elif edge.get("kind") in ("stopped", "stall"):
-            event = self.watcher._record(  # the guard confirmed it already; no second sample needed
+            event = self.watcher.observe_confirmed(  # the guard confirmed it already; no second sample needed
                 Event(when, host, rank, str(edge["kind"]), None, "fatal", str(edge.get("text", "")))
             )
         else:
@@ -475,7 +415,7 @@ class Runner:
         self.record.append_event(event)
         self.on_event(event)
 
-    # --- seams for the helpers that work beside the watch loop (hangs.py forensics, the supervisor) -------------
+    # --- seams for the helpers that work beside the watch loop (forensics.py, the supervisor) -------------
     @property
     def lock(self) -> threading.Lock:
         """Held while the watcher and the nodes' follow state change; a helper that reads or feeds them takes it."""
@@ -484,6 +424,19 @@ class Runner:
     def event(self, event: dict[str, Any]) -> None:
         """Record and report one event, as the runner's own are (events.jsonl, then on_event)."""
         self._event(event)
+
+    def adopt(self, offsets: Mapping[str, int]) -> None:
+        """Guards that already run (a supervisor taking over): follow each node from the byte offset the record
+        already holds, so no line is recorded twice. Hosts not in this attempt's plan are ignored."""
+        with self._lock:
+            for host, offset in offsets.items():
+                if host in self.nodes:
+                    self.nodes[host].offset = int(offset)
+
+    def offsets(self) -> dict[str, int]:
+        """Each node's byte offset of what the record holds now (what a re-attaching supervisor resumes from)."""
+        with self._lock:
+            return {h: s.offset for h, s in self.nodes.items()}
 
     def watch(self, *, poll: float = 0.2) -> Outcome:
         """Block until every node finished or the first fatal event; tear down on failure. Heartbeats go out from

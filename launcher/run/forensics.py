@@ -18,26 +18,53 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from cluster.transport import Transport
 from launcher import envrules
 from launcher.health import flight
 from launcher.health.events import Event
-from launcher.health.watch import PRECEDENCE_CASCADE, precedence
+from launcher.health.watch import PRECEDENCE_CASCADE, Watcher, precedence
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
-from launcher.records import write_atomic
-
-if TYPE_CHECKING:
-    from launcher.run import Runner
+from launcher.plan import Plan
+from launcher.records import RunRecord, write_atomic
+from launcher.run.scripts import node_script
 
 PROBE_S = 5.0  # how long every node has to be heard from before a cascade line may be named the root cause
 STACK_KINDS = frozenset({"hang", "stall"})
 
 
+class NodeLink(Protocol):
+    """What forensics reads of one node's follow state (launcher/run/attempt.py NodeState)."""
+
+    final: dict[str, Any] | None  # the guard's final state, once it ended
+    lost: str | None  # why the link or the watcher gave up on the node
+    last_heard: float | None  # when its follower last delivered anything
+
+
+class AttemptView(Protocol):
+    """The narrow view of one attempt that forensics works through (the Runner is one): its plan, transport and
+    record, the watcher and each node's link, read and fed under `lock`, and `event` to report what it found."""
+
+    plan: Plan
+    transport: Transport
+    record: RunRecord
+    watcher: Watcher
+
+    @property
+    def nodes(self) -> Mapping[str, NodeLink]: ...
+
+    @property
+    def lock(self) -> threading.Lock: ...
+
+    def event(self, event: dict[str, Any]) -> None: ...
+
+
 class HangForensics:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: AttemptView) -> None:
         self.runner = runner
         self._probe_until: float | None = None
         self._probed = False
@@ -92,8 +119,6 @@ class HangForensics:
 
     def dump_stacks(self) -> None:
         runner = self.runner
-        from launcher.run import node_script
-
         budget = float(runner.plan.health.get("stack_budget", 10.0))
         if budget <= 0:
             return
@@ -170,8 +195,6 @@ class HangForensics:
     def fetch_fr(self, hosts: list[str], budget: float) -> dict[str, Any]:
         """Every node's flight-recorder summaries ({host: [summary, ...] or {"error"}}), within `budget` seconds;
         empty when the recorder is off. Also written to the run record as ``fr.json``."""
-        from launcher.run import node_script
-
         runner = self.runner
         targets = {h: t for h in hosts if (t := self.fr_targets(h)) is not None}
         if not targets:
@@ -201,17 +224,13 @@ class HangForensics:
             runner.event({"kind": "info", "severity": "warning", "text": note})
         if sentence is None:
             return None
-        events = runner.watcher.events
-        for i, event in enumerate(events):
-            if event.kind in ("hang", "stall") and event.is_fatal:
-                if culprit is not None and not named:
-                    events[i] = replace(
-                        event, node=culprit[0], rank=culprit[1], text=f"{sentence}; {event.text}"
-                    )
-                else:
-                    events[i] = replace(event, text=f"{event.text}; {sentence}")
-                return events[i]
-        return None
+
+        def change(event: Event) -> Event:
+            if culprit is not None and not named:
+                return replace(event, node=culprit[0], rank=culprit[1], text=f"{sentence}; {event.text}")
+            return replace(event, text=f"{event.text}; {sentence}")
+
+        return runner.watcher.refine(change)
 
     def fr_straggler_evidence(self, nodes: list[str]) -> None:
         """In the background (the watch loop must keep its heartbeat): read the flight recorder's timings and add
