@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from launcher.cli.app import EXIT_FAILED, EXIT_INFRA, EXIT_OK, guarded, main
-from launcher.cli.run import _event_printer, _line_printer, _status, next_commands
+from launcher.cli.app import EXIT_FAILED, EXIT_INFRA, EXIT_OK, _status, guarded, main, next_commands
+from launcher.cli.run import _event_printer, _line_printer
 from launcher.states import is_active
 
 

@@ -189,6 +189,6 @@ def report(run_id: str | None, html_path: str) -> None:
         raise UserError(f"--html: directory {target.parent} does not exist")
     rid = runreport.write(run_id, target)
     click.echo(f"wrote {target} (run {rid})")
-    from launcher.cli.run import _status, next_commands
+    from launcher.cli.app import _status, next_commands
 
     _status(next_commands(rid))

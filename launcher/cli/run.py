@@ -16,11 +16,13 @@ from launcher.cli.app import (
     EXIT_FAILED,
     EXIT_OK,
     UserError,
+    _status,
     fail,
     guarded,
     inventory_options,
     load,
     main,
+    next_commands,
     override_options,
     overrides_of,
 )
@@ -49,10 +51,6 @@ def _line_printer(as_json: bool):
         sys.stdout.flush()
 
     return emit
-
-
-def _status(text: str) -> None:
-    click.echo(click.style("rlaunch: ", bold=True) + text, err=True)
 
 
 # Warnings the user cannot act on as such, kept in the run record (events.jsonl, the report) but not printed: c10d
@@ -376,20 +374,6 @@ def progress_line(p: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def next_commands(run_id: str, active: bool = False) -> str:
-    """What to type next about a run: every run id the CLI prints comes with these (a running run: watch or
-    stop it; an ended one: read it)."""
-    if active:
-        return (
-            f"next: rlaunch logs {run_id} -f · rlaunch status {run_id} --watch · rlaunch attach {run_id} · "
-            f"rlaunch down {run_id}"
-        )
-    return (
-        f"next: rlaunch logs {run_id} --tail 50 · rlaunch logs {run_id} --since 10m · "
-        f"rlaunch report {run_id} --html {run_id}.html"
-    )
-
-
 def _status_view(info: dict[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
@@ -459,7 +443,7 @@ def _status_view(info: dict[str, Any]) -> Any:
                 *(Text("" if row.get(c) is None else terminal_text(str(row.get(c)))) for c in columns)
             )
         lines.append(table)
-    active = info.get("state") in ("running", "starting")
+    active = is_active(info.get("state"))
     lines.append(Text(next_commands(info["run_id"], active), style="dim"))
     return Group(*lines)
 
