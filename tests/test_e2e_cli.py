@@ -327,7 +327,7 @@ def test_logs_since_and_follow_show_each_line_once(sim3: Any, tmp_path: Path) ->
             logs = list(sim3.node_path(host, f"{WORKDIR}/{run_id}/{host}/.rlaunch").glob("attempt-*/out.log"))
             return logs[0].read_text() if logs else ""
 
-        wait_for(lambda: all("late 2\n" in out_log(h) for h in hosts), 60, "late 2 on every node", result)
+        wait_for(lambda: all("late 2\n" in out_log(h) for h in hosts), 120, "late 2 on every node", result)
         mark = next(float(line.split()[1]) for line in out_log("node1").splitlines() if "mark" in line)
         since = datetime.datetime.fromtimestamp(mark - 0.02).isoformat()  # T, as the job printed it (rounded)
         for name, extra in (("all", []), ("since", ["--since", since, "--node", "node1"])):
@@ -344,11 +344,11 @@ def test_logs_since_and_follow_show_each_line_once(sim3: Any, tmp_path: Path) ->
         wait_for(
             lambda: sum("| late 2" in s for s in shown["all"]) == 3, 60, "logs -f read late 2 everywhere"
         )
-        wait_for(lambda: any("| late 2" in s for s in shown["since"]), 60, "logs -f --since read late 2")
+        wait_for(lambda: any("| late 2" in s for s in shown["since"]), 120, "logs -f --since read late 2")
         for host in hosts:
             sim3.node_path(host, f"{WORKDIR}/{run_id}/{host}/go").touch()
         for proc in followers.values():
-            proc.wait(60)
+            proc.wait(120)
     finally:
         for proc in followers.values():
             if proc.poll() is None:
