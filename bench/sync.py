@@ -220,8 +220,11 @@ def main() -> None:
     notes = (
         f"One run, load average before {load[0]:.1f} on {os.cpu_count()} cores shared with other work; every "
         "node's sshd, rsync/pdcp and our node script run on the same cores, so cold pushes measure this machine's "
-        "SSH encryption more than any tool. rsync's unchanged check is size + mtime per file (its quick check); "
-        "ours is the node's index of size + mtime + sha256, and the head hashes the tree each time."
+        "SSH encryption more than any tool. rsync's unchanged check is size + mtime per file (its quick check) "
+        "and each push opens a new SSH connection per node (handshake bytes and CPU included); rlaunch's "
+        "connections are open already, as in `up`, its unchanged push is one round trip per node carrying the "
+        "manifest (path, size, mode, sha256 per file) and the node script, and the head hashes the tree each "
+        "time. pdcp -r sends every byte every time."
     )
     print(text + "\n\n" + notes)
     if not args.no_write:
