@@ -19,12 +19,11 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport, zip_hosts
-from launcher import attempts, hostlock, ledger, records, spares
+from launcher import attempts, hostlock, ledger, nodecall, records, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
-from launcher.node.protocol import script_argv
 from launcher.run.attempt import (
     EXIT_INFRA,
     EXIT_OK,
@@ -515,18 +514,20 @@ def read_log_lines(
 
     read = LogRead([], {}, [])
     with make_transport(inv) as transport:
-        group = transport.run_all(
+        replies = nodecall.call_all(
+            transport,
             list(local),
-            lambda h: script_argv(
-                python.get(h, "python3"), "-c", node_script("logcat.py"), options(h), *run_dirs[h]
-            ),
+            lambda h: python.get(h, "python3"),
+            nodecall.node_script("logcat.py"),
+            lambda h: [options(h), *run_dirs[h]],
             timeout=120,
         )
     for host in local:
-        result = group.results.get(host)
-        if result is not None and result.ok:
-            read.lines += [(host, line) for line in result.stdout.splitlines()]
-            read.ends[host] = _logcat_ends(result.stderr)
+        reply = replies.get(host)
+        if reply is not None and reply.ok and isinstance(reply.get("end"), dict):
+            lines = reply.result.stdout.splitlines()[:-1]  # the last line is the reply
+            read.lines += [(host, line) for line in lines]
+            read.ends[host] = {str(k): v for k, v in reply.get("end").items() if isinstance(v, int)}
             continue
         read.from_record.append(host)
         path = record.log_path(host)
@@ -537,16 +538,6 @@ def read_log_lines(
         ]
         read.lines += kept[-tail:] if tail else ([] if tail == 0 else kept)
     return read
-
-
-def _logcat_ends(stderr: str) -> dict[str, int]:
-    """logcat.py's last stderr line: {"end": {run_dir: offset}}."""
-    for line in reversed(stderr.splitlines()):
-        with contextlib.suppress(ValueError, AttributeError):
-            ends = json.loads(line).get("end")
-            if isinstance(ends, dict):
-                return {str(k): int(v) for k, v in ends.items() if isinstance(v, int)}
-    return {}
 
 
 def follow_logs(

@@ -13,6 +13,7 @@ import pytest
 
 from cluster.inventory import Inventory, InventoryError, Overrides, apply_overrides, from_mapping
 from launcher.lifecycle import progress_summary
+from launcher.nodecall import with_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 GC = ROOT / "launcher" / "node" / "gc.py"
@@ -46,7 +47,14 @@ def test_overrides_apply_to_the_inventory_and_refuse_secrets() -> None:
 
 def run_gc(workdir: Path, keep: int, *extra: str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", GC.read_text(), str(workdir), str(keep), *extra],
+        [
+            sys.executable,
+            "-c",
+            with_modules(GC.read_text(), "gc.py", ("protocol.py",)),
+            str(workdir),
+            str(keep),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -271,7 +279,8 @@ def logcat(opts: dict, *run_dirs: Path) -> tuple[list[str], dict]:
         text=True,
         check=True,
     )
-    return done.stdout.splitlines(), json.loads(done.stderr.splitlines()[-1])["end"]
+    *lines, reply = done.stdout.splitlines()
+    return lines, json.loads(reply)["end"]
 
 
 def test_logcat_since_reads_from_the_guards_time_index(tmp_path: Path) -> None:
@@ -300,7 +309,7 @@ def test_logcat_since_reads_from_the_guards_time_index(tmp_path: Path) -> None:
 
 def test_the_guard_notes_out_logs_growth_at_most_once_a_second(tmp_path: Path) -> None:
     from launcher.node import protocol
-    from launcher.node.guard import OutIndex
+    from launcher.node.rundir import OutIndex
 
     index = OutIndex(str(tmp_path))
     index.note()  # no out.log yet: nothing

@@ -241,7 +241,7 @@ def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
     assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
         "try_write", ""
     )
-    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "follower.py").read_text()
 
 
 def test_every_vocabulary_family_cites_its_emitter_source() -> None:
@@ -529,6 +529,85 @@ def test_run_states_are_named_not_spelled() -> None:
         if not line.startswith(("launcher/states.py", "launcher/node/"))
     ]
     assert active == []
+
+
+# Issue 22: node-script calls, the guard's bundle, the follower's records. Until the run loop's move lands
+# (launcher/run/), run.py, hangs.py and lifecycle.py still build a few node-script calls themselves; the lead
+# switches them to nodecall at merge and empties this list.
+NODECALL_PENDING = (
+    "launcher/run/attempt.py",
+    "launcher/run/forensics.py",
+    "launcher/run/loop.py",
+    "launcher/lifecycle.py",
+    "launcher/spares.py",
+)
+
+
+def test_node_script_calls_go_through_nodecall() -> None:
+    """Every node-script call from the head is built (`python -I -c CODE`, `python -I -`) and read (the JSON reply on
+    the last line) by launcher/nodecall.py; guard verbs by launcher/guardctl.py. The head's own supervisor
+    (supervise.py BOOT) is no node script."""
+    skip = ("launcher/nodecall.py", "launcher/guardctl.py", *NODECALL_PENDING)
+    pattern = r"(?<!nodecall\.)(script_argv|reply_of)\(|\"-I\", \"-c\""
+    head = [line for line in _launcher_lines(pattern, skip=skip) if not line.startswith("launcher/node/")]
+    assert [line for line in head if not line.startswith("launcher/supervise.py")] == []
+    assert _launcher_lines(r"json\.loads\([^)]*\.stdout", skip=skip) == []
+    assert (
+        _launcher_lines(r"from launcher\.run(\.scripts)? import .*node_script", skip=NODECALL_PENDING) == []
+    )
+
+
+def test_the_guard_bundle_is_the_only_pushed_file_list() -> None:
+    """plan.py pushes protocol.GUARD_BUNDLE and names none of its files itself, and the bundle holds every module
+    the guard imports beside itself (guard.py run as a script imports its siblings by their bare names)."""
+    plan = (ROOT / "launcher" / "plan.py").read_text()
+    for name in protocol.GUARD_BUNDLE:
+        assert f'"{name}"' not in plan and f"'{name}'" not in plan, f"plan.py names {name} itself"
+    assert plan.count("protocol.GUARD_BUNDLE") == 2  # the files of every node plan, and load_sources
+    node = ROOT / "launcher" / "node"
+    siblings = {p.stem for p in node.glob("*.py")}
+    todo, seen = ["guard"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [m for m in imported_modules(node / f"{name}.py") if m in siblings]
+    assert {f"{m}.py" for m in seen} <= set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE}
+    assert set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE} <= {f"{m}.py" for m in siblings}
+    assert (ROOT / "launcher" / "health" / protocol.RULES_FILE).is_file()
+
+
+def test_node_records_carry_protocol_kinds_only() -> None:
+    """No record built in launcher/node has a literal "k": every {"k": ...} takes a protocol.K_* name."""
+    kinds = {name for name in dir(protocol) if name.startswith("K_")}
+    bad = []
+    for path in sorted((ROOT / "launcher" / "node").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Dict):
+                continue
+            for key, value in zip(node.keys, node.values, strict=True):
+                literal = isinstance(key, ast.Constant) and key.value == "k"
+                if literal and not (isinstance(value, ast.Attribute) and value.attr in kinds):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert bad == []
+
+
+def test_the_head_takes_the_followers_rule_for_a_flagged_line() -> None:
+    """A flagged line carries the rule its follower matched and the local rank it read (edge.Forwarder), and the
+    head's watcher uses that rule (Watcher.observe_line(rule=...)) instead of classifying the line again."""
+    edge = (ROOT / "launcher" / "node" / "edge.py").read_text()
+    assert edge.count('"lr": local') == 3
+    run = (ROOT / "launcher" / "run" / "attempt.py").read_text()
+    assert "observe_line(now, host, rank, rest, rule=rule)" in run
+
+
+def test_the_run_records_layout_lives_in_records_py() -> None:
+    """Paths inside a run record come from RunRecord (records.py: targets, outcomes, stacks, fr, metrics,
+    progress ...), never built from `record.root / "..."` elsewhere. The run loop's files switch at its merge."""
+    pending = (*NODECALL_PENDING, "launcher/supervise.py", "launcher/validate/runner.py")
+    names = r'"(targets|outcome)-|"(stacks|fr)\.json"|"metrics\.prom"|"progress\.jsonl"|root / "'
+    assert _launcher_lines(names, skip=("launcher/records.py", *pending)) == []
 
 
 def test_every_command_documents_its_exit_codes() -> None:

@@ -9,8 +9,9 @@ has one per attempt), in order. OPTIONS is one JSON object:
   since  only lines written at or after this time (seconds since the epoch, `--since 2026-12-01T19:00`)
   tail   only the last N lines that pass the filters (all RUN_DIRs together), or null
   follow true when `logs -f` goes on from here: a last line without its newline is left for the follower
-Lines are printed as they are. Last, on stderr, one JSON line {"end": {RUN_DIR: byte offset read up to}} so that
-`logs -f` follows on from exactly there (no line twice, none missed).
+Lines are printed as they are. Last, the reply (launcher/nodecall.py: the JSON object on the last line of stdout)
+{"end": {RUN_DIR: byte offset read up to}}, so that `logs -f` follows on from exactly there (no line twice, none
+missed).
 
 Why an index for --since: the job writes out.log itself (the guard hands it the file as stdout), so its lines carry
 no time. The guard appends "TIME SIZE" to RUN_DIR/out.idx (protocol.OUT_INDEX) whenever it sees out.log grow, at
@@ -113,5 +114,5 @@ for run_dir in run_dirs:
 if kept is not None:
     for text in kept:
         out.write(text.encode("utf-8") + b"\n")
+out.write(json.dumps({"end": ends}).encode() + b"\n")
 out.flush()
-sys.stderr.write(json.dumps({"end": ends}) + "\n")

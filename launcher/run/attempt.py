@@ -366,13 +366,16 @@ class Runner:
             return
         text = str(rec.get("text", ""))
         local, rest = parse_rank_prefix(text)  # outside the lock: the only per-line parsing on the head
-        flagged = rec.get("f") is not None
+        flag = rec.get("f") if isinstance(rec.get("f"), dict) else None
+        if flag is not None and "lr" in flag:  # the follower's own reading of the prefix (older guards: ours)
+            local = flag["lr"] if isinstance(flag["lr"], int) else None
         with self._lock:
             self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
             rank = self.plan.rank_of(host, local) if local is not None else self._summary_rank(host, text)
             self.record.append_log(host, text)
-            if flagged:
-                event = self.watcher.observe_line(now, host, rank, rest)
+            if rec.get("f") is not None:
+                rule = flag.get("rule") if flag is not None and isinstance(flag.get("rule"), str) else None
+                event = self.watcher.observe_line(now, host, rank, rest, rule=rule)
             else:
                 self.watcher.observe_activity(now, host, rank, text=rest)
                 event = None
