@@ -593,3 +593,35 @@ def test_the_run_records_layout_lives_in_records_py() -> None:
     progress ...), never built from `record.root / "..."` elsewhere."""
     names = r'"(targets|outcome)-|"(targets|stacks|fr)\.json"|"metrics\.prom"|"progress\.jsonl"|root / "'
     assert _launcher_lines(names, skip=("launcher/records.py",)) == []
+
+
+def test_every_command_documents_its_exit_codes() -> None:
+    """Scripts branch on exit codes: each verb's --help says which it returns (like `up`'s), and only codes
+    launcher/errors.py defines (issue 24)."""
+    import re
+
+    import click
+
+    from launcher.cli import main
+    from launcher.errors import ExitCode
+
+    known = {int(c) for c in ExitCode}
+    missing, unknown = [], []
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, command in sorted(group.commands.items()):
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix}{name} ")
+                continue
+            text = command.help or ""
+            line = next((part for part in text.split("Exit:")[1:2]), None)
+            if line is None:
+                missing.append(f"{prefix}{name}")
+                continue
+            codes = {int(c) for c in re.findall(r"(?:^|·)\s*(\d{1,3})\s", line.split("\n\n")[0])}
+            if not codes or codes - known:
+                unknown.append(f"{prefix}{name}: {sorted(codes - known) or 'no codes'}")
+
+    walk(main, "")
+    assert not missing, f"no `Exit:` line in --help: {missing}"
+    assert not unknown, unknown
