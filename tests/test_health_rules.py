@@ -317,10 +317,30 @@ def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
 def test_last_resort_rules_come_last_and_are_never_fatal() -> None:
     from launcher.health.rules import FALLBACK_RULES
 
+    from launcher.health.rules import _AREA_RULES
+
     assert RULES[-len(FALLBACK_RULES) :] == FALLBACK_RULES
-    assert {(rule.category, rule.severity, rule.cascade) for rule in FALLBACK_RULES} == {
-        ("unclassified", "warning", False)
-    }
+    generic = [rule for rule in FALLBACK_RULES if rule not in _AREA_RULES]
+    assert {(rule.category, rule.severity, rule.cascade) for rule in generic} == {("unclassified", "warning", False)}
+    # the area rules name where to look, never more: warnings, no cascade, and only before the generic ones
+    assert FALLBACK_RULES[: len(_AREA_RULES)] == _AREA_RULES
+    assert {(rule.severity, rule.cascade) for rule in _AREA_RULES} == {("warning", False)}
+    assert {rule.category for rule in _AREA_RULES} < set(CATEGORIES) - {"unclassified"}
+
+
+def test_an_area_rule_flags_only_what_the_generic_last_resort_flags() -> None:
+    """The area rules (rules.py _AREAS) give a category to lines the generic last resort would flag anyway; they must
+    never flag a line it would leave alone (that would be a new false warning, not a better name)."""
+    from launcher.health.rules import _AREA_RULES, FALLBACK_RULES
+
+    generic = [rule for rule in FALLBACK_RULES if rule not in _AREA_RULES]
+    lines = [parse_rank_prefix(line)[1] for _, _, _, line in CASES]
+    for path in HELDOUT.glob("*.log"):
+        lines += [parse_rank_prefix(raw.partition("\t")[2])[1] for raw in path.read_text(encoding="utf-8").splitlines()
+                  if "\t" in raw and not raw.startswith("#")]
+    for line in lines:
+        if any(rule.pattern.search(line) for rule in _AREA_RULES):
+            assert any(rule.pattern.search(line) for rule in generic), line
 
 
 @pytest.mark.parametrize(
@@ -350,7 +370,7 @@ def test_a_last_resort_warning_never_becomes_the_root_cause() -> None:
     from launcher.health.watch import Watcher
 
     watcher = Watcher(ranks={"node1": [0], "node2": [1]}, stall_timeout=600)
-    unknown = watcher.observe_line(10.0, "node1", 0, "ValueError: expected 3 channels, got 4")
+    unknown = watcher.observe_line(10.0, "node1", 0, "mypkg.data.ShardReadError: shard 12 is truncated")
     assert unknown is not None and (unknown.category, unknown.severity) == ("unclassified", "warning")
     assert watcher.first_failure is None and not watcher.should_stop  # a warning alone stops nothing
     oom = watcher.observe_line(

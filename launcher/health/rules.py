@@ -161,7 +161,48 @@ _ERROR_WORD_NEEDLES = (
 )
 _ERROR_SHAPED_NEEDLES = (*_ERROR_WORD_NEEDLES, "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")
 _FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines around it"
+# Where to look (issue 26 item 2): an error-shaped line no rule knows still names its emitter or subject most of the
+# time ("amdgpu: ... failed", "NCCL ... error", "MIOpen ... Error", "TCPStore ... failed"). The first area whose words
+# the line holds names its category, so `unclassified` is left for lines that name nothing known. Each area rule
+# flags exactly the lines the generic last resort below would flag (the same shapes, plus the area's words; a test
+# checks it on every fixture line), so it adds no flag, only a category: still a warning, never cascade, never a root
+# cause. Order: memory and numerics first (the most specific words), then the libraries (a MIOpen or rocBLAS error on
+# a GPU names the GPU too), the GPU stack, the collectives, the store, the network, configuration, the launchers.
+_ERROR_SHAPE = rf"(?:{_PYTHON_EXCEPTION}|(?=.*{_ERROR_LEVEL})|{_ERROR_WORDS})"
+_AREAS: tuple[tuple[str, str, str], ...] = (
+    ("oom", r"out of memory|\boom\b|oom-kill|cannot allocate memory|memory allocation failed|failed to allocate"
+            r"|alloc(?:ation)? failed|insufficient memory|not enough memory",
+     "the line speaks of memory running out: device memory (batch size, sequence length) or the host's"),
+    ("divergence", r"\bnan\b|\binf\b|non-?finite|overflow|loss scale|diverg",
+     "the line speaks of non-finite values: the training diverged or overflowed"),
+    ("version-mismatch", r"miopen|rocblas|hipblas|tensile|comgr|hiprtc|code ?object|\bisa\b|\bgfx\d|undefined symbol"
+                         r"|incompatible|\bversion\b|not compiled|no binary|no kernel image|\.hsaco|\bsupported\b",
+     "a ROCm library (MIOpen, rocBLAS, hipBLASLt, comgr) or the build: check the gfx targets and library versions"),
+    ("gpu-fault", r"amdgpu|amdkfd|\bkfd\b|gfxhub|mmhub|\bhsa\b|hsa_|\bhip\b|hiperror|\brocr\b|\bgpu\b|\bcuda\b"
+                  r"|\brocm\b|\bdrm\b|\bring \w|xgmi|\bras\b|\becc\b|device-side|\bsmu\b|\bpsp\b|\bmes\b",
+     "the GPU, its driver or its runtime (HIP, HSA): dmesg and amd-smi on that node"),
+    ("comm-error", r"\bnccl|\brccl|processgroup|collective|all_?reduce|all_?gather|reduce_?scatter|broadcast"
+                   r"|all_?to_?all|\bgloo\b|mscclpp",
+     "the collectives (RCCL/NCCL, gloo, ProcessGroup): the first rank to fail names the cause"),
+    ("rendezvous", r"c10d|tcpstore|\bstore\b|rendezvous|master_addr|master_port|init_process_group|process group",
+     "the rendezvous or the c10d store: MASTER_ADDR/MASTER_PORT, the master node up, every rank started"),
+    ("network", r"socket|connection (?:refused|reset|closed|aborted|timed out)|\bibv_|infiniband|\brdma\b|\broce\b"
+                r"|mlx5|\bnet/|network|unreachable|\bdns\b|hostname",
+     "the network between nodes: interfaces (NCCL_SOCKET_IFNAME), firewall, the fabric"),
+    ("config", r"config|\.ya?ml\b|\.json\b|argument|permission denied|no such file or directory|environment variable"
+               r"|\bis not set\b|invalid value",
+     "the job's configuration or files: the named argument, path or setting"),
+    ("crash", r"torchrun|\belastic\b|deepspeed|launcher|subprocess|\bworker|segfault|segmentation|signal|traceback"
+              r"|exit(?:ed)? (?:with )?(?:status|code)|return code|core dump|died|terminat",
+     "a process of the job died or was stopped: its own last lines say why"),
+)
+_AREA_RULES: tuple[Rule, ...] = tuple(
+    Rule(f"last-resort-{category}", re.compile(rf"^(?=(?i:.*?(?:{words})))" + _ERROR_SHAPE), category, "warning",
+         f"an error-shaped line no rule knows; it points at {hint}", needles=_ERROR_SHAPED_NEEDLES)
+    for category, words, hint in _AREAS
+)
 FALLBACK_RULES: tuple[Rule, ...] = (
+    *_AREA_RULES,
     Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
          "a Python exception no rule knows; if nothing else explains the failure, its traceback is the place to look",
          needles=("error", "exception")),
@@ -608,6 +649,9 @@ RULES: tuple[Rule, ...] = (
     # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
     _rule("cxx-exception-what", r"^\s*what\(\):\s", "crash", "warning",
           "the message of an uncaught C++ exception that aborted the process", needles=("what():",)),
+    # An exception header whose message no rule above knows: its class says where to look (vocabulary.py,
+    # "python-exceptions"; warnings). RuntimeError and Exception are not rows: they go on to the last resort.
+    *_vocabulary("python-exceptions"),
     *FALLBACK_RULES,
 )
 # fmt: on

@@ -528,6 +528,55 @@ FAMILIES: tuple[Family, ...] = (
             ("No module named '%s'", "config", "warning"),
         ),
     ),
+    # ---- Exception classes (added in the second pass of issue 26): the class of an exception header says where to look
+    #      when no rule knows its message. The builtin hierarchy of CPython 3.11 (the .venv's interpreter: every
+    #      BaseException subclass in builtins, 69 names; Doc/library/exceptions.rst), torch 2.13.0's own classes
+    #      (torch.OutOfMemoryError, AcceleratorError, FatalError; torch.distributed DistError / DistBackendError /
+    #      DistNetworkError / DistStoreError; elastic rendezvous/api.py Rendezvous*Error), subprocess.CalledProcessError,
+    #      json.JSONDecodeError and PyYAML's error classes. Only a header at the start of the line (the traceback's last
+    #      line, after any rank prefix), checked after every message rule and before the last resort; all warnings (the
+    #      class alone is weak evidence: a caught exception may be printed and survived). Not mapped, and left to the
+    #      last resort: RuntimeError and Exception (they say nothing), the *Warning classes, SystemExit, GeneratorExit,
+    #      StopAsyncIteration, BaseExceptionGroup, ReferenceError, BufferError, LookupError's and ArithmeticError's bare
+    #      base names (their subclasses are rows). Categories: running out of host or device memory is oom; a program bug
+    #      (a wrong key, index, type, name, attribute, assertion) is crash; a file, permission, bad value or parse error is
+    #      config; a module or operator missing from this build is version-mismatch; a closed or refused connection is
+    #      network; torch.distributed's backend error is comm-error and its store/network/rendezvous errors rendezvous.
+    Family(
+        "python-exceptions",
+        "CPython 3.11.7 builtins (the .venv's interpreter, Doc/library/exceptions.rst), torch 2.13.0 (the .venv): "
+        "torch/__init__.py, torch/distributed/__init__.py, elastic/rendezvous/api.py; subprocess, json, PyYAML",
+        "a Python exception whose class says where to look; its traceback above it says where it was raised",
+        tuple(
+            (f"{name}: %s", category, severity)
+            for names, category, severity in (
+                # the older rules already name these classes fatal (gpu-out-of-memory, store-connect-timeout,
+                # rendezvous-*): torch raises them only for what their names say
+                (("OutOfMemoryError",), "oom", "fatal"),
+                (("DistNetworkError", "DistStoreError"), "rendezvous", "fatal"),
+                (("MemoryError",), "oom", "warning"),
+                (("DistBackendError", "DistError"), "comm-error", "warning"),
+                (("RendezvousError", "RendezvousClosedError", "RendezvousConnectionError", "RendezvousStateError",
+                  "RendezvousTimeoutError"), "rendezvous", "fatal"),
+                (("ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
+                  "BrokenPipeError", "TimeoutError"), "network", "warning"),
+                (("AcceleratorError",), "gpu-fault", "warning"),
+                (("ModuleNotFoundError", "ImportError", "NotImplementedError"), "version-mismatch", "warning"),
+                (("FileNotFoundError", "FileExistsError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
+                  "OSError", "IOError", "EnvironmentError", "ValueError", "UnicodeDecodeError", "UnicodeEncodeError",
+                  "UnicodeError", "JSONDecodeError", "YAMLError", "ScannerError", "ParserError"), "config", "warning"),
+                (("KeyError", "IndexError", "TypeError", "AttributeError", "NameError", "UnboundLocalError",
+                  "AssertionError", "ZeroDivisionError", "OverflowError", "FloatingPointError", "RecursionError",
+                  "SystemError", "SyntaxError", "IndentationError", "TabError", "EOFError", "StopIteration",
+                  "ChildProcessError", "ProcessLookupError", "BlockingIOError", "InterruptedError", "KeyboardInterrupt",
+                  "FatalError", "CalledProcessError", "ExceptionGroup"), "crash", "warning"),
+            )
+            for name in names
+        ),
+        # the header at the start of the line, its class possibly dotted ("torch.distributed.DistBackendError: ...")
+        prefix=r"^\s*(?:[A-Za-z_]\w*\.)*",
+        example_prefix="[rank1]: ",
+    ),
 )
 
 # fmt: on
