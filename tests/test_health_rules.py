@@ -315,13 +315,13 @@ def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
 
 
 def test_last_resort_rules_come_last_and_are_never_fatal() -> None:
-    from launcher.health.rules import FALLBACK_RULES
-
-    from launcher.health.rules import _AREA_RULES
+    from launcher.health.rules import _AREA_RULES, FALLBACK_RULES
 
     assert RULES[-len(FALLBACK_RULES) :] == FALLBACK_RULES
     generic = [rule for rule in FALLBACK_RULES if rule not in _AREA_RULES]
-    assert {(rule.category, rule.severity, rule.cascade) for rule in generic} == {("unclassified", "warning", False)}
+    assert {(rule.category, rule.severity, rule.cascade) for rule in generic} == {
+        ("unclassified", "warning", False)
+    }
     # the area rules name where to look, never more: warnings, no cascade, and only before the generic ones
     assert FALLBACK_RULES[: len(_AREA_RULES)] == _AREA_RULES
     assert {(rule.severity, rule.cascade) for rule in _AREA_RULES} == {("warning", False)}
@@ -336,8 +336,11 @@ def test_an_area_rule_flags_only_what_the_generic_last_resort_flags() -> None:
     generic = [rule for rule in FALLBACK_RULES if rule not in _AREA_RULES]
     lines = [parse_rank_prefix(line)[1] for _, _, _, line in CASES]
     for path in HELDOUT.glob("*.log"):
-        lines += [parse_rank_prefix(raw.partition("\t")[2])[1] for raw in path.read_text(encoding="utf-8").splitlines()
-                  if "\t" in raw and not raw.startswith("#")]
+        lines += [
+            parse_rank_prefix(raw.partition("\t")[2])[1]
+            for raw in path.read_text(encoding="utf-8").splitlines()
+            if "\t" in raw and not raw.startswith("#")
+        ]
     for line in lines:
         if any(rule.pattern.search(line) for rule in _AREA_RULES):
             assert any(rule.pattern.search(line) for rule in generic), line
