@@ -162,22 +162,22 @@ _ERROR_WORD_NEEDLES = (
 _ERROR_SHAPED_NEEDLES = (*_ERROR_WORD_NEEDLES, "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")
 _FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines around it"
 # Where to look (issue 26 item 2): an error-shaped line no rule knows still names its emitter or subject most of the
-# time ("amdgpu: ... failed", "NCCL ... error", "MIOpen ... Error", "TCPStore ... failed"). The first area whose words
-# the line holds names its category, so `unclassified` is left for lines that name nothing known. Each area rule
-# flags exactly the lines the generic last resort below would flag (the same shapes, plus the area's words; a test
-# checks it on every fixture line), so it adds no flag, only a category: still a warning, never cascade, never a root
-# cause. Order: memory and numerics first (the most specific words), then the libraries (a MIOpen or rocBLAS error on
-# a GPU names the GPU too), the GPU stack, the collectives, the store, the network, configuration, the launchers.
-_ERROR_SHAPE = rf"(?:{_PYTHON_EXCEPTION}|(?=.*{_ERROR_LEVEL})|{_ERROR_WORDS})"
+# time ("amdgpu: ... failed", "NCCL ... error", "MIOpen ... Error", "TCPStore ... failed"). When a last-resort rule
+# below matches, the first area whose words the line holds names its category (`classify`), so `unclassified` is left
+# for lines that name nothing known. The area only renames a flag the last resort raised anyway: still a warning,
+# never cascade, never a root cause. Order: memory and numerics first (the most specific words), then the libraries (a
+# MIOpen or rocBLAS error on a GPU names the GPU too), the GPU stack, the collectives, the store, the network,
+# configuration, the launchers. Searched only after a last-resort match, never on the lines that pass (a lookahead
+# per area in every last-resort regex cost 1 ms on a long healthy line).
 _AREAS: tuple[tuple[str, str, str], ...] = (
     ("oom", r"out of memory|\boom\b|oom-kill|cannot allocate memory|memory allocation failed|failed to allocate"
             r"|alloc(?:ation)? failed|insufficient memory|not enough memory",
-     "the line speaks of memory running out: device memory (batch size, sequence length) or the host's"),
+     "memory running out: device memory (batch size, sequence length) or the host's"),
     ("divergence", r"\bnan\b|\binf\b|non-?finite|overflow|loss scale|diverg",
-     "the line speaks of non-finite values: the training diverged or overflowed"),
+     "non-finite values: the training diverged or overflowed"),
     ("version-mismatch", r"miopen|rocblas|hipblas|tensile|comgr|hiprtc|code ?object|\bisa\b|\bgfx\d|undefined symbol"
                          r"|incompatible|\bversion\b|not compiled|no binary|no kernel image|\.hsaco|\bsupported\b",
-     "a ROCm library (MIOpen, rocBLAS, hipBLASLt, comgr) or the build: check the gfx targets and library versions"),
+     "a ROCm library (MIOpen, rocBLAS, hipBLASLt, comgr) or the build: the gfx targets and library versions"),
     ("gpu-fault", r"amdgpu|amdkfd|\bkfd\b|gfxhub|mmhub|\bhsa\b|hsa_|\bhip\b|hiperror|\brocr\b|\bgpu\b|\bcuda\b"
                   r"|\brocm\b|\bdrm\b|\bring \w|xgmi|\bras\b|\becc\b|device-side|\bsmu\b|\bpsp\b|\bmes\b",
      "the GPU, its driver or its runtime (HIP, HSA): dmesg and amd-smi on that node"),
@@ -197,12 +197,11 @@ _AREAS: tuple[tuple[str, str, str], ...] = (
      "a process of the job died or was stopped: its own last lines say why"),
 )
 _AREA_RULES: tuple[Rule, ...] = tuple(
-    Rule(f"last-resort-{category}", re.compile(rf"^(?=(?i:.*?(?:{words})))" + _ERROR_SHAPE), category, "warning",
-         f"an error-shaped line no rule knows; it points at {hint}", needles=_ERROR_SHAPED_NEEDLES)
+    Rule(f"last-resort-{category}", re.compile(words, re.IGNORECASE), category, "warning",
+         f"an error-shaped line no rule knows; it points at {hint}", needles=None)
     for category, words, hint in _AREAS
 )
 FALLBACK_RULES: tuple[Rule, ...] = (
-    *_AREA_RULES,
     Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
          "a Python exception no rule knows; if nothing else explains the failure, its traceback is the place to look",
          needles=("error", "exception")),
@@ -439,7 +438,7 @@ RULES: tuple[Rule, ...] = (
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
-    *_vocabulary("hip", "clr", "rocr", "amdgpu", "rccl", "miopen", "blas", "python-stack"),
+    *_vocabulary("hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "miopen", "blas", "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
@@ -660,7 +659,8 @@ RULES: tuple[Rule, ...] = (
 # SIGKILL on the same node around then is an OOM kill, not just "killed by SIGKILL" (see watch.py).
 OOM_EVIDENCE_RULES = frozenset({"host-oom-killer"})
 
-RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in (*RULES, *_AREA_RULES)}
+_FIRST_FALLBACK = len(RULES) - len(FALLBACK_RULES)
 
 # What training stacks print once training is over: HF Trainer's "Training completed." and the
 # train_runtime metric (also in LLaMA-Factory's "***** train metrics *****" block), and the "training complete"
@@ -753,6 +753,10 @@ def classify(line: str) -> Match | None:
         if rule.needles is not None and not any(n in low for n in rule.needles):
             continue
         if rule.pattern.search(line):
+            if index >= _FIRST_FALLBACK:  # the last resort: name the area the line points at, if it names one
+                area = next((a for a in _AREA_RULES if a.pattern.search(line)), None)
+                if area is not None:
+                    return Match(area.name, area.category, area.severity, area.hint)
             return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
     return None
 
