@@ -131,7 +131,12 @@ def _vocabulary(*families: str) -> tuple[Rule, ...]:
 # step" is the loss scaler doing its job; no rule matches it, but a progress bar on the same line may say loss=nan.)
 # C++ stack frames ("frame #2: c10::DistNetworkError::DistNetworkError(...)") and "Exception raised from"
 # only repeat the exception's class names; the message line above them is what gets classified.
-HEALTHY = re.compile(r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from ")
+# CPython's traceback.py joins chained exceptions with two fixed sentences; the exceptions are on their own lines.
+HEALTHY = re.compile(
+    r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from "
+    r"|^\s*(?:During handling of the above exception, another exception occurred|The above exception was the direct"
+    r" cause of the following exception):\s*$"
+)
 
 # fmt: off
 # Last resort, placed after every specific rule (first match wins), so it only sees lines no rule knows. Every held-out
@@ -303,6 +308,18 @@ RULES: tuple[Rule, ...] = (
           "killed by SIGKILL: the OOM killer if the kernel log or the cgroup says so, else an external kill"),
     _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ (Killed\b|已杀死)|\]\s*Killed\s*$|^\s*已杀死\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
+    # bash jobs.c reports a foreground child that died of a signal as "<script>: line N: <pid> <strsignal text>  <cmd>"
+    # (the texts of glibc's strsignal, string/siglist.h; added after round 10)
+    _rule("shell-job-signal", r"\bline \d+: +\d+ (?:Aborted|Segmentation fault|Bus error|Illegal instruction"
+          r"|Floating point exception|Terminated|Trace/breakpoint trap)\b", "crash", "fatal",
+          "the shell reports a child that died of a signal (SIGABRT, SIGSEGV, ...): its own output above says why",
+          needles=("aborted", "segmentation fault", "bus error", "illegal instruction", "floating point exception",
+                   "terminated", "trace/breakpoint trap")),
+    # glibc assert/assert.c __assert_fail_base: "%s%s%s:%u: %s%sAssertion `%s' failed.\n" then abort(): a C/C++ assert
+    # in a library or tool (MIOpen, a test binary) stopped the process (added after round 10)
+    _rule("assertion-failed", r": Assertion `.*' failed\.", "crash", "fatal",
+          "a C/C++ assertion failed and aborted the process: the file:line and the condition say which library",
+          needles=("assertion `",)),
 
     # ---- divergence: HF Trainer log dicts, DeepSpeed's loss scaler, fairseq, Lightning, common scripts
     _rule("loss-scale-at-minimum", r"Current loss scale already at minimum|Minimum loss scale reached"
@@ -356,8 +373,13 @@ RULES: tuple[Rule, ...] = (
     # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
     # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
     # (added after round 9)
-    _rule("fairseq-loss-scale-collapsing", r"overflow detected, setting loss scale to: 0\.000\d", "divergence", "warning",
-          "fairseq's fp16 loss scale is nearly at its minimum: the run is diverging (use bf16 or a lower LR)"),
+    # apex amp/handle.py (NVIDIA/apex commit 007c5947) prints on every skipped step "Gradient overflow.  Skipping step,
+    # loss scaler {} reducing loss scale to {}" and has no minimum by default: a scale of 1e-4 or below (Python writes
+    # 6.103515625e-05, 1.4582244039112795e-303) is a collapse, not a scaler at work (added after round 10)
+    _rule("fairseq-loss-scale-collapsing", r"(?:overflow detected, setting loss scale to: |Skipping step, loss scaler \d+"
+          r" reducing loss scale to )(?:0\.000\d|\d(?:\.\d+)?e-(?:0[4-9]|[1-9]\d+))", "divergence", "warning",
+          "the fp16 loss scale (fairseq, apex amp) is nearly at its minimum: the run is diverging (use bf16 or a lower LR)",
+          needles=("overflow detected, setting loss scale to: ", "reducing loss scale to ")),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
@@ -438,7 +460,8 @@ RULES: tuple[Rule, ...] = (
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
-    *_vocabulary("hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "miopen", "blas", "python-stack"),
+    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "miopen-ocl", "miopen", "blas",
+                  "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
@@ -484,10 +507,12 @@ RULES: tuple[Rule, ...] = (
     _rule("store-connect-timeout", r"client socket has timed out after .* trying to connect to|DistStoreError"
           r"|DistNetworkError|Socket Timeout|connect\(\) timed out\. Original timeout was",
           "rendezvous", "fatal", "cannot reach MASTER_ADDR:MASTER_PORT (wrong address, firewall, master not up)"),
-    _rule("store-socket-error", r"^\s*(RuntimeError|(torch\.distributed\.)?DistNetworkError): (Connection reset by peer|Broken pipe)\s*$",
+    # c10d tcputil's SYSCHECK raises the errno's text alone; "Connection timed out" (ETIMEDOUT) added after round 10
+    _rule("store-socket-error", r"^\s*(RuntimeError|(torch\.distributed\.)?DistNetworkError): (Connection reset by peer"
+          r"|Broken pipe|Connection timed out)\s*$",
           "rendezvous", "fatal", "the TCPStore socket broke (c10d tcputil prints only the errno text): the store's "
           "host (rank 0's agent) died or the network to it failed", cascade=True,
-          needles=("connection reset by peer", "broken pipe")),
+          needles=("connection reset by peer", "broken pipe", "connection timed out")),
     _rule("gloo-connect-full-mesh", r"connectFullMesh failed", "rendezvous", "fatal",
           "gloo could not connect all ranks: GLOO_SOCKET_IFNAME or an unreachable interface"),
 
@@ -717,16 +742,21 @@ _SPECIFIC_ONLY = _SCAN_NEEDLES - _FALLBACK_NEEDLES
 _SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 
 
-# Which rules a needle can stand for: a line that holds minimal needle m can match only the rules one of whose needles
-# contains m. The scan finds every minimal needle in the line (a lookahead at each position; no minimal needle is a
-# prefix of another, so at most one starts at a position), and only those rules are tried, in table order. With ~200
-# rules, a line that enters the loop no longer pays a Python-level needle test per rule.
-_FIND = re.compile(f"(?=({_literal_trie(_SCAN_NEEDLES)}))")
+# Which rules a line can match: those with a needle in it. A second trie holds every rule's needles, not only the
+# minimal ones, and a lookahead at each position finds the longest needle that starts there (a trie's branches are
+# greedy); every needle that starts at that position is a prefix of it. So a found needle stands exactly for the rules
+# one of whose needles is a prefix of it, and the loop tries only rules whose literal is in the line, with no
+# Python-level needle test per rule (with the minimal needles alone, "error" stood for the ~70 rules whose needles
+# contain it and each was tested in Python: the vocabulary families made that the loop's main cost; issue 26).
+_ALL_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
+_FIND = re.compile(f"(?=({_literal_trie(_ALL_NEEDLES)}))")
 _CANDIDATES: dict[str, tuple[int, ...]] = {
-    m: tuple(
-        i for i, rule in enumerate(RULES) if rule.needles is not None and any(m in n for n in rule.needles)
+    found: tuple(
+        i
+        for i, rule in enumerate(RULES)
+        if rule.needles is not None and any(found.startswith(n) for n in rule.needles)
     )
-    for m in _SCAN_NEEDLES
+    for found in _ALL_NEEDLES
 }
 # The one rule without needles: the anchored glog "E1019 ..." prefix.
 _NO_NEEDLE_RULES = tuple(i for i, rule in enumerate(RULES) if rule.needles is None)
@@ -750,8 +780,6 @@ def classify(line: str) -> Match | None:
         return None
     for index in sorted(candidates):
         rule = RULES[index]
-        if rule.needles is not None and not any(n in low for n in rule.needles):
-            continue
         if rule.pattern.search(line):
             if index >= _FIRST_FALLBACK:  # the last resort: name the area the line points at, if it names one
                 area = next((a for a in _AREA_RULES if a.pattern.search(line)), None)

@@ -215,7 +215,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "clr",
         "ROCm/clr hipamd/src/hip_code_object.cpp, hip_fatbin.cpp, rocclr/device/rocm/rocdevice.cpp, rocvirtual.cpp, "
-        "rocclr/device/comgrctx.cpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
+        "rocclr/device/comgrctx.cpp, rocclr/device/rocm/rocprogram.cpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
         "the HIP runtime (CLR) could not load code for this GPU or set the device up: check the build's gfx targets",
         (
             ("%s - [Not Found]", "version-mismatch", "fatal"),
@@ -242,6 +242,14 @@ FAMILIES: tuple[Family, ...] = (
             ("Arena Memory Creation failed!", "oom", "fatal"),
             ("Error creating new instance of Device", "config", "fatal"),
             ("Allow p2p access failed - hsa_amd_agents_allow_access", "config", "fatal"),
+            # added after round 10: rocclr/device/rocm/rocprogram.cpp Program::setKernels puts these in the build log when
+            # ROCr will not load the code object (hsa_strerror's text follows each; an older CLR printed them after
+            # "devProgram.load() failed with buildLog=")
+            ("Error: Executable for AMD HSA Code Object isn't created", "version-mismatch", "fatal"),
+            ("Error: AMD HSA Code Object Reader create failed", "version-mismatch", "fatal"),
+            ("Error: AMD HSA Code Object loading failed", "version-mismatch", "fatal"),
+            ("Error: Freezing the executable failed", "version-mismatch", "fatal"),
+            ("Error: Cannot Find Global Var Sizes", "version-mismatch", "fatal"),
         ),
     ),
     # ---- ROCr queue/agent errors ROCr itself prints (ROCm/ROCR-Runtime, commit c7785a6d, core/runtime/
@@ -250,12 +258,19 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "rocr",
         "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
-        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); rocminfo",
+        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); ROCm/rocminfo rocminfo.cc (commit 792d1354)",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
         (
             ("hsa api call failure at: %s", "config", "fatal"),
-            ("Failed to get user name to check for video group membership", "config", "fatal"),
-            ("is member of render group", "config", "warning"),
+            # rocminfo.cc CheckInitialState (ROCm/rocminfo commit 792d1354f4ff1f32b7c670c8923394fc50ba37cc): why the
+            # GPU cannot be opened. The success line "<user> is member of <group> group" is not a row (it was one until
+            # round 10, which found it on a healthy rocminfo run). "ROCk module is NOT loaded" and "Unable to open
+            # /dev/kfd" are the older rule hip-no-device's.
+            ("ROCk module is NOT live, possibly no GPU devices", "config", "fatal"),
+            ("Failed to get group info to check for %s group membership", "config", "fatal"),
+            ("Failed to get user name to check for %s group membership", "config", "fatal"),
+            ("Failed to find pwd entry for user %s", "config", "fatal"),
+            ("is not member of \"%s\" group, the default DRM access group", "config", "fatal"),
             # added after round 9: ROCr core/runtime/amd_aql_queue.cpp's GPU core dump on a queue error ("GPU core dump
             # skipped because PC Sampling active", "GPU core dump failed" in c7785a6d; newer ROCr also prints "GPU core
             # dump created: <file>", as seen in a thread): a detail of the fault printed next to it
@@ -308,6 +323,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Failed to initialize parser -%d", "gpu-fault", "warning"),
             # added after round 9: amdkfd/kfd_process_queue_manager.c pqm_destroy_queue pr_err (code search, 6.x trees)
             ("Pasid 0x%x destroy queue %d failed, ret %d", "gpu-fault", "fatal"),
+            # added after round 10: gfx_v9_0.c / gfx_v9_4_3.c gfx_v9_0_wait_for_rlc_serdes DRM_INFO (code search): the RLC
+            # did not answer while the driver programmed the shader engines, printed during a GPU init or reset
+            ("Timeout wait for RLC serdes %u,%u", "gpu-fault", "warning"),
         ),
         example_prefix="[ 4518.220312] amdgpu 0000:c1:00.0: amdgpu: ",
     ),
@@ -415,6 +433,28 @@ FAMILIES: tuple[Family, ...] = (
         prefix=r"NCCL WARN ",
         needle="nccl warn",
     ),
+    # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
+    #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
+    #      <file>:<line>: <message> <text>". The kernel build and link failures and the missing tools are rows; the
+    #      generic texts ("Invalid Value", "Out Of Resources") are not. Before the `miopen` family, whose "MIOpen Error: "
+    #      row would name every one of them version-mismatch.
+    Family(
+        "miopen-ocl",
+        "ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage, include/miopen/errors.hpp MIOPEN_THROW_CL_STATUS "
+        "(commit 2d1fd997)",
+        "MIOpen's OpenCL backend could not build a kernel for this GPU, or lacks its compiler: check the ROCm install",
+        (
+            ("Build Program Failure", "version-mismatch", "fatal"),
+            ("Compile Program Failure", "version-mismatch", "fatal"),
+            ("Link Program Failure", "version-mismatch", "fatal"),
+            ("Invalid Program Executable", "version-mismatch", "fatal"),
+            ("Compiler Not Available", "config", "fatal"),
+            ("Linker Not Available", "config", "fatal"),
+            ("Mem Object Allocation Failure", "oom", "fatal"),
+            ("Out Of Host Memory", "oom", "fatal"),
+        ),
+        example_prefix="MIOpen Error: /MIOpen/src/ocl/clhelper.cpp:170: Error Building OpenCL Program ",
+    ),
     # ---- MIOpen: ROCm/MIOpen (commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, 2024-10-24) src/handle_api.cpp
     #      miopenGetErrorString (the miopenStatus_t names), src/include/miopen/errors.hpp / src/errors.cpp ("MIOpen Error:
     #      " + what()), src/logger.cpp (the "MIOpen(HIP): Error [Function] ..." prefix of MIOPEN_LOG_E), src/hip/
@@ -504,7 +544,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "python-stack",
         "torch 2.13.0, deepspeed 0.19.8, transformers, llamafactory (the .venv): distributed_c10d.py, reducer.cpp, "
-        "cuda/__init__.py, op_builder/builder.py, cpp_extension.py, utils/versions.py, extras/misc.py",
+        "cuda/__init__.py, op_builder/builder.py, cpp_extension.py, utils/versions.py, extras/misc.py, hparams/parser.py; "
+        "bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
             ("Default process group has not been initialized", "config", "fatal"),
@@ -526,7 +567,39 @@ FAMILIES: tuple[Family, ...] = (
             ("Your setup doesn't support bf16/gpu", "config", "fatal"),
             ("Please launch distributed training with `llamafactory-cli` or `torchrun`", "config", "fatal"),
             ("No module named '%s'", "config", "warning"),
+            # added after round 10: llamafactory/hparams/parser.py _parse_args prints this, then raises ValueError
+            ("Got unknown args, potentially deprecated arguments: %s", "config", "warning"),
+            # added after round 10: bitsandbytes, whose native library must match the torch build: cextension.py's
+            # RuntimeError in the 0.4x releases (code search: "CUDA Setup failed despite GPU being available"), and
+            # ROCm/bitsandbytes cextension.py (commit 41f21d4e720d543adfdae05d38f635a7485dbfaa) get_native_library
+            ("CUDA Setup failed despite GPU being available", "version-mismatch", "fatal"),
+            ("bitsandbytes library load error: %s", "version-mismatch", "warning"),
+            ("Configured %s binary not found at %s", "version-mismatch", "fatal"),
         ),
+    ),
+    # ---- rccl-tests (added after round 10): ROCm/rccl-tests src/common.h, the check macros every test binary
+    #      (all_reduce_perf, ...) prints through. Commit 04422e03fd9d366e667635e5f3af78bcf25252e1: HIPCHECK "%s: Test HIP
+    #      failure %s:%d '%s'", NCCLCHECK "%s: Test NCCL failure %s:%d '%s'", TESTCHECK " .. %s: Test failure %s:%d";
+    #      commit 89120edc6515360a49b733977943ff0f6320bcec: CUDACHECK "%s: Test CUDA failure %s:%d '%s'" (hipified, so
+    #      the text is hipGetErrorString's), NCCLCHECK "... '%s / %s'" (the error string, then ncclGetLastError),
+    #      TESTCHECK " .. %s pid %d: Test failure %s:%d". The HIP and CUDA checks get one row per hipGetErrorString text
+    #      (the HIP table above, its category); every NCCL result is comm-error (ncclGetErrorString, ROCm/rccl init.cc,
+    #      commit 0cbce2a7: the older nccl-* rules name the same texts comm-error); TESTCHECK only relays a failure
+    #      printed above it: a warning, comm-error since what failed is the collective test.
+    Family(
+        "rccl-tests",
+        "ROCm/rccl-tests src/common.h HIPCHECK/CUDACHECK/NCCLCHECK/TESTCHECK (commits 04422e03, 89120edc); the texts "
+        "from ROCm/clr hip_error.cpp (f9f995c6)",
+        "an RCCL test binary failed a check: the quoted text is the HIP or RCCL error, file:line where it was checked",
+        (
+            *((f"%s: Test {api} failure %s:%d '{text}'", category, severity)
+              for api in ("HIP", "CUDA")
+              for _, text, category, severity in HIP_ERRORS),
+            ("%s: Test NCCL failure %s:%d '%s'", "comm-error", "fatal"),
+            ("%s pid %d: Test failure %s:%d", "comm-error", "warning"),
+            ("%s: Test failure %s:%d", "comm-error", "warning"),
+        ),
+        shared_needles=("test hip failure", "test cuda failure"),
     ),
     # ---- RCCL's other WARN formats (second pass of issue 26): every distinct WARN("...") format in ROCm/rccl src/ at commit
     #      0cbce2a7571c907554199fad7e905f16ec0a565c (383, read from the fetched tree) that neither the curated `rccl`
@@ -541,8 +614,8 @@ FAMILIES: tuple[Family, ...] = (
     #      and the rest comm-error. All warnings: NCCL prints a WARN, then returns the error its caller raises.
     Family(
         "rccl-warn",
-        "ROCm/rccl src/ WARN(...) formats not in the curated table, by file (commit "
-        "0cbce2a7571c907554199fad7e905f16ec0a565c)",
+        "ROCm/rccl src/ WARN(...) formats not in the curated table, by file (src/bootstrap.cc, src/proxy.cc, "
+        "src/transport/net_ib.cc, src/misc/socket.cc, src/graph/*.cc, ...; commit 0cbce2a7571c907554199fad7e905f16ec0a565c)",
         "RCCL/NCCL warned before failing: the part of RCCL that warned says where to look; the error follows",
         (
             # src/bootstrap.cc
@@ -983,15 +1056,17 @@ HSA_STRINGS: tuple[tuple[str, str], ...] = (
 # fmt: on
 
 
-def _shared(needle: str, shared: tuple[str, ...]) -> str:
-    return next((literal for literal in shared if literal in needle), needle)
+def _shared(needle: str, shared: tuple[str, ...], fmt: str) -> str:
+    """A shared literal of the format's literal parts if it has one (every instance then contains it), else its own."""
+    literal_parts = [part.lower() for part in _CONVERSION.split(fmt)[::2]]
+    return next((literal for literal in shared if any(literal in part for part in literal_parts)), needle)
 
 
 def _family_rows(family: Family) -> list[tuple[str, str, str, str, str]]:
     return [
         (
             family.prefix + format_regex(fmt),
-            family.needle or _shared(format_needle(fmt), family.shared_needles),
+            family.needle or _shared(format_needle(fmt), family.shared_needles, fmt),
             category,
             severity,
             family.example_prefix + instantiate(fmt),
