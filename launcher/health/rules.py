@@ -136,6 +136,8 @@ HEALTHY = re.compile(
     r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from "
     r"|^\s*(?:During handling of the above exception, another exception occurred|The above exception was the direct"
     r" cause of the following exception):\s*$"
+    # a frame's source line echoed by the traceback (indented, before the exception line): `raise ValueError("...")`
+    r"|^\s+raise [A-Za-z_][\w.]*\("
 )
 
 # fmt: off
@@ -437,6 +439,10 @@ RULES: tuple[Rule, ...] = (
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
           "gpu-fault", "fatal", "the driver reset the GPU; everything running on it is lost"),
+    # gmc_v9_0.c / gmc_v10_0.c process_interrupt print the protection-fault status register after the fault line, then
+    # its decode fields (the amdgpu family's warnings): a detail, not a second fault (added after round 11)
+    _rule("amdgpu-fault-status", r"\bG?C?VM_L2_PROTECTION_FAULT_STATUS:0x[0-9A-Fa-f]+\s*$", "gpu-fault", "warning",
+          "the status register of the GPU page fault reported just above (a detail of that fault)"),
     _rule("amdgpu-page-fault", r"\[(gfx|mm)hub\d*\] (retry |no-retry )?page fault|GPU fault detected"
           r"|VM_L2_PROTECTION_FAULT_STATUS|in page starting at address", "gpu-fault", "fatal",
           "the GPU faulted on an address (kernel bug, use after free, or bad hardware)"),
@@ -460,7 +466,7 @@ RULES: tuple[Rule, ...] = (
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
-    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "miopen-ocl", "miopen", "blas",
+    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "ck", "miopen-ocl", "miopen", "blas",
                   "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
@@ -557,6 +563,10 @@ RULES: tuple[Rule, ...] = (
           "network", "fatal", "InfiniBand/RoCE completion error: link, switch or NIC trouble"),
     _rule("ib-async-event", r"NET/IB\w*\s*:.*Got async event\s*:", "network", "warning",
           "the InfiniBand/RoCE NIC reported an async event (port error: a flapping link or cable)"),
+    # RCCL/NCCL transport/net_ib.cc (ROCm/rccl 0cbce2a7, ncclIbInit): a device ibv_open_device cannot open is skipped
+    # ("NET/IB : Unable to open device %s", then `continue`), so this one is a warning (added after round 11)
+    _rule("ib-open-device-failed", r"Call to ibv_open_device failed", "network", "warning",
+          "NCCL/RCCL could not open an InfiniBand device and skips it (check the HCA if no other device or socket is used)"),
     _rule("ibverbs-call-failed", r"Call to ibv_\w+ failed|\bibv_\w+ failed \(errno", "network", "fatal",
           "an ibverbs call failed (RoCE GID/route/interface problem)"),
     _rule("ofi-completion-error", r"NET/OFI .*completed with error", "network", "fatal",

@@ -258,7 +258,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "rocr",
         "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
-        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); ROCm/rocminfo rocminfo.cc (commit 792d1354)",
+        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9), rocrtst/samples/rocrinfo/rocrinfo.cc; ROCm/rocminfo rocminfo.cc "
+        "(commit 792d1354)",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
         (
             ("hsa api call failure at: %s", "config", "fatal"),
@@ -269,6 +270,9 @@ FAMILIES: tuple[Family, ...] = (
             ("ROCk module is NOT live, possibly no GPU devices", "config", "fatal"),
             ("Failed to get group info to check for %s group membership", "config", "fatal"),
             ("Failed to get user name to check for %s group membership", "config", "fatal"),
+            # added after round 11: the older rocminfo (ROCR-Runtime rocrtst/samples/rocrinfo/rocrinfo.cc, c7785a6d, which
+            # rocminfo 1.x printed the same way) reports a failed HSA call with the line and the status number
+            ("hsa api call failure at line %d, file: %s. Call returned %d", "config", "fatal"),
             ("Failed to find pwd entry for user %s", "config", "fatal"),
             ("is not member of \"%s\" group, the default DRM access group", "config", "fatal"),
             # added after round 9: ROCr core/runtime/amd_aql_queue.cpp's GPU core dump on a queue error ("GPU core dump
@@ -433,6 +437,18 @@ FAMILIES: tuple[Family, ...] = (
         prefix=r"NCCL WARN ",
         needle="nccl warn",
     ),
+    # ---- composable_kernel (added after round 11): every CK device op checks IsSupportedArgument before it runs, and
+    #      its profilers, examples and the libraries built on it (flash-attention's CK backend, MIOpen's CK solvers)
+    #      report a refusal as "<op type string> does not support this problem" (code search: profiler/include/profiler/
+    #      profile_gemm_impl.hpp and the examples' std::runtime_error): no kernel instance for this GPU and shape.
+    Family(
+        "ck",
+        "ROCm/composable_kernel profiler/include/profiler/profile_gemm_impl.hpp, example/*.cpp IsSupportedArgument checks "
+        "(code search)",
+        "composable_kernel has no kernel instance for this GPU and problem shape: check the gfx target the library was built for",
+        (("%s does not support this problem", "version-mismatch", "fatal"),),
+        example_prefix="RuntimeError: ",
+    ),
     # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
     #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
     #      <file>:<line>: <message> <text>". The kernel build and link failures and the missing tools are rows; the
@@ -461,7 +477,8 @@ FAMILIES: tuple[Family, ...] = (
     #      hipoc_program.cpp ("Code object build failed"), src/comgr.cpp (HIPRTC / comgr status names).
     Family(
         "miopen",
-        "ROCm/MIOpen src/handle_api.cpp, errors.cpp, logger.cpp, hip/hipoc_program.cpp, comgr.cpp (commit 2d1fd997)",
+        "ROCm/MIOpen src/handle_api.cpp, errors.cpp, logger.cpp, hip/hipoc_program.cpp, comgr.cpp, driver/conv_driver.hpp "
+        "(commit 2d1fd997)",
         "MIOpen could not build or find a kernel for this GPU (a gfx target the install lacks, a stale kernel cache)",
         (
             ("miopenStatusNotInitialized", "config", "fatal"),
@@ -481,6 +498,12 @@ FAMILIES: tuple[Family, ...] = (
             ("No suitable algorithm was found to execute the required convolution", "version-mismatch", "fatal"),
             ("MIOpen Error: ", "version-mismatch", "fatal"),
             ("MIOpen(HIP): Error [", "version-mismatch", "warning"),
+            # added after round 11: MIOpenDriver's verification against the CPU reference (driver/conv_driver.hpp, 2d1fd997):
+            # the kernel MIOpen chose computed a wrong result for this GPU and problem
+            ("Forward Convolution FAILED: %s > %s", "version-mismatch", "fatal"),
+            ("Backward Convolution Data FAILED: %s > %s", "version-mismatch", "fatal"),
+            ("Backward Convolution Weights FAILED: %s > %s", "version-mismatch", "fatal"),
+            ("Backward Convolution Bias FAILED: %s > %s", "version-mismatch", "fatal"),
         ),
         shared_needles=("miopenstatus", "hiprtc_error_", "comgr_status_error"),
     ),
@@ -544,8 +567,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "python-stack",
         "torch 2.13.0, deepspeed 0.19.8, transformers, llamafactory (the .venv): distributed_c10d.py, reducer.cpp, "
-        "cuda/__init__.py, op_builder/builder.py, cpp_extension.py, utils/versions.py, extras/misc.py, hparams/parser.py; "
-        "bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e)",
+        "cuda/__init__.py, op_builder/builder.py, runtime/config.py, cpp_extension.py, utils/versions.py, extras/misc.py, "
+        "hparams/parser.py; bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e); flash-attention "
+        "csrc/flash_attn/flash_api.cpp, transformers utils/import_utils.py (code search)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
             ("Default process group has not been initialized", "config", "fatal"),
@@ -569,6 +593,14 @@ FAMILIES: tuple[Family, ...] = (
             ("No module named '%s'", "config", "warning"),
             # added after round 10: llamafactory/hparams/parser.py _parse_args prints this, then raises ValueError
             ("Got unknown args, potentially deprecated arguments: %s", "config", "warning"),
+            # added after round 11: deepspeed/runtime/config.py (0.19.8) _batch_assertion: the batch sizes in the config and
+            # the world size disagree
+            ("Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size", "config", "fatal"),
+            # added after round 11 (code search): flash-attention csrc/flash_attn/flash_api.cpp TORCH_CHECK(is_sm90 || is_sm8x,
+            # ...): the extension has no kernels for this GPU; transformers utils/import_utils.py _LazyModule._get_module
+            # wraps a failed import of a model module (the cause follows on the next line: a warning)
+            ("FlashAttention only supports Ampere GPUs or newer", "version-mismatch", "fatal"),
+            ("Failed to import transformers.%s because of the following error (look up to see its traceback)", "version-mismatch", "warning"),
             # added after round 10: bitsandbytes, whose native library must match the torch build: cextension.py's
             # RuntimeError in the 0.4x releases (code search: "CUDA Setup failed despite GPU being available"), and
             # ROCm/bitsandbytes cextension.py (commit 41f21d4e720d543adfdae05d38f635a7485dbfaa) get_native_library
