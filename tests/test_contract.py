@@ -241,7 +241,7 @@ def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
     assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
         "try_write", ""
     )
-    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "follower.py").read_text()
 
 
 def test_every_vocabulary_family_cites_its_emitter_source() -> None:
@@ -491,29 +491,25 @@ def test_the_run_loop_speaks_through_public_seams() -> None:
     assert "on_attempt" in runner and 'startswith("restart ' not in runner
 
 
+def _literal_exit_codes(path: Path) -> list[str]:
+    """Every `return <int>` and `Outcome(<int>, ...)` of one module, as "file:line: N"."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        literal = node.value if isinstance(node, ast.Return) else None
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Outcome" and node.args:
+            literal = node.args[0]
+        if isinstance(literal, ast.Constant) and type(literal.value) is int:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {literal.value}")
+    return found
+
+
 def test_run_verbs_return_no_literal_exit_codes() -> None:
     """The rule of test_verb_entry_points_return_exit_codes_by_name, over every verb module of the run: no
     `return <int>` and no `Outcome(<int>, ...)` in lifecycle, the supervisor or launcher/run/; the codes come from
     launcher/errors.py by name."""
-    paths = [
-        ROOT / "launcher" / "lifecycle.py",
-        ROOT / "launcher" / "supervise.py",
-        *sorted((ROOT / "launcher" / "run").glob("*.py")),
-    ]
-    literal = []
-    for path in paths:
-        for node in ast.walk(ast.parse(path.read_text())):
-            value = node.value if isinstance(node, ast.Return) else None
-            if isinstance(value, ast.Constant) and type(value.value) is int:
-                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: return {value.value}")
-            if (
-                isinstance(node, ast.Call)
-                and getattr(node.func, "id", None) == "Outcome"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: Outcome({node.args[0].value}, ...)")
-    assert literal == []
+    run = sorted((ROOT / "launcher" / "run").glob("*.py"))
+    paths = [ROOT / "launcher" / "lifecycle.py", ROOT / "launcher" / "supervise.py", *run]
+    assert [line for path in paths for line in _literal_exit_codes(path)] == []
 
 
 def test_run_states_are_named_not_spelled() -> None:
@@ -529,3 +525,103 @@ def test_run_states_are_named_not_spelled() -> None:
         if not line.startswith(("launcher/states.py", "launcher/node/"))
     ]
     assert active == []
+
+
+# Issue 22: node-script calls, the guard's bundle, the follower's records, the run record's layout.
+
+
+def test_node_script_calls_go_through_nodecall() -> None:
+    """Every node-script call from the head is built (`python -I -c CODE`, `python -I -`) and read (the JSON reply on
+    the last line) by launcher/nodecall.py; guard verbs by launcher/guardctl.py. The head's own supervisor
+    (supervise.py BOOT) is no node script."""
+    skip = ("launcher/nodecall.py", "launcher/guardctl.py")
+    pattern = r"(?<!nodecall\.)(script_argv|reply_of)\(|\"-I\", \"-c\""
+    head = [line for line in _launcher_lines(pattern, skip=skip) if not line.startswith("launcher/node/")]
+    assert [line for line in head if not line.startswith("launcher/supervise.py")] == []
+    assert _launcher_lines(r"json\.loads\([^)]*\.stdout", skip=skip) == []
+    # One reader of a node script's text: nodecall.node_script.
+    assert _launcher_lines(r"import .*\bnode_script\b") == []
+
+
+def test_the_guard_bundle_is_the_only_pushed_file_list() -> None:
+    """plan.py pushes protocol.GUARD_BUNDLE and names none of its files itself, and the bundle holds every module
+    the guard imports beside itself (guard.py run as a script imports its siblings by their bare names)."""
+    plan = (ROOT / "launcher" / "plan.py").read_text()
+    for name in protocol.GUARD_BUNDLE:
+        assert f'"{name}"' not in plan and f"'{name}'" not in plan, f"plan.py names {name} itself"
+    assert plan.count("protocol.GUARD_BUNDLE") == 2  # the files of every node plan, and load_sources
+    node = ROOT / "launcher" / "node"
+    siblings = {p.stem for p in node.glob("*.py")}
+    todo, seen = ["guard"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [m for m in imported_modules(node / f"{name}.py") if m in siblings]
+    assert {f"{m}.py" for m in seen} <= set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE}
+    assert set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE} <= {f"{m}.py" for m in siblings}
+    assert (ROOT / "launcher" / "health" / protocol.RULES_FILE).is_file()
+
+
+def test_node_records_carry_protocol_kinds_only() -> None:
+    """No record built in launcher/node has a literal "k": every {"k": ...} takes a protocol.K_* name."""
+    kinds = {name for name in dir(protocol) if name.startswith("K_")}
+    bad = []
+    for path in sorted((ROOT / "launcher" / "node").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Dict):
+                continue
+            for key, value in zip(node.keys, node.values, strict=True):
+                literal = isinstance(key, ast.Constant) and key.value == "k"
+                if literal and not (isinstance(value, ast.Attribute) and value.attr in kinds):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert bad == []
+
+
+def test_the_head_takes_the_followers_rule_for_a_flagged_line() -> None:
+    """A flagged line carries the rule its follower matched and the local rank it read (edge.Forwarder), and the
+    head's watcher uses that rule (Watcher.observe_line(rule=...)) instead of classifying the line again."""
+    edge = (ROOT / "launcher" / "node" / "edge.py").read_text()
+    assert edge.count('"lr": local') == 3
+    run = (ROOT / "launcher" / "run" / "attempt.py").read_text()
+    assert "observe_line(now, host, rank, rest, rule=rule)" in run
+
+
+def test_the_run_records_layout_lives_in_records_py() -> None:
+    """Paths inside a run record come from RunRecord (records.py: targets, outcomes, stacks, fr, metrics,
+    progress ...), never built from `record.root / "..."` elsewhere."""
+    names = r'"(targets|outcome)-|"(targets|stacks|fr)\.json"|"metrics\.prom"|"progress\.jsonl"|root / "'
+    assert _launcher_lines(names, skip=("launcher/records.py",)) == []
+
+
+def test_every_command_documents_its_exit_codes() -> None:
+    """Scripts branch on exit codes: each verb's --help says which it returns (like `up`'s), and only codes
+    launcher/errors.py defines (issue 24)."""
+    import re
+
+    import click
+
+    from launcher.cli import main
+    from launcher.errors import ExitCode
+
+    known = {int(c) for c in ExitCode}
+    missing, unknown = [], []
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, command in sorted(group.commands.items()):
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix}{name} ")
+                continue
+            text = command.help or ""
+            line = next((part for part in text.split("Exit:")[1:2]), None)
+            if line is None:
+                missing.append(f"{prefix}{name}")
+                continue
+            codes = {int(c) for c in re.findall(r"(?:^|·)\s*(\d{1,3})\s", line.split("\n\n")[0])}
+            if not codes or codes - known:
+                unknown.append(f"{prefix}{name}: {sorted(codes - known) or 'no codes'}")
+
+    walk(main, "")
+    assert not missing, f"no `Exit:` line in --help: {missing}"
+    assert not unknown, unknown

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from launcher import nodecall
 from launcher.jobs.llamafactory import LF_CONFIG_FILE, startup_paths
-from launcher.node.protocol import reply_of, script_argv
 
 
 def node_path_specs(plan: Any) -> dict[str, dict[str, Any]]:
@@ -45,16 +45,16 @@ def check_paths_on_nodes(
     if not specs:
         return 0, []
     python = {n.host: n.python for n in plan.nodes}
-    group = transport.run_all(
-        list(specs), lambda h: script_argv(python[h], "-c", script, json.dumps(specs[h])), timeout=timeout
+    replies = nodecall.call_all(
+        transport, list(specs), python, script, lambda h: [json.dumps(specs[h])], timeout=timeout
     )
     lines: list[str] = []
     bad_input = False
-    for host, result in group.results.items():
-        reply = reply_of(result.stdout) if result.ok else None
-        if not isinstance(reply, dict):
-            lines.append(f"{host}: the path check did not answer ({result.why()})")
+    for host, answer in replies.items():
+        if not answer.ok:
+            lines.append(f"{host}: the path check did not answer ({answer.why()})")
             continue
+        reply = answer.data
         if reply.get("error"):
             lines.append(f"{host}: {reply['error']}")
         relative_dir = _relative(specs[host].get("dataset_dir"))
