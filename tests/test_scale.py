@@ -99,3 +99,66 @@ def test_a_follower_that_fails_to_open_is_asked_again(
     assert refusals["n00001"] == 0
     assert all(s.follower is not None and not s.lost for s in runner.nodes.values())
     runner.record.close()
+
+
+def test_heartbeats_begin_with_the_first_follower_not_after_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 250 simulated nodes opening every follower took 45 s and guards whose follower opened early heard no
+    beat for the whole heartbeat timeout: beats now go out from `attach` on, before `watch` begins."""
+    import os
+    import time
+
+    from launcher import records
+    from launcher.plan import build_plan, load_sources
+    from launcher.run.attempt import Runner
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    inv = headsim.inventory(4, 1, str(tmp_path / "work"))
+    inv = inv.model_copy(update={"health": inv.health.model_copy(update={"heartbeat_timeout": 1.2})})
+    sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    runner = Runner(plan, headsim.SimTransport(sim), records.RunRecord.create(plan.run_id, plan.to_json()))
+    runner.push()
+    runner.start()
+    runner.attach()  # and no watch: the slow rest of an attach, as far as the first nodes can tell
+    deadline = time.monotonic() + 30
+    while not all(node.beats for node in sim.nodes.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runner.detach_followers()  # stops the beats as well
+    beaten = {host for host, node in sim.nodes.items() if node.beats}
+    counts = {host: len(node.beats) for host, node in sim.nodes.items()}
+    time.sleep(1.0)  # more than three intervals (0.3 s): a thread left beating would add beats
+    runner.record.close()
+    assert beaten == set(sim.nodes), counts
+    assert counts == {host: len(node.beats) for host, node in sim.nodes.items()}
+
+
+def test_known_hosts_is_parsed_once_per_transport_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """paramiko parsed the whole known_hosts for every connection: N² key parses for a verb on N nodes."""
+    import os
+
+    import paramiko
+
+    from cluster import ssh
+    from cluster.transport import Endpoint
+
+    parses: list[str] = []
+
+    class Counting(paramiko.HostKeys):
+        def __init__(self, filename: str | None = None) -> None:
+            parses.append(str(filename))
+            super().__init__(filename)
+
+    monkeypatch.setattr(ssh.paramiko, "HostKeys", Counting)
+    known = tmp_path / "known_hosts"
+    line = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+    known.write_text(f"[10.0.0.1]:22 ssh-ed25519 {line}\n")
+    transport = ssh.SSHTransport({"a": Endpoint("a", "10.0.0.1")})
+    first = transport._host_keys(str(known))
+    assert transport._host_keys(str(known)) is first and len(parses) == 1
+    known.write_text(f"[10.0.0.1]:22 ssh-ed25519 {line}\n[10.0.0.2]:22 ssh-ed25519 {line}\n")
+    os.utime(known, ns=(1, 1))  # a new stat, as an accept-new write gives
+    assert transport._host_keys(str(known)).lookup("[10.0.0.2]:22") is not None and len(parses) == 2
