@@ -625,3 +625,31 @@ def test_every_command_documents_its_exit_codes() -> None:
     walk(main, "")
     assert not missing, f"no `Exit:` line in --help: {missing}"
     assert not unknown, unknown
+
+
+def test_ssh_connections_parse_no_known_hosts_and_poll_quietly() -> None:
+    """Issue 23 (scale): a connection never parses a whole known_hosts file (N² parses for a verb on N nodes; the
+    transport parses each file once, `SSHTransport._host_keys`), and every paramiko Transport is the quiet one
+    (one idle wake-up a second, not ten: ~1 ms of head CPU per node per second)."""
+    source = (ROOT / "cluster" / "ssh.py").read_text()
+    calls = [
+        node.func.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+    assert "load_host_keys" not in calls and "load_system_host_keys" not in calls
+    connects = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "connect"
+        and any(k.arg == "sock" for k in node.keywords)
+    ]
+    assert connects and all(
+        any(
+            k.arg == "transport_factory" and isinstance(k.value, ast.Name) and k.value.id == "_QuietTransport"
+            for k in node.keywords
+        )
+        for node in connects
+    ), "every SSHClient.connect passes transport_factory=_QuietTransport"
