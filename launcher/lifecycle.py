@@ -7,6 +7,7 @@ the `on_line` callback so the same code serves the terminal, tests and validatio
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -17,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from cluster.inventory import Inventory
-from cluster.transport import Transport, make_transport
+from cluster.transport import Transport, make_transport, zip_hosts
 from launcher import attempts, hostlock, ledger, nodecall, records, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.run.attempt import (
-    EXIT_INFRA,
     EXIT_OK,
     LaunchError,
     LaunchRefused,
@@ -178,8 +178,7 @@ def up(
                 raise LaunchError(
                     "doctor preflight failed, nothing was started:\n"
                     + "\n".join(f"  {line}" for line in failed)
-                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
-                    EXIT_INFRA,
+                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)"
                 )
         if inv.keep_runs is not None:
             _collect_old_runs(inv, transport, run_id, say)
@@ -245,8 +244,7 @@ def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callab
     failed = {h: n.error for h, n in result.nodes.items() if n.error}
     if failed:
         raise LaunchError(
-            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
-            EXIT_INFRA,
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items()))
         )
     sent = sum(n.sent_bytes for n in result.nodes.values())
     files = sum(n.sent_files for n in result.nodes.values())
@@ -375,13 +373,24 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 summary = "; ".join(text for _, text in reasons) or why
                 record.set_state(settled[0], reason=why, summary=summary, ended_at=time.time())
                 out.update(state=final, reason=why, summary=summary)
-    outcomes = record.outcome_paths()
-    if outcomes:
-        out["outcome"] = json.loads(outcomes[-1].read_text())
+    if (latest := latest_outcome(record)) is not None:
+        out["outcome"] = latest
     if (gp := attempts.goodput_of(record)) is not None:
         out["goodput"] = gp.to_json()
     out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
     return out
+
+
+def latest_outcome(record: records.RunRecord) -> dict[str, Any] | None:
+    """The last attempt's outcome-N.json, by attempt number (RunRecord.outcome_paths; sorted as text, attempt 10
+    came before attempt 2)."""
+    paths = record.outcome_paths()
+    if not paths:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(paths[-1].read_text())
+        return data if isinstance(data, dict) else None
+    return None
 
 
 # Job arguments that name the run's total steps, as the example and the common trainers spell them.
@@ -443,43 +452,83 @@ def progress_summary(
     return out
 
 
+@dataclasses.dataclass
+class LogRead:
+    """What `rlaunch logs` read: the lines (node by node, attempt by attempt), where each node's reading stopped
+    (run directory → byte offset in its out.log, for `logs -f` to go on from) and the nodes whose lines came from
+    the head's copy instead (unreachable: only the lines the follower forwarded, no --since)."""
+
+    lines: list[tuple[str, str]]
+    ends: dict[str, dict[str, int]]
+    from_record: list[str]
+
+
 def read_logs(
     run_id: str | None, node: str | None = None, grep: str | None = None, rank: int | None = None
 ) -> list[tuple[str, str]]:
-    """Every line of the run, read from the nodes' own logs (each attempt's out.log): the head's record holds only
-    what the followers forwarded. A node that cannot be reached falls back to the record's copy."""
+    """Every line of the run (see read_log_lines), as (node, text)."""
+    return read_log_lines(run_id, node=node, grep=grep, rank=rank).lines
+
+
+def read_log_lines(
+    run_id: str | None,
+    *,
+    node: str | None = None,
+    grep: str | None = None,
+    rank: int | None = None,
+    tail: int | None = None,
+    since: float | None = None,
+    ago: float | None = None,
+    follow: bool = False,
+) -> LogRead:
+    """Every line of the run, read from the nodes' own logs (each attempt's out.log, by launcher/node/logcat.py):
+    the head's record holds only what the followers forwarded. `tail` keeps each node's last N lines (cut on the
+    node: only those cross the network); `ago`/`since` keep the lines written in the last `ago` seconds by the
+    node's clock, or at/after the epoch time `since` (the guard's out.idx, to within about a second). A node
+    that cannot be reached falls back to the record's copy (tail applied, since not: its lines carry no time)."""
     record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
     history = targets_by_attempt(record)
     ran = list(dict.fromkeys(t.host for attempt in history for t in attempt))  # spares included
     hosts = [h for h in ran if node is None or h == node]
     firsts = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
-    local: dict[str, str] = {h: "all" for h in hosts}
+    local: dict[str, str | list[int]] = {h: "all" for h in hosts}
     if rank is not None:
         nproc = {n["host"]: int(n["nproc"]) for n in plan_json["nodes"]}
-        local = {h: str(rank - firsts[h]) for h in hosts if h in firsts and 0 <= rank - firsts[h] < nproc[h]}
+        local = {h: [rank - firsts[h]] for h in hosts if h in firsts and 0 <= rank - firsts[h] < nproc[h]}
     python = {t.host: t.python for attempt in history for t in attempt}
     run_dirs = {h: [t.run_dir for attempt in history for t in attempt if t.host == h] for h in local}
-    out: list[tuple[str, str]] = []
+
+    def options(host: str) -> str:
+        opts = {"ranks": local[host], "grep": grep or "", "tail": tail, "since": since, "ago": ago}
+        return json.dumps({**opts, "follow": follow})
+
+    read = LogRead([], {}, [])
     with make_transport(inv) as transport:
         replies = nodecall.call_all(
             transport,
             list(local),
             lambda h: python.get(h, "python3"),
             nodecall.node_script("logcat.py"),
-            lambda h: [local[h], grep or "", *run_dirs[h]],
+            lambda h: [options(h), *run_dirs[h]],
             timeout=120,
         )
     for host in local:
-        result = replies[host].result if host in replies else None
-        if result is not None and result.ok:
-            out += [(host, line) for line in result.stdout.splitlines()]
+        reply = replies.get(host)
+        if reply is not None and reply.ok and isinstance(reply.get("end"), dict):
+            lines = reply.result.stdout.splitlines()[:-1]  # the last line is the reply
+            read.lines += [(host, line) for line in lines]
+            read.ends[host] = {str(k): v for k, v in reply.get("end").items() if isinstance(v, int)}
             continue
+        read.from_record.append(host)
         path = record.log_path(host)
-        for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
-            if pattern is None or pattern.search(line):
-                out.append((host, line))
-    return out
+        kept = [
+            (host, line)
+            for line in (path.read_text(errors="replace").splitlines() if path.is_file() else [])
+            if pattern is None or pattern.search(line)
+        ]
+        read.lines += kept[-tail:] if tail else ([] if tail == 0 else kept)
+    return read
 
 
 def follow_logs(
@@ -488,27 +537,46 @@ def follow_logs(
     *,
     node: str | None = None,
     grep: str | None = None,
+    rank: int | None = None,
+    after: Mapping[str, Mapping[str, int]] | None = None,
 ) -> None:
     """Re-attach to a running job's logs, every line (no heartbeats, no teardown: watching only). Ends when the job
-    ends. A live supervisor records what it needs itself: then nothing here is written to the record."""
-    record, inv, _ = open_run(run_id)
+    ends. A live supervisor records what it needs itself: then nothing here is written to the record. `after`
+    (read_log_lines' ends): per node and run directory, the offset already shown; only later lines are shown."""
+    from launcher.health.classify import parse_prefixes
+
+    record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
     from launcher import supervise
 
-    recording = not supervise.supervisor_alive(record.read_state())
-    offsets = record.read_state().get("offsets", {})
+    state = record.read_state()
+    # Someone else records this run while its supervisor or its foreground `up` lives: then only watch.
+    foreground = not state.get("detached") and state.get("launcher_pid")
+    recording = not supervise.supervisor_alive(state) and not (foreground and _pid_alive(int(foreground)))
+    offsets = state.get("offsets", {})
     targets = [t for t in targets_of(record) if node is None or t.host == node]
+    firsts = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
+    shown = {t.host: int((after or {}).get(t.host, {}).get(t.run_dir, 0)) for t in targets}
     done = threading.Event()
     remaining = {t.host for t in targets}
     lock = threading.Lock()
 
+    def wanted(host: str, text: str) -> bool:
+        if pattern is not None and not pattern.search(text):
+            return False
+        if rank is None:
+            return True
+        local = parse_prefixes(text).local_rank
+        return local is not None and host in firsts and firsts[host] + local == rank
+
     def handle(host: str, rec: dict[str, Any]) -> None:
         if rec.get("k") == protocol.K_LINE:
             text = rec.get("text", "")
+            off = rec.get("off", 0)
             if recording:
-                offsets[host] = rec.get("off", offsets.get(host, 0))
+                offsets[host] = off if isinstance(off, int) else offsets.get(host, 0)
                 record.append_log(host, text)
-            if pattern is None or pattern.search(text):
+            if (not isinstance(off, int) or off > shown[host]) and wanted(host, text):
                 on_line(host, text)
         elif rec.get("k") == protocol.K_EXIT:
             with lock:
@@ -516,19 +584,35 @@ def follow_logs(
                 if not remaining:
                     done.set()
 
+    by_host = {t.host: t for t in targets}
+
+    def start(host: str) -> Any:
+        # Recording keeps the record's copy whole (from its own offset); otherwise start where `logs` stopped.
+        offset = offsets.get(host, 0) if recording or after is None else shown[host]
+        return guards.follow(by_host[host], handle, offset=offset)
+
     with make_transport(inv) as transport:
         guards = GuardClient(transport)
-        procs = [guards.follow(t, handle, offset=offsets.get(t.host, 0)) for t in targets]
+        # One exec round trip per node: opened side by side, as the runner does (issue 23).
+        procs = dict(zip_hosts(list(by_host), start, transport.max_parallel))
         try:
             while not done.wait(0.5):
-                if all(p.poll() is not None for p in procs):
+                if all(p.poll() is not None for p in procs.values()):
                     break
         finally:
-            for p in procs:
-                p.close()
+            zip_hosts(list(procs), lambda h: procs[h].close(), transport.max_parallel)
             if recording:
                 record.update_state(offsets=offsets)
             record.close()
 
 
-__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "up"]
+__all__ = [
+    "LaunchError",
+    "LogRead",
+    "down",
+    "follow_logs",
+    "read_log_lines",
+    "read_logs",
+    "status",
+    "up",
+]

@@ -12,7 +12,7 @@ from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport
 from launcher import ledger, nodecall
 from launcher import plan as planning
-from launcher.run.attempt import EXIT_INFRA, LaunchError
+from launcher.run.attempt import LaunchError
 
 
 def swap(inv: Inventory, failed: str, spare: NodeSpec) -> Inventory:
@@ -37,8 +37,7 @@ def admit(inv: Inventory, entries: list[dict], now: float | None = None) -> tupl
         usable = [s for s in inv.spares if not ledger.over_limit([s.host], summary, limit)]
         if not usable:
             raise LaunchError(
-                "refusing to start: " + ledger.describe_limit(node, limit, inv.health.strike_window),
-                EXIT_INFRA,
+                "refusing to start: " + ledger.describe_limit(node, limit, inv.health.strike_window)
             )
         inv = swap(inv, node.host, usable[0])
         replaced[node.host] = usable[0].host

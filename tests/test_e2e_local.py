@@ -54,6 +54,9 @@ def test_embedded_default_through_the_cli(run_home: Path) -> None:
     assert "succeeded" in proc.stderr
     run_id = records.list_run_ids(run_home)[-1]
     assert not processes_of_run(run_id)
+    # The run id as soon as it exists, with what to type in another terminal; at the end what to read next.
+    assert f"rlaunch: run {run_id} · next: rlaunch logs {run_id} -f · " in proc.stderr
+    assert f"next: rlaunch logs {run_id} --tail 50 · " in proc.stderr.splitlines()[-1]
     losses = [float(line.split("loss=")[1]) for line in proc.stdout.splitlines() if " step=" in line]
     assert losses[-1] < losses[0]  # the demo job learns
 

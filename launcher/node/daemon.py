@@ -46,6 +46,7 @@ class Guard:
         self.pids_file = os.fdopen(
             rd.open_nofollow(rd.path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
+        self.out_index = rd.OutIndex(rundir)  # out.log's time index, for `rlaunch logs --since`
         self.edge = load_edge(rundir, job)
         if self.edge is not None:
             self.edge.on_bad_line = rd.log
@@ -177,6 +178,7 @@ class Guard:
                 self.state.edge = decision
                 self.finish(protocol.FAILED, decision["reason"])
                 return
+            self.out_index.note()
             time.sleep(poll)
 
     def edge_decision(self) -> dict | None:
@@ -198,6 +200,7 @@ class Guard:
         if survivors:
             reason += f"; {len(survivors)} process(es) would not die: {survivors}"
         self.reap()
+        self.out_index.note(force=True)
         self.state.end(state, reason)
         self.write_state()
         rd.log(f"final state {json.dumps(self.state.to_json())}")

@@ -74,6 +74,12 @@ K_ACTIVITY = (
 )
 K_EXIT = "exit"  # {"state": final state.json}: always the last record
 
+# ---- out.log's time index (RUNDIR/out.idx) ----------------------------------------------------------------------
+# "TIME SIZE" lines appended by the guard when it sees out.log grow, at most one per OUT_INDEX_EVERY_S: the job
+# writes out.log itself, so its lines carry no time; logcat.py reads the index for `rlaunch logs --since`.
+OUT_INDEX = "out.idx"
+OUT_INDEX_EVERY_S = 1.0
+
 # ---- guard states (state.json "state") ----------------------------------------------------------------------
 RUNNING = "running"
 SUCCEEDED = "succeeded"

@@ -4,7 +4,8 @@ defaults, the guard's identity from state.json, and the one builder of state.jso
 Files in RUNDIR: job.json (input), guard.pid, guard.lock (flock held by the live guard), state.json (atomic),
 out.log (job stdout+stderr), guard.log, heartbeat (mtime touched by the follower), head_closed, pids (append-only
 "PID STARTTIME SID" lines of every descendant seen, so `stop` can find them after the guard itself was SIGKILLed),
-stop_request.json (the grace `stop` asked for). Standard library only (pushed beside guard.py).
+stop_request.json (the grace `stop` asked for), out.idx (out.log's time index, OutIndex). Standard library only
+(pushed beside guard.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,32 @@ def path_in(rundir: str, name: str) -> str:
 def open_nofollow(path: str, flags: int, mode: int = 0o600) -> int:
     """os.open that never follows a symlink at `path` (a link planted there would redirect our writes)."""
     return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
+class OutIndex:
+    """RUNDIR/out.idx (protocol.OUT_INDEX): "TIME SIZE" whenever out.log has grown, at most once per
+    OUT_INDEX_EVERY_S, so `rlaunch logs --since` finds where a time begins in out.log (logcat.py): the job writes
+    out.log itself, its lines carry no time. One stat per poll; about 20 bytes a second while the job writes,
+    nothing while it is quiet."""
+
+    def __init__(self, rundir: str) -> None:
+        self.log = path_in(rundir, "out.log")
+        self.fd = open_nofollow(path_in(rundir, protocol.OUT_INDEX), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self.size = -1
+        self.next_at = 0.0
+
+    def note(self, force: bool = False) -> None:
+        now = time.time()
+        if now < self.next_at and not force:
+            return
+        try:
+            size = os.stat(self.log).st_size
+        except OSError:
+            return
+        if size != self.size:
+            os.write(self.fd, f"{now:.2f} {size}\n".encode())
+            self.size = size
+            self.next_at = now + protocol.OUT_INDEX_EVERY_S
 
 
 def write_json_atomic(path: str, data: dict) -> None:

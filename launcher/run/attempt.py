@@ -45,19 +45,21 @@ SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
 
 
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+    """Nothing was started (or everything started was stopped again), one line per node: infrastructure (exit 3);
+    input that cannot work is its subclass LaunchRefused (exit 2). The code comes with the type, never an argument.
 
     `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
     could not be reached at all, as opposed to nodes that answered and failed a check."""
 
+    code = ExitCode.INFRA
+
     def __init__(
         self,
         message: str,
-        code: int | None = None,
         failed: dict[str, str] | None = None,
         failures: dict[str, str] | None = None,
     ):
-        super().__init__(message, code, failed)
+        super().__init__(message, None, failed)
         self.failures = failures or {}
 
 
@@ -175,9 +177,7 @@ class Runner:
         failed = {h: why for h, why in failed.items() if why}
         if failed:
             kinds = {h: r.result.failure for h, r in replies.items() if h in failed and r.result.failure}
-            raise LaunchError(
-                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
-            )
+            raise LaunchError(_per_node("preflight failed, nothing was started", failed), failed, kinds)
         return GroupResult({host: reply.result for host, reply in replies.items()})
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
@@ -198,7 +198,6 @@ class Runner:
             kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
                 _per_node("start failed; every started node was stopped again", failed),
-                EXIT_INFRA,
                 failed,
                 {h: k for h, k in kinds.items() if k},
             )
@@ -228,9 +227,7 @@ class Runner:
         if failed:
             self.stop(reason="a node failed to start")
             self.detach_followers()
-            raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
-            )
+            raise LaunchError(_per_node("start failed; every started node was stopped again", failed), failed)
         self._event(
             {"kind": "info", "severity": "info", "text": f"started on {len(self.nodes)} nodes (attached)"}
         )
@@ -242,6 +239,10 @@ class Runner:
         todo = [
             n for n in self.plan.nodes if self.nodes[n.host].follower is None
         ]  # attached guards have theirs
+        # Beats from the first follower on, not from the end of attach: at 250 simulated nodes (load 130) opening
+        # every follower took 45 s, and guards whose follower opened early heard nothing for 15 s and tore their
+        # jobs down ("no heartbeat ... while the head's connection stayed open"). `watch` stops the thread.
+        self.heartbeats().start()
         zip_hosts(
             [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
         )
@@ -638,7 +639,10 @@ class Runner:
         return saved
 
     def detach_followers(self) -> None:
-        """Close every follower, in parallel: a close waits (bounded) for its channel to end."""
+        """Close every follower, in parallel: a close waits (bounded) for its channel to end. The beats stop
+        first (attach starts them; an interrupt during attach never reaches `watch`, which stops them too)."""
+        if self._beats is not None:
+            self._beats.stop()
 
         def close(host: str) -> None:
             follower = self.nodes[host].follower

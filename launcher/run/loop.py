@@ -22,11 +22,13 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport
 from launcher import attempts, ledger, nodecall, records, restart_policy, spares
 from launcher import plan as planning
+from launcher.errors import ExitCode
 from launcher.guardctl import GuardTarget
 from launcher.run.attempt import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     LaunchError,
+    LaunchRefused,
     LineSink,
     Outcome,
     Runner,
@@ -282,10 +284,12 @@ def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[s
     say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
     code, lines = check_paths_on_nodes(plan, transport, nodecall.node_script("lfpaths.py"))
     if lines:
-        raise LaunchError(
+        # The yaml must change (a relative path, a dataset name dataset_info.json lacks): bad input; a path missing
+        # on a node, or a node that did not answer: infrastructure.
+        error = LaunchRefused if code == ExitCode.BAD_INPUT else LaunchError
+        raise error(
             "llamafactory: paths the nodes cannot open, nothing was started:\n"
-            + "\n".join(f"  {line}" for line in lines),
-            code,
+            + "\n".join(f"  {line}" for line in lines)
         )
 
 
