@@ -40,7 +40,10 @@ def scaled(seconds: float) -> float:
     return seconds * slowdown()
 
 
-HEALTH_LIMITS = ("stall_timeout", "startup_timeout", "heartbeat_timeout", "hang_floor")
+# The health limits a loaded machine overruns: silence before the first line (imports on starved cores), between
+# lines, before a hang counts. Not heartbeat_timeout: the beats have their own thread (launcher/guardctl.py) and
+# tests time their own waits by it (a detached run's guards must outlive 2x of it).
+HEALTH_LIMITS = ("stall_timeout", "startup_timeout", "hang_floor")
 
 
 def health(**limits: float) -> dict[str, float]:
@@ -65,6 +68,46 @@ def scaled_model(inv: Any) -> Any:
     if getattr(inv.job, "timeout", None):
         update["job"] = inv.job.model_copy(update={"timeout": scaled(inv.job.timeout)})
     return inv.model_copy(update=update)
+
+
+def crash_loop_inventory(tmp: Path, restart: dict[str, Any], *, cluster: str, python: str) -> dict[str, Any]:
+    """Two simulated nodes x 1 rank on the local transport running examples/train.py with a checkpoint every 2
+    steps and rank 1 SIGKILLed at step 5 of every attempt (resumed ones too): the restart policy's job
+    (tests/test_e2e_restart_policy.py, bench/restart_policy.py). Its limits are scaled()."""
+    return scaled_inventory(
+        {
+            "cluster": cluster,
+            "transport": "local",
+            "nodes": [
+                {"host": "sim-node0", "address": "127.0.0.1", "gpus": 0},
+                {"host": "sim-node1", "address": "127.0.0.1", "gpus": 0},
+            ],
+            "master": {"port": "auto"},
+            "workdir": str(tmp / "work"),
+            "python": python,
+            "profile": "cpu",
+            "job": {
+                "kind": "torchrun",
+                "script": str(ROOT / "examples" / "train.py"),
+                "args": [
+                    "--steps",
+                    "8",
+                    "--ckpt-every",
+                    "2",
+                    "--fail-at-step",
+                    "5",
+                    "--fail-rank",
+                    "1",
+                    "--fail-always",
+                ],
+                "nproc_per_node": 1,
+                "checkpoint_dir": str(tmp / "ckpt"),
+                "timeout": 60,
+            },
+            "health": {"stall_timeout": 60, "heartbeat_timeout": 10},
+            "restart": restart,
+        }
+    )
 
 
 def processes_of_run(run_id: str) -> list[int]:

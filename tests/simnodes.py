@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2e_helpers import scaled_inventory
+
 SSHD = "/usr/sbin/sshd"
 NODE_PORT = 2222  # every node has its own network namespace, so they can all share one port
 SUBNETS = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544: reserved for network benchmarks
@@ -228,7 +230,8 @@ class SimCluster:
         raise KeyError(f"no simulated node {name!r} (have {', '.join(n.name for n in self.nodes)})")
 
     def inventory_dict(self, **overrides: Any) -> dict[str, Any]:
-        """A mapping for `cluster.inventory.from_mapping`; nested dicts in overrides are merged, not replaced."""
+        """A mapping for `cluster.inventory.from_mapping`; nested dicts in overrides are merged, not replaced. Its
+        stall and start-up limits and the job's timeout follow the machine's load (e2e_helpers.scaled_inventory)."""
         data: dict[str, Any] = {
             "cluster": f"sim{self.n}",
             "transport": "ssh",
@@ -246,7 +249,7 @@ class SimCluster:
             "workdir": "/tmp/rlaunch",  # the node's private tmpfs: nothing piles up in the host's shared /var/tmp
             "job": {"kind": "command", "command": ["true"]},
         }
-        return _merge(data, overrides)
+        return scaled_inventory(_merge(data, overrides))
 
     # ------------------------------------------------------------------------------------------ inspection
     def node_path(self, node: str, path: str) -> Path:

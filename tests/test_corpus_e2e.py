@@ -19,16 +19,10 @@ from e2e_helpers import assert_nothing_left, wait_for, worker_pid
 from cluster.inventory import from_mapping
 from launcher import attempts, goodput, lifecycle, records
 
-pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+pytestmark = [pytest.mark.ssh, pytest.mark.slow, pytest.mark.usefixtures("run_home")]
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 DDP = CORPUS / "ddp_tutorial"
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def ddp_inventory(cluster: Any, script: Path, nodes: int, nproc: int, epochs: int, **over: Any) -> Any:

@@ -21,18 +21,11 @@ from e2e_helpers import assert_nothing_left, job_pids, wait_for
 from cluster.inventory import Overrides, load_inventory
 from launcher import lifecycle
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
 WORKDIR = "/tmp/rlaunch"
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "rlaunch-home"
-    monkeypatch.setenv("RLAUNCH_HOME", str(home))
-    return home
 
 
 def write_inventory(tmp_path: Path, cluster: Any, **over: Any) -> Path:

@@ -22,19 +22,12 @@ from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 from launcher.errors import ExitCode
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
 RLAUNCH = [sys.executable, "-m", "launcher.cli"]
 HEALTH = {"heartbeat_timeout": 5, "grace": 2, "stall_timeout": 120}
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("RLAUNCH_HOME", str(home))
-    return home
 
 
 @pytest.fixture(scope="module")

@@ -17,16 +17,10 @@ from e2e_helpers import assert_nothing_left, wait_for
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def inventory(cluster: Any, args: list[str], *, nproc: int = 2) -> Any:

@@ -19,7 +19,7 @@ import yaml
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 
-pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+pytestmark = [pytest.mark.ssh, pytest.mark.slow, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
@@ -27,12 +27,6 @@ TRAIN = str(ROOT / "examples" / "train.py")
 # DDP's bucket rebuild after the first step of a fresh process may change the summation order, so a resumed
 # run's losses may differ from an uninterrupted run's in the last bits (~1e-7 relative). Equal within 1e-6.
 REL_TOL = 1e-6
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def inventory(cluster: Any, ckpt: Path, args: list[str], **over: Any) -> dict:

@@ -22,17 +22,10 @@ from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 from launcher.run import LaunchError
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "rlaunch-home"
-    monkeypatch.setenv("RLAUNCH_HOME", str(home))
-    return home
 
 
 def job_inventory(cluster: Any, *, steps: int = 5, sleep: float = 0.0, nproc: int = 1, **over: Any) -> dict:

@@ -17,13 +17,8 @@ from launcher import plan as planning
 from launcher.health.progress import ProgressLine, parse_progress, progress_step
 from launcher.run import LaunchError
 
+pytestmark = pytest.mark.usefixtures("run_home")
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def inv_data(**over: Any) -> dict[str, Any]:
