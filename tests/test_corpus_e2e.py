@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, wait_for, worker_pid
+from e2e_helpers import assert_nothing_left, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import attempts, goodput, lifecycle, records
@@ -67,7 +67,7 @@ def test_ddp_tutorial_resumes_from_its_own_snapshot_after_a_rank_is_killed(sim3:
         lambda: worker_pid(sim3, "node1", 1, marker="multinode.py"), 30, "rank 1's process", result
     )
     os.kill(pid, signal.SIGKILL)  # a PID of the head's view of the node's namespace (e2e_helpers.worker_pid)
-    thread.join(timeout=240)
+    thread.join(timeout=scaled(240))
     assert "out" in result, "up did not return"
     run_id, outcome = result["out"]
     assert outcome.code == 0, outcome.summary

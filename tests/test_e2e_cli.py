@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, job_pids, wait_for
+from e2e_helpers import assert_nothing_left, job_pids, scaled, slowdown, wait_for
 
 from cluster.inventory import Overrides, load_inventory
 from launcher import lifecycle
@@ -44,7 +44,7 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
     )
 
 
@@ -134,7 +134,8 @@ def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any,
         job={
             "kind": "torchrun",
             "script": TRAIN,
-            "args": ["--steps", "60", "--sleep", "0.25"],
+            # 15 s on an idle machine; longer on a loaded one, so the run is still going when gc runs
+            "args": ["--steps", "60", "--sleep", f"{0.25 * slowdown():.2f}"],
             "timeout": 60,
         },
     )
@@ -181,7 +182,7 @@ def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any,
             assert set(running[node.name]) <= set(still), f"gc touched the running job on {node.name}"
         assert (outside / "keep.txt").read_text() == "not ours" and link.is_symlink()
     finally:
-        thread.join(120)
+        thread.join(scaled(120))
     assert not thread.is_alive() and result["out"][1].code == 0
     assert_nothing_left(sim3)
     link.unlink()

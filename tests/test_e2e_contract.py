@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import assert_nothing_left, job_pids, running_everywhere, wait_for, worker_pid
+from e2e_helpers import assert_nothing_left, job_pids, running_everywhere, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -103,7 +103,7 @@ def test_detach_status_logs_down_leaves_nothing(sim3: Any, shared: Path, kind: s
     _, replies = lifecycle.down(run_id)
     assert all(r.ok and not r.data.get("remaining") for r in replies.values()), replies
     assert_nothing_left(sim3, timeout=10, nodes=nodes)
-    follower.join(timeout=30)
+    follower.join(timeout=scaled(30))
     assert not follower.is_alive(), "logs -f did not end with the job"
     state = records.RunRecord.open(run_id).read_state()
     assert state["state"] == "stopped", state
@@ -125,7 +125,7 @@ def test_guard_sigkilled_in_the_foreground_is_a_lost_node_and_nothing_is_left(si
     wait_for(lambda: running_everywhere(sim3, ["node1", "node2"], marker), 60, "training on both nodes")
     time.sleep(1.0)
     os.kill(guard_pid(sim3, "node2"), signal.SIGKILL)
-    thread.join(timeout=90)
+    thread.join(timeout=scaled(90))
     assert not thread.is_alive()
     run_id, outcome = result["out"]
     assert outcome.code == ExitCode.INFRA, outcome.summary  # never "succeeded"
@@ -181,7 +181,7 @@ def test_signals_during_a_hung_collective_stop_everything(
         time.sleep(0.5)
         for name in signals:  # back to back, to the whole process group
             os.killpg(proc.pid, getattr(signal, name))
-        out, _ = proc.communicate(timeout=90)
+        out, _ = proc.communicate(timeout=scaled(90))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

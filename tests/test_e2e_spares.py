@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e_helpers import scaled
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -59,13 +60,13 @@ def losses(lines: list[tuple[str, int | None, str]]) -> dict[int, float]:
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=180,
+        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=scaled(180),
         env={**os.environ, "RLAUNCH_HOME": str(home)},
     )  # fmt: skip
 
 
 def no_job_left(cluster: Any) -> bool:
-    deadline = time.time() + 30
+    deadline = time.time() + scaled(30)
     while time.time() < deadline:
         if not any(cmd for n in cluster.nodes for _, cmd in cluster.node_pids(n.name) if "sshd" not in cmd):
             return True

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import scaled
 
 from cluster.inventory import InventoryError, from_mapping
 from launcher import attempts, goodput, ledger, records, runreport, spares
@@ -279,7 +280,7 @@ def test_up_replaces_a_struck_node_by_a_spare_or_refuses() -> None:
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=scaled(60),
         env={"PATH": "/usr/bin:/bin", "RLAUNCH_HOME": str(home)},
     )  # fmt: skip
 

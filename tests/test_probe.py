@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from e2e_helpers import scaled
 
 from launcher.validate.checks import (
     check_allreduce_correct,
@@ -68,7 +69,7 @@ def kill_tree(proc: subprocess.Popen[str]) -> None:
     for child in descendants:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
 
 
 def torchrun(script: Path, nproc: int, args: list[str]) -> Launch:
