@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import scaled
 
 from cluster.inventory import from_mapping
 from launcher import plan as planning
@@ -172,7 +173,7 @@ def test_kill_one_node_mid_run_resumes_with_identical_losses(
     assert killed, "node2 had no training rank to kill"
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
-    runner.join(600)
+    runner.join(scaled(600))
     assert not runner.is_alive(), "rlaunch up did not return"
 
     run_id, outcome = result["out"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import scaled, wait_for
+from e2e_helpers import scaled, scaled_inventory, wait_for
 from slurm_fixture import OneNodeSlurm, slurm_missing, start_one_node_slurm
 
 from cluster.inventory import load_inventory
@@ -159,7 +159,7 @@ def write_inventory(tmp_path: Path, job: dict[str, Any], **over: Any) -> Path:
         **over,
     }
     path = tmp_path / "cluster.yaml"
-    path.write_text(json.dumps(data))  # JSON is YAML
+    path.write_text(json.dumps(scaled_inventory(data)))  # JSON is YAML; limits follow the load (e2e_helpers)
     return path
 
 
