@@ -29,7 +29,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # `import simnodes` from tests and from bench/
 
 import simnodes
-from e2e_helpers import scaled
+from e2e_helpers import scaled, wait_for
 
 
 def _require_simnodes() -> None:
@@ -67,12 +67,22 @@ def _sim3_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
         for pid, _ in procs:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    if left:
+    if left:  # gone before the next test starts: a dying guard still holds its node lock ("node is busy")
+        pids = [pid for procs in left.values() for pid, _ in procs]
+        wait_for(lambda: not any(map(_alive, pids)), 10, "the killed leftovers to be gone")
         warnings.warn(
             f"{request.node.nodeid} left processes on sim3, killed: "
             + "; ".join(f"{name}: {', '.join(cmd[:60] for _, cmd in procs)}" for name, procs in left.items()),
             stacklevel=1,
         )
+
+
+def _alive(pid: int) -> bool:
+    """Running, or dying but not yet a zombie (a zombie holds no locks)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.fixture

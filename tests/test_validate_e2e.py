@@ -57,7 +57,9 @@ def validate(*args: str, home: Path, timeout: float = RUN_TIMEOUT) -> tuple[int,
     )
     try:
         out, err = proc.communicate(timeout=scaled(timeout))
-    except subprocess.TimeoutExpired:
+    except (
+        BaseException
+    ):  # our timeout, pytest-timeout's, Ctrl-C: its runs must not hold the nodes for the next test
         os.killpg(proc.pid, 9)
         proc.communicate()
         raise
