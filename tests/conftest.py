@@ -107,11 +107,11 @@ SLURM_GROUP = "slurm"
 # Groups (files) by their wall time in a serial run, slowest first (make test --durations); the rest follow in
 # collection order. Only the order of hand-out depends on it, never which tests run.
 SLOW_FIRST = (
-    "test_validate_e2e",
     "test_llamafactory_e2e",
+    "test_validate_e2e",
+    "test_probe",
     "test_e2e_hang",
     "test_deepspeed_e2e",
-    "test_probe",
     "test_e2e_local",
     "test_e2e_detach",
     "test_e2e_spares",
@@ -128,9 +128,11 @@ SLOW_FIRST = (
 )
 
 
-# Files whose tests share nothing but `sim3` (one per worker) and their own tmp_path: each test is its own group,
-# so one long file does not make the tail of the run. Only for files without module-scoped fixtures.
-SPREAD = ("test_validate_e2e", "test_e2e_hang")
+# Files whose tests share nothing but `sim3` (one per worker), their own tmp_path and module fixtures that are cheap
+# to make again on another worker (a temporary directory, the tiny model of tests/assets.py): each test is its own
+# group, so one long file does not make the tail of the run. Not for module fixtures that are runs themselves
+# (test_probe's reference runs): spreading would run them once per worker.
+SPREAD = ("test_validate_e2e", "test_e2e_hang", "test_llamafactory_e2e", "test_deepspeed_e2e")
 
 
 def _group_of(path: Path) -> str:
