@@ -14,6 +14,8 @@ failed that way with 4 workers on 2 cores, BENCHMARKS.md).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -108,6 +110,18 @@ def crash_loop_inventory(tmp: Path, restart: dict[str, Any], *, cluster: str, py
             "restart": restart,
         }
     )
+
+
+def rlaunch(
+    *args: str, home: Path | None = None, timeout: float = 60.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`rlaunch ARGS` (python -m launcher.cli, this checkout) to completion, output captured; RLAUNCH_HOME=`home`
+    when given, `env` on top of this process's environment; `timeout` as an idle machine needs it (scaled())."""
+    extra = {"RLAUNCH_HOME": str(home)} if home is not None else {}
+    return subprocess.run(
+        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=scaled(timeout), env={**os.environ, **extra, **(env or {})},
+    )  # fmt: skip
 
 
 def processes_of_run(run_id: str) -> list[int]:

@@ -7,6 +7,7 @@ namespaces, never from rlaunch's word.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, job_pids, scaled, slowdown, wait_for
+from e2e_helpers import assert_nothing_left, job_pids, rlaunch, scaled, slowdown, wait_for
 
 from cluster.inventory import Overrides, load_inventory
 from launcher import lifecycle
@@ -37,15 +38,7 @@ def write_inventory(tmp_path: Path, cluster: Any, **over: Any) -> Path:
     return path
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=scaled(timeout),
-    )
+cli = functools.partial(rlaunch, timeout=120, env={"PYTHONPATH": str(ROOT)})
 
 
 def test_overrides_reach_the_nodes(sim3: Any, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, scaled, wait_for, worker_pid
+from e2e_helpers import assert_nothing_left, rlaunch, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records, supervise
@@ -67,10 +68,7 @@ class Attach:
         return "".join(self.out), "".join(self.err)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], capture_output=True, text=True, timeout=scaled(120)
-    )
+cli = functools.partial(rlaunch, timeout=120)  # RLAUNCH_HOME: run_home's
 
 
 def state_of(run_id: str) -> dict:

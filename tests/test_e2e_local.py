@@ -4,16 +4,15 @@ Process-table checks look for the run id that the plan puts into every job proce
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import processes_of_run, scaled, scaled_inventory, scaled_model, wait_for
+from e2e_helpers import processes_of_run, rlaunch, scaled, scaled_inventory, scaled_model, wait_for
 
 from cluster.inventory import load_inventory
 from cluster.local import LocalTransport
@@ -46,14 +45,7 @@ def local_yaml(tmp_path: Path) -> str:
 
 def test_embedded_default_through_the_cli(run_home: Path, tmp_path: Path) -> None:
     """What `make demo` runs: two simulated nodes × two ranks, real torchrun over gloo."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "launcher.cli", "up", local_yaml(tmp_path), "--no-doctor"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        env={**os.environ, "RLAUNCH_HOME": str(run_home)},
-    )
+    proc = rlaunch("up", local_yaml(tmp_path), "--no-doctor", home=run_home, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "sim-node0[0] step=30 loss=" in proc.stdout and "training complete" in proc.stdout
     assert "succeeded" in proc.stderr
@@ -62,11 +54,7 @@ def test_embedded_default_through_the_cli(run_home: Path, tmp_path: Path) -> Non
     losses = [float(line.split("loss=")[1]) for line in proc.stdout.splitlines() if " step=" in line]
     assert losses[-1] < losses[0]  # the demo job learns
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
-            timeout=scaled(60), env={**os.environ, "RLAUNCH_HOME": str(run_home)},
-        )  # fmt: skip
+    cli = functools.partial(rlaunch, home=run_home)
 
     logs = cli("logs", "--node", "sim-node0", "--grep", "step=30 ")
     assert logs.returncode == 0 and logs.stdout.strip().startswith("sim-node0| [default0]:step=30 loss=")
@@ -167,13 +155,7 @@ def test_end_of_run_abort_is_told_apart_from_a_failure(tmp_path: Path) -> None:
 
 
 def test_detached_run_followed_with_logs_f(run_home: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "RLAUNCH_HOME": str(run_home)}
-
-    def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
-            timeout=scaled(timeout), env=env,
-        )  # fmt: skip
+    cli = functools.partial(rlaunch, home=run_home, timeout=120)
 
     up = cli("up", local_yaml(tmp_path), "--detach", "--no-doctor", "--json")
     assert up.returncode == 0, up.stderr

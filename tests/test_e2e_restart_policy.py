@@ -6,15 +6,14 @@ ledger's restart entries, nothing left running."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from e2e_helpers import crash_loop_inventory, processes_of_run, scaled
+from e2e_helpers import crash_loop_inventory, processes_of_run, rlaunch
 
 from launcher import ledger, records
 
@@ -30,13 +29,7 @@ def test_a_job_crashing_at_the_same_step_is_stopped_by_the_breaker(tmp_path: Pat
     inventory = crash_loop_inventory(tmp_path, restart, cluster="breaker-test", python=sys.executable)
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(inventory))
-    env = {**os.environ, "RLAUNCH_HOME": str(home)}
-
-    def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
-            timeout=scaled(timeout), env=env,
-        )  # fmt: skip
+    cli = functools.partial(rlaunch, home=home)
 
     plan = cli("plan", str(path))
     assert plan.returncode == 0, plan.stderr

@@ -8,14 +8,13 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import scaled
+from e2e_helpers import rlaunch, scaled
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -59,10 +58,7 @@ def losses(lines: list[tuple[str, int | None, str]]) -> dict[int, float]:
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=scaled(180),
-        env={**os.environ, "RLAUNCH_HOME": str(home)},
-    )  # fmt: skip
+    return rlaunch(*args, home=home, timeout=180)
 
 
 def no_job_left(cluster: Any) -> bool:
