@@ -288,9 +288,7 @@ class SimCluster:
         if sim.netns:
             _ip("-n", sim.netns, "link", "set", "eth0", "down")
         else:
-            for pid in self._sshd_pids(sim):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
+            self._signal_node(sim, signal.SIGSTOP)
         sim.partitioned = True
 
     def heal(self, node: str) -> None:
@@ -298,9 +296,7 @@ class SimCluster:
         if sim.netns:
             self._link_up(sim)
         else:
-            for pid in self._sshd_pids(sim):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
+            self._signal_node(sim, signal.SIGCONT)
         sim.partitioned = False
 
     def freeze(self, node: str) -> None:
@@ -311,15 +307,11 @@ class SimCluster:
             raise RuntimeError("freeze needs the node's own PID namespace (namespaces=True)")
         sim.frozen = True
         for _ in range(2):  # a process forked while we stopped the others is caught on the second pass
-            for pid in self._sshd_pids(sim):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
+            self._signal_node(sim, signal.SIGSTOP)
 
     def thaw(self, node: str) -> None:
         sim = self.node(node)
-        for pid in self._sshd_pids(sim):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
+        self._signal_node(sim, signal.SIGCONT)
         sim.frozen = False
 
     def kill_node(self, node: str) -> None:
@@ -528,6 +520,12 @@ class SimCluster:
             node.pidns = os.readlink(f"/proc/{node.init_pid}/ns/pid")
         else:
             node.init_pid = node.proc.pid
+
+    def _signal_node(self, node: SimNode, sig: signal.Signals) -> None:
+        """Every process of the node (its sshd and, in its own PID namespace, all it runs), by PID."""
+        for pid in self._sshd_pids(node):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
 
     def _sshd_pids(self, node: SimNode) -> list[int]:
         pids = [node.init_pid] if node.init_pid else []
