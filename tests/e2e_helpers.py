@@ -72,6 +72,11 @@ def scaled_model(inv: Any) -> Any:
     return inv.model_copy(update=update)
 
 
+def fail_args(rank: int) -> list[str]:
+    """examples/train.py arguments: 8 steps, a checkpoint every 2, global rank `rank` SIGKILLed at step 5."""
+    return ["--steps", "8", "--ckpt-every", "2", "--fail-at-step", "5", "--fail-rank", str(rank)]
+
+
 def crash_loop_inventory(tmp: Path, restart: dict[str, Any], *, cluster: str, python: str) -> dict[str, Any]:
     """Two simulated nodes x 1 rank on the local transport running examples/train.py with a checkpoint every 2
     steps and rank 1 SIGKILLed at step 5 of every attempt (resumed ones too): the restart policy's job
@@ -91,17 +96,7 @@ def crash_loop_inventory(tmp: Path, restart: dict[str, Any], *, cluster: str, py
             "job": {
                 "kind": "torchrun",
                 "script": str(ROOT / "examples" / "train.py"),
-                "args": [
-                    "--steps",
-                    "8",
-                    "--ckpt-every",
-                    "2",
-                    "--fail-at-step",
-                    "5",
-                    "--fail-rank",
-                    "1",
-                    "--fail-always",
-                ],
+                "args": [*fail_args(rank=1), "--fail-always"],
                 "nproc_per_node": 1,
                 "checkpoint_dir": str(tmp / "ckpt"),
                 "timeout": 60,

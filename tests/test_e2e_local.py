@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import processes_of_run, rlaunch, scaled, scaled_inventory, scaled_model, wait_for
+from e2e_helpers import fail_args, processes_of_run, rlaunch, scaled, scaled_inventory, scaled_model, wait_for
 
 from cluster.inventory import load_inventory
 from cluster.local import LocalTransport
@@ -170,16 +170,7 @@ def test_detached_run_followed_with_logs_f(run_home: Path, tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_restart_excludes_the_failed_node_when_asked(tmp_path: Path) -> None:
-    args = [
-        "--steps",
-        "8",
-        "--ckpt-every",
-        "2",
-        "--fail-at-step",
-        "5",
-        "--fail-rank",
-        "3",
-    ]  # rank 3: sim-node1
+    args = fail_args(rank=3)  # rank 3: sim-node1
     inv = local_inventory(tmp_path, args=args, checkpoint_dir=str(tmp_path / "ckpt"))
     restart = inv.restart.model_copy(update={"max_restarts": 1, "backoff": 0, "exclude_failed_node": True})
     inv = inv.model_copy(update={"restart": restart})
