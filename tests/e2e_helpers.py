@@ -13,6 +13,8 @@ failed that way with 4 workers on 2 cores, BENCHMARKS.md).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -22,6 +24,26 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+# DeepSpeed's JIT-built ops (deepspeed_shm_comm: ~24 s to build), one cache per interpreter path, kept between
+# sessions. Its build.ninja names the include paths of the python that built it (sys.prefix, a checkout's .venv
+# link), so one cache shared by checkouts at different paths was rebuilt by each in turn; a builder killed
+# half-way (a test's teardown, a timeout) left torch's FileBaton `lock` file behind and every later DeepSpeed
+# start waited on it forever (torch/utils/file_baton.py: no owner, no expiry; seen here: 13 min of a full run).
+TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions" / hashlib.sha256(sys.prefix.encode()).hexdigest()[:12]
+STALE_JIT_LOCK_S = 600.0  # a build takes ~24 s on an idle machine: a lock this old has no builder left
+
+
+def clear_stale_jit_locks(root: Path = TORCH_EXTENSIONS, older_than: float = STALE_JIT_LOCK_S) -> list[Path]:
+    """Remove FileBaton locks under `root` older than `older_than` seconds (their builder died); returns them."""
+    removed = []
+    for lock in root.glob("*/lock") if root.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if time.time() - lock.stat().st_mtime > older_than:
+                lock.unlink()
+                removed.append(lock)
+    return removed
+
+
 MAX_SLOWDOWN = 6.0  # a 60 s stall limit becomes at most 6 min: under pytest-timeout's 600 s per test
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, scaled, wait_for, worker_pid
+from e2e_helpers import TORCH_EXTENSIONS, assert_nothing_left, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import attempts, goodput, lifecycle, records
@@ -128,7 +128,6 @@ def test_broken_ddp_tutorial_ends_with_the_ranks_own_exception(sim3: Any, tmp_pa
 
 
 DS = CORPUS / "ds_bf16_master_weight"
-TORCH_EXTENSIONS = Path(__file__).resolve().parents[1] / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops
 
 
 def test_deepspeed_example_progress_loss_curve_and_its_own_exception(sim3: Any, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import scaled
+from e2e_helpers import TORCH_EXTENSIONS, scaled
 
 from cluster.inventory import from_mapping
 from launcher import plan as planning
@@ -25,7 +25,6 @@ from launcher.jobs.deepspeed import resolve_auto, strip_comments
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "ds_train.py"
-TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops, built once
 PREFIX = "DS_TRAIN "
 
 

@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import assert_nothing_left, job_pids, running_everywhere, scaled, wait_for, worker_pid
+from e2e_helpers import (
+    TORCH_EXTENSIONS,
+    assert_nothing_left,
+    job_pids,
+    running_everywhere,
+    scaled,
+    wait_for,
+    worker_pid,
+)
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
@@ -53,7 +61,7 @@ def job_of_kind(kind: str, shared: Path) -> tuple[dict[str, Any], dict[str, Any]
     if kind == "torchrun":
         args = ["--steps", "100000", "--sleep", "0.05"]
         return {"kind": "torchrun", "script": TRAIN, "args": args, "nproc_per_node": 1}, {}, "train.py"
-    env = {"OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(ROOT / ".cache" / "torch_extensions")}
+    env = {"OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(TORCH_EXTENSIONS)}
     if kind == "deepspeed":
         script = str(ROOT / "examples" / "ds_train.py")
         args = ["--steps", "100000", "--step-sleep", "0.3"]

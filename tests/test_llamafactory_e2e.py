@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 import yaml
 from assets import TinyAssets, build_tiny_assets
+from e2e_helpers import TORCH_EXTENSIONS
 
 from cluster.inventory import from_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
-# DeepSpeed JIT-builds deepspeed_shm_comm on first use (~24 s); one cache for every run, kept between sessions.
-TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"
 TEMPLATE = ROOT / "templates" / "llamafactory_lora_sft.yaml"
 
 

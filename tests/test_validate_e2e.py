@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, scaled
+from e2e_helpers import TORCH_EXTENSIONS, assert_nothing_left, scaled
 
 from launcher.validate.stages import bad_from_pairs, fail_step, round_robin_pairs, stages_to_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PROLOG = ROOT / "ops" / "slurm" / "rlaunch-prolog"
-TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops, built once
 NO_TORCH_PYTHON = "/usr/bin/python3"  # Debian's python: no torch installed (checked by the test)
 RUN_TIMEOUT = 900
 
