@@ -385,7 +385,7 @@ def test_tests_share_one_copy_of_the_e2e_helpers_and_no_machine_wide_paths() -> 
     shared = {"processes_of_run", "wait_for", "run_home", "assert_nothing_left", "scaled"}
     for path in (ROOT / "tests").glob("test_*.py"):
         tree = ast.parse(path.read_text())
-        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert not defined & shared, f"{path.name} defines its own {sorted(defined & shared)}"
         assert not re.search(r'"up",\s*"examples/local\.yaml"', path.read_text()), path.name
 
