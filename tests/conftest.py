@@ -93,6 +93,15 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """RLAUNCH_HOME in the test's own tmp_path: run records, the node ledger, gc and `rlaunch status --all` of
+    one test never see another's (xdist workers run side by side). Files that run the launcher take it for every
+    test: `pytestmark = pytest.mark.usefixtures("run_home")`."""
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
 def sim_cluster() -> Iterator[Callable[..., simnodes.SimCluster]]:
     """Factory: sim_cluster(n, **options) starts n fresh nodes, stopped when the test ends."""
     _require_simnodes()
