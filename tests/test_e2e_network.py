@@ -19,9 +19,10 @@ from launcher import doctor, lifecycle
 from launcher.plan import build_plan, load_sources
 from launcher.run import node_script
 
+pytestmark = pytest.mark.usefixtures("run_home")
+
 # A public RCCL init line (ROCm/rccl-tests#163, tests/fixtures/netinit/rccl-tests-163-socket.log) and an IB one
 # (ROCm/rccl#419), printed by a command job as RCCL would print them.
-pytestmark = pytest.mark.usefixtures("run_home")
 SOCKET_LINE = "z292:58192:58200 [2] NCCL INFO NET/Socket : Using [0]eno2np1:192.168.2.194<0>"
 IB_LINE = "e05r3n09:929:929 [2] NCCL INFO NET/IB : Using [0]mlx5_3:1/IB [1]mlx5_2:1/IB ; OOB ib0:11.5.5.50<0>"
 

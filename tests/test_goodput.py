@@ -19,6 +19,7 @@ from launcher.health.progress import ProgressLine, parse_progress, progress_step
 from launcher.run import LaunchError
 
 pytestmark = pytest.mark.usefixtures("run_home")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
