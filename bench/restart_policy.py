@@ -22,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e_helpers import crash_loop_inventory  # noqa: E402
 
 from cluster.inventory import from_mapping  # noqa: E402
 from launcher import lifecycle, records  # noqa: E402
@@ -39,38 +42,8 @@ CONFIGS = {
 
 
 def inventory(tmp: Path, restart: dict) -> dict:
-    return {
-        "cluster": f"bench-{os.getpid()}",
-        "transport": "local",
-        "nodes": [
-            {"host": "sim-node0", "address": "127.0.0.1", "gpus": 0},
-            {"host": "sim-node1", "address": "127.0.0.1", "gpus": 0},
-        ],
-        "master": {"port": "auto"},
-        "workdir": str(tmp / "work"),
-        "python": sys.executable,
-        "profile": "cpu",
-        "job": {
-            "kind": "torchrun",
-            "script": str(ROOT / "examples" / "train.py"),
-            "args": [
-                "--steps",
-                "8",
-                "--ckpt-every",
-                "2",
-                "--fail-at-step",
-                "5",
-                "--fail-rank",
-                "1",
-                "--fail-always",
-            ],
-            "nproc_per_node": 1,
-            "checkpoint_dir": str(tmp / "ckpt"),
-            "timeout": 60,
-        },
-        "health": {"stall_timeout": 60, "heartbeat_timeout": 10},
-        "restart": restart,
-    }
+    """The end-to-end test's job (tests/e2e_helpers.py `crash_loop_inventory`) under this configuration."""
+    return crash_loop_inventory(tmp, restart, cluster=f"bench-{os.getpid()}", python=sys.executable)
 
 
 def main() -> None:

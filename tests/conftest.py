@@ -29,12 +29,20 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # `import simnodes` from tests and from bench/
 
 import simnodes
+from e2e_helpers import clear_stale_jit_locks, scaled, wait_for
 
 
 def _require_simnodes() -> None:
     reason = simnodes.unavailable_reason()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_stale_jit_locks() -> None:
+    """A DeepSpeed op build killed in an earlier session must not make this one wait forever (e2e_helpers)."""
+    for lock in clear_stale_jit_locks():
+        warnings.warn(f"removed a stale DeepSpeed JIT build lock: {lock}", stacklevel=1)
 
 
 @pytest.fixture(scope="session")
@@ -66,12 +74,31 @@ def _sim3_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
         for pid, _ in procs:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    if left:
+    if left:  # gone before the next test starts: a dying guard still holds its node lock ("node is busy")
+        pids = [pid for procs in left.values() for pid, _ in procs]
+        wait_for(lambda: not any(map(_alive, pids)), 10, "the killed leftovers to be gone")
         warnings.warn(
             f"{request.node.nodeid} left processes on sim3, killed: "
             + "; ".join(f"{name}: {', '.join(cmd[:60] for _, cmd in procs)}" for name, procs in left.items()),
             stacklevel=1,
         )
+
+
+def _alive(pid: int) -> bool:
+    """Running, or dying but not yet a zombie (a zombie holds no locks)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """RLAUNCH_HOME in the test's own tmp_path: run records, the node ledger, gc and `rlaunch status --all` of
+    one test never see another's (xdist workers run side by side). Files that run the launcher take it for every
+    test: `pytestmark = pytest.mark.usefixtures("run_home")`."""
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
 
 
 @pytest.fixture
@@ -96,11 +123,11 @@ SLURM_GROUP = "slurm"
 # Groups (files) by their wall time in a serial run, slowest first (make test --durations); the rest follow in
 # collection order. Only the order of hand-out depends on it, never which tests run.
 SLOW_FIRST = (
-    "test_validate_e2e",
     "test_llamafactory_e2e",
+    "test_validate_e2e",
+    "test_probe",
     "test_e2e_hang",
     "test_deepspeed_e2e",
-    "test_probe",
     "test_e2e_local",
     "test_e2e_detach",
     "test_e2e_spares",
@@ -117,9 +144,11 @@ SLOW_FIRST = (
 )
 
 
-# Files whose tests share nothing but `sim3` (one per worker) and their own tmp_path: each test is its own group,
-# so one long file does not make the tail of the run. Only for files without module-scoped fixtures.
-SPREAD = ("test_validate_e2e", "test_e2e_hang")
+# Files whose tests share nothing but `sim3` (one per worker), their own tmp_path and module fixtures that are cheap
+# to make again on another worker (a temporary directory, the tiny model of tests/assets.py): each test is its own
+# group, so one long file does not make the tail of the run. Not for module fixtures that are runs themselves
+# (test_probe's reference runs): spreading would run them once per worker.
+SPREAD = ("test_validate_e2e", "test_e2e_hang", "test_llamafactory_e2e", "test_deepspeed_e2e")
 
 
 def _group_of(path: Path) -> str:
@@ -133,7 +162,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     out in collection order; by default it orders them by test count, which puts a file of a few long tests
     behind many quick ones and makes it the tail of the run)."""
     groups: dict[Path, str] = {}
+    # pytest-timeout's per-test limit (addopts: --timeout=600) follows the load like every e2e limit (a test whose
+    # own bounds are scaled() must not be cut off by an unscaled one above them), up to twice: a test that hangs
+    # must still fail inside CI's 90 minutes.
+    per_test = float(config.getoption("timeout", 0) or 0)
+    limit = pytest.mark.timeout(min(scaled(per_test), 2 * per_test)) if per_test > 0 else None
     for item in items:
+        if limit is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(limit)
         mark = item.get_closest_marker("xdist_group")
         if mark is None and getattr(item, "module", None) is not None:
             path = Path(item.module.__file__)

@@ -12,6 +12,11 @@ and the other nodes are dropped silently (no RST), like a pulled cable. Where ne
 nodes listen on 127.0.0.N instead and a partition SIGSTOPs the node's sshd processes (the kernel then still
 ACKs, so only an application heartbeat notices).
 
+Nodes live no longer than the harness that started them: each node's launcher carries a parent-death signal
+(setpriv(1) --pdeathsig, prctl(2) PR_SET_PDEATHSIG) and `unshare --kill-child` passes it to the node's PID 1,
+so a SIGKILLed test worker takes its nodes along. What such a death cannot take (network namespaces, veths, the
+state directory) is recorded in an owner file under OWNERS and reaped by the next harness that starts.
+
 Also usable by hand (scripts/simnodes.sh) and by bench/fanout.py: `SimCluster(n).start()` ... `.stop()`.
 sshd options: sshd_config(5) (https://man.openbsd.org/sshd_config); namespaces: unshare(1), ip-netns(8).
 """
@@ -22,6 +27,7 @@ import atexit
 import contextlib
 import fcntl
 import ipaddress
+import json
 import os
 import pwd
 import random
@@ -38,10 +44,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2e_helpers import scaled_inventory
+
 SSHD = "/usr/sbin/sshd"
 NODE_PORT = 2222  # every node has its own network namespace, so they can all share one port
 SUBNETS = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544: reserved for network benchmarks
 ALLOC_LOCK = "/run/rlaunch-simnodes.lock"  # serialises address allocation between concurrent test sessions
+OWNERS = Path(
+    "/run/rlaunch-simnodes"
+)  # one <state dir name>.json per live cluster: who started it, what it made
+STALE_LEGACY_S = (
+    600.0  # a token's namespaces with no owner file and no process for this long: a dead harness's
+)
 START_TIMEOUT = 20.0
 
 # Runs as PID 1 of the node's namespaces, then becomes sshd. Paths arrive as arguments, never spliced in.
@@ -77,7 +91,7 @@ def unavailable_reason() -> str | None:
     """Why simulated nodes cannot run here (None when they can); tests skip with this reason."""
     if os.geteuid() != 0:
         return "simulated SSH nodes need root (namespaces, sshd)"
-    for tool in (SSHD, "unshare", "ssh-keygen", "mount"):
+    for tool in (SSHD, "unshare", "setpriv", "ssh-keygen", "mount"):
         if not (os.access(tool, os.X_OK) if tool.startswith("/") else shutil.which(tool)):
             return f"simulated SSH nodes need {tool} (scripts/setup.sh installs it)"
     return None
@@ -145,8 +159,10 @@ class SimCluster:
             # The lock spans choosing addresses and creating the veths, so concurrent test sessions never collide.
             with open(ALLOC_LOCK, "a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
+                reap_leftovers()
                 if self.network == "netns":
                     self.token = _free_token(self.token)
+                self._write_owner()
                 self._write_client_files_and_nodes()
                 if self.network == "netns":
                     self._make_networks()
@@ -181,9 +197,17 @@ class SimCluster:
             )
         if self.started and self.base.name.startswith("rlaunch-sim-"):
             shutil.rmtree(self.base, ignore_errors=True)
+            (OWNERS / f"{self.base.name}.json").unlink(missing_ok=True)
         self.started = False
         if self in _LIVE:
             _LIVE.remove(self)
+
+    def _write_owner(self) -> None:
+        """What reap_leftovers needs should this process die without stop(): its identity and what it makes."""
+        OWNERS.mkdir(mode=0o700, exist_ok=True)
+        owner = {"pid": os.getpid(), "start": _start_time(os.getpid()), "base": str(self.base),
+                 "token": self.token if self.network == "netns" else None}  # fmt: skip
+        (OWNERS / f"{self.base.name}.json").write_text(json.dumps(owner))
 
     # ---------------------------------------------------------------------------------------- client side
     @property
@@ -206,7 +230,8 @@ class SimCluster:
         raise KeyError(f"no simulated node {name!r} (have {', '.join(n.name for n in self.nodes)})")
 
     def inventory_dict(self, **overrides: Any) -> dict[str, Any]:
-        """A mapping for `cluster.inventory.from_mapping`; nested dicts in overrides are merged, not replaced."""
+        """A mapping for `cluster.inventory.from_mapping`; nested dicts in overrides are merged, not replaced. Its
+        stall and start-up limits and the job's timeout follow the machine's load (e2e_helpers.scaled_inventory)."""
         data: dict[str, Any] = {
             "cluster": f"sim{self.n}",
             "transport": "ssh",
@@ -224,7 +249,7 @@ class SimCluster:
             "workdir": "/tmp/rlaunch",  # the node's private tmpfs: nothing piles up in the host's shared /var/tmp
             "job": {"kind": "command", "command": ["true"]},
         }
-        return _merge(data, overrides)
+        return scaled_inventory(_merge(data, overrides))
 
     # ------------------------------------------------------------------------------------------ inspection
     def node_path(self, node: str, path: str) -> Path:
@@ -263,9 +288,7 @@ class SimCluster:
         if sim.netns:
             _ip("-n", sim.netns, "link", "set", "eth0", "down")
         else:
-            for pid in self._sshd_pids(sim):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
+            self._signal_node(sim, signal.SIGSTOP)
         sim.partitioned = True
 
     def heal(self, node: str) -> None:
@@ -273,9 +296,7 @@ class SimCluster:
         if sim.netns:
             self._link_up(sim)
         else:
-            for pid in self._sshd_pids(sim):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
+            self._signal_node(sim, signal.SIGCONT)
         sim.partitioned = False
 
     def freeze(self, node: str) -> None:
@@ -286,15 +307,11 @@ class SimCluster:
             raise RuntimeError("freeze needs the node's own PID namespace (namespaces=True)")
         sim.frozen = True
         for _ in range(2):  # a process forked while we stopped the others is caught on the second pass
-            for pid in self._sshd_pids(sim):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
+            self._signal_node(sim, signal.SIGSTOP)
 
     def thaw(self, node: str) -> None:
         sim = self.node(node)
-        for pid in self._sshd_pids(sim):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
+        self._signal_node(sim, signal.SIGCONT)
         sim.frozen = False
 
     def kill_node(self, node: str) -> None:
@@ -460,7 +477,7 @@ class SimCluster:
             hold = node.state_dir / "host-tmp"
             argv = [
                 *prefix,
-                "unshare", "--pid", "--fork", "--mount-proc", "--uts", "--mount", "--propagation", "private",
+                "unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--uts", "--mount", "--propagation", "private",
                 "sh", "-c", NODE_INIT, "node-init",
                 node.name, str(node.state_dir / "hosts"), bashrc, str(self.base / "empty_bashrc"), config,
                 str(hold), *paths_to_keep(),
@@ -468,10 +485,16 @@ class SimCluster:
             hold.mkdir(exist_ok=True)
         else:
             argv = [*prefix, SSHD, "-D", "-e", "-f", config]
-        node.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        # The parent-death signal follows the thread that forked (prctl(2)): spawn from one thread that lives as
+        # long as this process, never from the short-lived pool threads that start nodes side by side.
+        argv = ["setpriv", "--pdeathsig", "KILL", *argv]
+        spawn = _SPAWNER.submit(
+            subprocess.Popen, argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
-        log.close()
+        try:
+            node.proc = spawn.result()
+        finally:
+            log.close()
 
     def _wait_ready(self, node: SimNode) -> None:
         """Poll the port (no fixed sleeps); then find the node's PID 1 and PID namespace."""
@@ -497,6 +520,12 @@ class SimCluster:
             node.pidns = os.readlink(f"/proc/{node.init_pid}/ns/pid")
         else:
             node.init_pid = node.proc.pid
+
+    def _signal_node(self, node: SimNode, sig: signal.Signals) -> None:
+        """Every process of the node (its sshd and, in its own PID namespace, all it runs), by PID."""
+        for pid in self._sshd_pids(node):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
 
     def _sshd_pids(self, node: SimNode) -> list[int]:
         pids = [node.init_pid] if node.init_pid else []
@@ -527,6 +556,93 @@ class SimCluster:
 
 
 _LIVE: list[SimCluster] = []
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simnodes-spawn")
+
+
+def reap_leftovers() -> list[str]:
+    """Remove what harnesses that died without stop() left (call under ALLOC_LOCK); returns what it removed.
+
+    An owner file whose process is gone (or is another process by now: its start time differs): the processes
+    inside its namespaces, its veths and namespaces, its state directory. Namespaces of a token without an owner
+    file (a harness from before owner files) only when none of them holds a process and all are older than
+    STALE_LEGACY_S. Never a live cluster's: its owner is alive, or its fresh namespaces are younger than that."""
+    removed: list[str] = []
+    owned: set[str] = set()
+    netns = _netns_names()
+    for path in sorted(OWNERS.glob("rlaunch-sim-*.json")) if OWNERS.is_dir() else []:
+        try:
+            owner = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        token = owner.get("token")
+        if token:
+            owned.add(token)
+        if _start_time(int(owner.get("pid", 0))) == owner.get("start"):
+            continue  # alive
+        names = [n for n in netns if token and _token_of(n) == token]
+        for name in names:
+            for pid in _netns_pids(name):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        _delete_links_and_netns(token, names)
+        base = Path(str(owner.get("base", "")))
+        if base.name.startswith("rlaunch-sim-"):
+            shutil.rmtree(base, ignore_errors=True)
+        path.unlink(missing_ok=True)
+        removed.append(base.name)
+    legacy: dict[str, list[str]] = {}
+    for name in netns:
+        token = _token_of(name)
+        if token and token not in owned:
+            legacy.setdefault(token, []).append(name)
+    for token, names in legacy.items():
+        try:
+            old = all(time.time() - os.stat(f"/run/netns/{n}").st_mtime > STALE_LEGACY_S for n in names)
+        except OSError:
+            continue
+        if old and not any(_netns_pids(n) for n in names):
+            _delete_links_and_netns(token, names)
+            removed.append(f"rl{token}")
+    return removed
+
+
+def _token_of(netns: str) -> str | None:
+    """The cluster token of a namespace this module names `rl<token>n<i>` (token: 4 hex digits)."""
+    if len(netns) > 7 and netns.startswith("rl") and netns[6] == "n" and netns[7:].isdigit():
+        token = netns[2:6]
+        if all(c in "0123456789abcdef" for c in token):
+            return token
+    return None
+
+
+def _netns_names() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def _netns_pids(name: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout
+    return [int(word) for word in out.split() if word.isdigit()]
+
+
+def _delete_links_and_netns(token: str | None, names: list[str]) -> None:
+    if not token:
+        return
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    veths = {word.split("@")[0].rstrip(":") for word in links.split() if word.startswith(f"rl{token}h")}
+    doomed = [f"link del {v}" for v in sorted(veths)] + [f"netns del {n}" for n in names]
+    if doomed:
+        subprocess.run(["ip", "-force", "-batch", "-"], input="\n".join(doomed) + "\n", text=True,
+                       capture_output=True)  # fmt: skip
+
+
+def _start_time(pid: int) -> int | None:
+    """A process's start time in clock ticks since boot (proc(5) field 22): a PID and this name one process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 @atexit.register

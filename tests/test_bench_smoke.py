@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import simnodes
+from e2e_helpers import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def run_bench(script: str, *args: str, timeout: float = 540) -> str:
     except subprocess.TimeoutExpired:
         os.kill(proc.pid, signal.SIGTERM)
         try:
-            out, err = proc.communicate(timeout=60)
+            out, err = proc.communicate(timeout=scaled(60))
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()

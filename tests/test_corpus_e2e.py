@@ -14,21 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, wait_for, worker_pid
+from e2e_helpers import TORCH_EXTENSIONS, assert_nothing_left, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import attempts, goodput, lifecycle, records
 
-pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+pytestmark = [pytest.mark.ssh, pytest.mark.slow, pytest.mark.usefixtures("run_home")]
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 DDP = CORPUS / "ddp_tutorial"
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def ddp_inventory(cluster: Any, script: Path, nodes: int, nproc: int, epochs: int, **over: Any) -> Any:
@@ -73,7 +67,7 @@ def test_ddp_tutorial_resumes_from_its_own_snapshot_after_a_rank_is_killed(sim3:
         lambda: worker_pid(sim3, "node1", 1, marker="multinode.py"), 30, "rank 1's process", result
     )
     os.kill(pid, signal.SIGKILL)  # a PID of the head's view of the node's namespace (e2e_helpers.worker_pid)
-    thread.join(timeout=240)
+    thread.join(timeout=scaled(240))
     assert "out" in result, "up did not return"
     run_id, outcome = result["out"]
     assert outcome.code == 0, outcome.summary
@@ -134,7 +128,6 @@ def test_broken_ddp_tutorial_ends_with_the_ranks_own_exception(sim3: Any, tmp_pa
 
 
 DS = CORPUS / "ds_bf16_master_weight"
-TORCH_EXTENSIONS = Path(__file__).resolve().parents[1] / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops
 
 
 def test_deepspeed_example_progress_loss_curve_and_its_own_exception(sim3: Any, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import TORCH_EXTENSIONS, scaled
 
 from cluster.inventory import from_mapping
 from launcher import plan as planning
@@ -24,7 +25,6 @@ from launcher.jobs.deepspeed import resolve_auto, strip_comments
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "ds_train.py"
-TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops, built once
 PREFIX = "DS_TRAIN "
 
 
@@ -172,7 +172,7 @@ def test_kill_one_node_mid_run_resumes_with_identical_losses(
     assert killed, "node2 had no training rank to kill"
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
-    runner.join(600)
+    runner.join(scaled(600))
     assert not runner.is_alive(), "rlaunch up did not return"
 
     run_id, outcome = result["out"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import scaled
 
 from cluster.inventory import from_mapping
 from cluster.transport import Result, make_transport
@@ -309,7 +310,9 @@ def test_doctor_on_simulated_nodes_names_the_odd_node(sim3):
     data["job"] = {"kind": "command", "command": ["true"], "checkpoint_dir": "/tmp/rlaunch-doctor-ckpt"}
     inv = from_mapping(data)
     with make_transport(inv) as transport:
-        report = doctor.run_doctor(inv, transport, SCRIPT, timeout=90, tool_timeout=5, torch_timeout=30)
+        report = doctor.run_doctor(
+            inv, transport, SCRIPT, timeout=scaled(90), tool_timeout=5, torch_timeout=30
+        )
     text = doctor.format_report(report)
     checks = by_name(report.checks)
     assert checks["reachable"].status == "pass", text

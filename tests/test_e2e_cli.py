@@ -7,6 +7,7 @@ namespaces, never from rlaunch's word.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -16,23 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, job_pids, wait_for
+from e2e_helpers import assert_nothing_left, job_pids, rlaunch, scaled, slowdown, wait_for
 
 from cluster.inventory import Overrides, load_inventory
 from launcher import lifecycle
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
 WORKDIR = "/tmp/rlaunch"
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "rlaunch-home"
-    monkeypatch.setenv("RLAUNCH_HOME", str(home))
-    return home
 
 
 def write_inventory(tmp_path: Path, cluster: Any, **over: Any) -> Path:
@@ -44,15 +38,7 @@ def write_inventory(tmp_path: Path, cluster: Any, **over: Any) -> Path:
     return path
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+cli = functools.partial(rlaunch, timeout=120, env={"PYTHONPATH": str(ROOT)})
 
 
 def test_overrides_reach_the_nodes(sim3: Any, tmp_path: Path) -> None:
@@ -141,7 +127,8 @@ def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any,
         job={
             "kind": "torchrun",
             "script": TRAIN,
-            "args": ["--steps", "60", "--sleep", "0.25"],
+            # 15 s on an idle machine; longer on a loaded one, so the run is still going when gc runs
+            "args": ["--steps", "60", "--sleep", f"{0.25 * slowdown():.2f}"],
             "timeout": 60,
         },
     )
@@ -188,7 +175,7 @@ def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any,
             assert set(running[node.name]) <= set(still), f"gc touched the running job on {node.name}"
         assert (outside / "keep.txt").read_text() == "not ours" and link.is_symlink()
     finally:
-        thread.join(120)
+        thread.join(scaled(120))
     assert not thread.is_alive() and result["out"][1].code == 0
     assert_nothing_left(sim3)
     link.unlink()

@@ -16,25 +16,26 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import assert_nothing_left, job_pids, running_everywhere, wait_for, worker_pid
+from e2e_helpers import (
+    TORCH_EXTENSIONS,
+    assert_nothing_left,
+    job_pids,
+    running_everywhere,
+    scaled,
+    wait_for,
+    worker_pid,
+)
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 from launcher.errors import ExitCode
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
 RLAUNCH = [sys.executable, "-m", "launcher.cli"]
 HEALTH = {"heartbeat_timeout": 5, "grace": 2, "stall_timeout": 120}
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("RLAUNCH_HOME", str(home))
-    return home
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def job_of_kind(kind: str, shared: Path) -> tuple[dict[str, Any], dict[str, Any]
     if kind == "torchrun":
         args = ["--steps", "100000", "--sleep", "0.05"]
         return {"kind": "torchrun", "script": TRAIN, "args": args, "nproc_per_node": 1}, {}, "train.py"
-    env = {"OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(ROOT / ".cache" / "torch_extensions")}
+    env = {"OMP_NUM_THREADS": "1", "TORCH_EXTENSIONS_DIR": str(TORCH_EXTENSIONS)}
     if kind == "deepspeed":
         script = str(ROOT / "examples" / "ds_train.py")
         args = ["--steps", "100000", "--step-sleep", "0.3"]
@@ -110,7 +111,7 @@ def test_detach_status_logs_down_leaves_nothing(sim3: Any, shared: Path, kind: s
     _, replies = lifecycle.down(run_id)
     assert all(r.ok and not r.data.get("remaining") for r in replies.values()), replies
     assert_nothing_left(sim3, timeout=10, nodes=nodes)
-    follower.join(timeout=30)
+    follower.join(timeout=scaled(30))
     assert not follower.is_alive(), "logs -f did not end with the job"
     state = records.RunRecord.open(run_id).read_state()
     assert state["state"] == "stopped", state
@@ -132,7 +133,7 @@ def test_guard_sigkilled_in_the_foreground_is_a_lost_node_and_nothing_is_left(si
     wait_for(lambda: running_everywhere(sim3, ["node1", "node2"], marker), 60, "training on both nodes")
     time.sleep(1.0)
     os.kill(guard_pid(sim3, "node2"), signal.SIGKILL)
-    thread.join(timeout=90)
+    thread.join(timeout=scaled(90))
     assert not thread.is_alive()
     run_id, outcome = result["out"]
     assert outcome.code == ExitCode.INFRA, outcome.summary  # never "succeeded"
@@ -188,7 +189,7 @@ def test_signals_during_a_hung_collective_stop_everything(
         time.sleep(0.5)
         for name in signals:  # back to back, to the whole process group
             os.killpg(proc.pid, getattr(signal, name))
-        out, _ = proc.communicate(timeout=90)
+        out, _ = proc.communicate(timeout=scaled(90))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

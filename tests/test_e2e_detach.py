@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -14,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import assert_nothing_left, rlaunch, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records, supervise
 from launcher.health.classify import parse_rank_prefix
 from launcher.run.attempt import LaunchError
-from tests.test_e2e_health import assert_nothing_left, two_nodes, wait_for, worker_pid
+from tests.test_e2e_health import clean_then_faulty, two_nodes
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 
 class Attach:
@@ -56,7 +58,7 @@ class Attach:
     def finish(self, timeout: float = 90) -> tuple[str, str]:
         """Wait for attach to exit; (stdout, stderr)."""
         try:
-            self.proc.wait(timeout=timeout)
+            self.proc.wait(timeout=scaled(timeout))
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -66,16 +68,7 @@ class Attach:
         return "".join(self.out), "".join(self.err)
 
 
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], capture_output=True, text=True, timeout=120
-    )
+cli = functools.partial(rlaunch, timeout=120)  # RLAUNCH_HOME: run_home's
 
 
 def state_of(run_id: str) -> dict:
@@ -160,20 +153,7 @@ def test_job_outlives_a_killed_supervisor_and_supervision_comes_back(sim3: Any) 
 def test_detached_restart_resumes_with_identical_losses(sim3: Any) -> None:
     shared = Path("/var/tmp") / f"rlaunch-test-dckpt-{os.getpid()}-{time.time_ns()}"
     try:
-        args = ["--steps", "12", "--ckpt-every", "3"]
-        clean = from_mapping(two_nodes(sim3, args, nproc=1, job={"checkpoint_dir": str(shared / "clean")}))
-        clean_lines: list = []
-        _, outcome = lifecycle.up(clean, on_line=lambda h, r, t: clean_lines.append((h, r, t)))
-        assert outcome.code == 0, outcome.summary
-        faulty = from_mapping(
-            two_nodes(
-                sim3,
-                [*args, "--fail-at-step", "8", "--fail-rank", "1"],
-                nproc=1,
-                job={"checkpoint_dir": str(shared / "faulty")},
-                restart={"max_restarts": 1, "backoff": 0},
-            )
-        )
+        clean_lines, faulty = clean_then_faulty(sim3, shared)
         run_id, _ = lifecycle.up(faulty, detach=True)
         final = wait_for(lambda: ended(run_id), 180, "the detached run to end")
         assert final["state"] == "succeeded" and final["attempt"] == 1, final

@@ -12,21 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, wait_for
+from e2e_helpers import assert_nothing_left, scaled, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def inventory(cluster: Any, args: list[str], *, nproc: int = 2) -> Any:
@@ -43,7 +37,7 @@ def up(inv: Any, timeout: float) -> tuple[str, Any]:
     result: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: result.update(out=lifecycle.up(inv)), daemon=True)
     thread.start()
-    thread.join(timeout)
+    thread.join(scaled(timeout))
     assert not thread.is_alive(), "the run did not end"
     return result["out"]
 
@@ -117,7 +111,7 @@ def test_an_even_job_has_no_straggler_until_a_node_computes_more_per_step(sim3: 
         daemon=True,
     )
     thread.start()
-    thread.join(500)
+    thread.join(scaled(500))
     assert not thread.is_alive(), "the run did not end"
     run_id, outcome = result["out"]
     assert outcome.code == 0, outcome.summary
@@ -149,7 +143,7 @@ def test_a_frozen_host_is_named_and_nothing_is_left_once_it_thaws(sim3: Any) -> 
     try:
         wait_for(lambda: sum(t.startswith("step=") for t in lines) >= 20, 120, "20 steps", result)
         sim3.freeze("node2")
-        thread.join(240)
+        thread.join(scaled(240))
         assert not thread.is_alive(), "the run did not end"
     finally:
         sim3.thaw("node2")
@@ -185,7 +179,7 @@ def test_a_node_cut_off_the_network_is_named_not_a_survivor(sim_cluster: Any) ->
     thread.start()
     wait_for(lambda: sum(t.startswith("step=") for t in lines) >= 20, 120, "20 steps", result)
     cluster.partition("node3")  # a silent link-down: no RST, no ICMP
-    thread.join(240)
+    thread.join(scaled(240))
     assert not thread.is_alive(), "the run did not end"
     _, outcome = result["out"]
     assert outcome.code != 0

@@ -13,32 +13,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, wait_for, worker_pid
+from e2e_helpers import assert_nothing_left, scaled, wait_for, worker_pid
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
 
 
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
-
 def two_nodes(cluster: Any, args: list[str], *, nproc: int = 2, **over: Any) -> dict:
-    data = cluster.inventory_dict(
-        job={"kind": "torchrun", "script": TRAIN, "args": args, "nproc_per_node": nproc, "timeout": 120},
-        master={"port": "auto"},
-        health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": 60},
-    )
+    """Two of the cluster's nodes running examples/train.py; `over` is merged in (limits scaled: simnodes)."""
+    job = {"kind": "torchrun", "script": TRAIN, "args": args, "nproc_per_node": nproc, "timeout": 120}
+    health = {"heartbeat_timeout": 5, "grace": 2, "stall_timeout": 60}
+    over = {**over, "job": {**job, **over.get("job", {})}, "health": {**health, **over.get("health", {})}}
+    data = cluster.inventory_dict(master={"port": "auto"}, **over)
     data["nodes"] = data["nodes"][:2]
-    for key, value in over.items():
-        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     return data
 
 
@@ -62,7 +54,7 @@ def test_sigkill_of_one_rank_names_it_and_tears_everything_down(sim3: Any) -> No
     wait_for(lambda: worker_pid(sim3, "node1", 0), 30, "rank 0 on node1")
     time.sleep(1.0)
     os.kill(pid, signal.SIGKILL)
-    thread.join(timeout=90)
+    thread.join(timeout=scaled(90))
     assert not thread.is_alive()
     _, outcome = result["out"]
     assert outcome.code == 1
@@ -82,7 +74,7 @@ def test_sigstopped_rank_is_a_hang_and_stopped_processes_die_too(sim3: Any) -> N
     wait_for(lambda: worker_pid(sim3, "node1", 1), 30, "rank 1 on node1")
     time.sleep(1.0)
     os.kill(pid, signal.SIGSTOP)  # the node's namespace (sim3's teardown) kills it if this test fails
-    thread.join(timeout=120)
+    thread.join(timeout=scaled(120))
     assert not thread.is_alive()
     _, outcome = result["out"]
     assert outcome.code == 1
@@ -134,29 +126,36 @@ def losses(lines: list[tuple[str, int | None, str]]) -> dict[int, str]:
     return out
 
 
+def clean_then_faulty(cluster: Any, shared: Path) -> tuple[list[tuple[str, int | None, str]], Any]:
+    """Run 12 steps cleanly (checkpoints every 3 in `shared`) and return its lines, with the inventory of the same
+    job whose rank 1 fails at step 8 and may restart once (tests/test_e2e_detach.py runs that one detached).
+
+    World size 2 (one rank per node): a sum of two is order-free, so resumed losses are bitwise equal. With more
+    ranks DDP rebuilds its gradient buckets after the first step of every fresh process, which changes gloo's
+    summation order and the losses by ~1e-7 after a resume (seen here with 4 ranks)."""
+    args = ["--steps", "12", "--ckpt-every", "3"]
+    clean = from_mapping(two_nodes(cluster, args, nproc=1, job={"checkpoint_dir": str(shared / "clean")}))
+    clean_lines: list = []
+    _, outcome = lifecycle.up(clean, on_line=lambda h, r, t: clean_lines.append((h, r, t)))
+    assert outcome.code == 0, outcome.summary
+    faulty = from_mapping(
+        two_nodes(
+            cluster,
+            [*args, "--fail-at-step", "8", "--fail-rank", "1"],
+            nproc=1,
+            job={"checkpoint_dir": str(shared / "faulty")},
+            restart={"max_restarts": 1, "backoff": 0},
+        )
+    )
+    return clean_lines, faulty
+
+
 @pytest.mark.slow
 def test_restart_resumes_from_the_latest_checkpoint_with_identical_losses(sim3: Any, tmp_path: Path) -> None:
     # Checkpoints must be visible to every node (shared storage): /var/tmp is not private per simulated node.
     shared = Path("/var/tmp") / f"rlaunch-test-ckpt-{os.getpid()}-{time.time_ns()}"
     try:
-        # World size 2 (one rank per node): a sum of two is order-free, so resumed losses are bitwise equal.
-        # With more ranks DDP rebuilds its gradient buckets after the first step of every fresh process, which
-        # changes gloo's summation order and the losses by ~1e-7 after a resume (seen here with 4 ranks).
-        args = ["--steps", "12", "--ckpt-every", "3"]
-        clean = from_mapping(two_nodes(sim3, args, nproc=1, job={"checkpoint_dir": str(shared / "clean")}))
-        clean_lines: list = []
-        _, outcome = lifecycle.up(clean, on_line=lambda h, r, t: clean_lines.append((h, r, t)))
-        assert outcome.code == 0, outcome.summary
-
-        faulty = from_mapping(
-            two_nodes(
-                sim3,
-                [*args, "--fail-at-step", "8", "--fail-rank", "1"],
-                nproc=1,
-                job={"checkpoint_dir": str(shared / "faulty")},
-                restart={"max_restarts": 1, "backoff": 0},
-            )
-        )
+        clean_lines, faulty = clean_then_faulty(sim3, shared)
         lines: list = []
         run_id, outcome = lifecycle.up(faulty, on_line=lambda h, r, t: lines.append((h, r, t)))
         assert outcome.code == 0, outcome.summary

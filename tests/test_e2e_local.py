@@ -4,51 +4,48 @@ Process-table checks look for the run id that the plan puts into every job proce
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from e2e_helpers import fail_args, processes_of_run, rlaunch, scaled, scaled_inventory, scaled_model, wait_for
 
 from cluster.inventory import load_inventory
 from cluster.local import LocalTransport
 from cluster.transport import Endpoint
 from launcher import lifecycle, records
 
+pytestmark = pytest.mark.usefixtures("run_home")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def processes_of_run(run_id: str) -> list[int]:
-    marker = f"RLAUNCH_RUN_ID={run_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+def local_inventory(tmp_path: Path, **job: object) -> Any:
+    """examples/local.yaml with this test's own workdir (not the demo's shared /tmp/rlaunch-demo), the job's
+    fields in `job` replaced, and its limits scaled to the machine's load (e2e_helpers.scaled)."""
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": inv.job.model_copy(update=job)})
+    return scaled_model(inv)
 
 
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
+def local_yaml(tmp_path: Path) -> str:
+    """The same as a file for the CLI: examples/local.yaml's paths made absolute, its own workdir, scaled limits."""
+    data = yaml.safe_load((ROOT / "examples" / "local.yaml").read_text())
+    data["python"] = os.path.normpath(ROOT / "examples" / data["python"])  # the venv's link, not its target
+    data["job"]["script"] = str(ROOT / "examples" / data["job"]["script"])
+    data["workdir"] = str(tmp_path / "work")
+    path = tmp_path / "local.yaml"
+    path.write_text(yaml.safe_dump(scaled_inventory(data)))
+    return str(path)
 
 
-def test_embedded_default_through_the_cli(run_home: Path) -> None:
+def test_embedded_default_through_the_cli(run_home: Path, tmp_path: Path) -> None:
     """What `make demo` runs: two simulated nodes × two ranks, real torchrun over gloo."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "launcher.cli", "up", "examples/local.yaml", "--no-doctor"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "RLAUNCH_HOME": str(run_home)},
-    )
+    proc = rlaunch("up", local_yaml(tmp_path), "--no-doctor", home=run_home, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "sim-node0[0] step=30 loss=" in proc.stdout and "training complete" in proc.stdout
     assert "succeeded" in proc.stderr
@@ -60,11 +57,7 @@ def test_embedded_default_through_the_cli(run_home: Path) -> None:
     losses = [float(line.split("loss=")[1]) for line in proc.stdout.splitlines() if " step=" in line]
     assert losses[-1] < losses[0]  # the demo job learns
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
-            env={**os.environ, "RLAUNCH_HOME": str(run_home)},
-        )  # fmt: skip
+    cli = functools.partial(rlaunch, home=run_home)
 
     logs = cli("logs", "--node", "sim-node0", "--grep", "step=30 ")
     assert logs.returncode == 0 and logs.stdout.strip().startswith("sim-node0| [default0]:step=30 loss=")
@@ -81,8 +74,7 @@ class AttachedLocalTransport(LocalTransport):
 
 
 def test_attached_guard_runs_a_job_to_completion(tmp_path: Path) -> None:
-    inv = load_inventory(ROOT / "examples" / "local.yaml")
-    inv = inv.model_copy(update={"workdir": str(tmp_path / "work")})
+    inv = local_inventory(tmp_path)
     transport = AttachedLocalTransport(Endpoint.all_from(inv))
     lines: list[str] = []
     run_id, outcome = lifecycle.up(inv, transport=transport, on_line=lambda h, r, t: lines.append(t))
@@ -92,7 +84,7 @@ def test_attached_guard_runs_a_job_to_completion(tmp_path: Path) -> None:
 
 
 def test_detach_is_refused_for_attached_transports(tmp_path: Path) -> None:
-    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    inv = local_inventory(tmp_path)
     transport = AttachedLocalTransport(Endpoint.all_from(inv))
     with pytest.raises(lifecycle.LaunchError) as info:
         lifecycle.up(inv, transport=transport, detach=True)
@@ -101,31 +93,22 @@ def test_detach_is_refused_for_attached_transports(tmp_path: Path) -> None:
 
 def test_attached_guard_ends_with_its_channel(tmp_path: Path) -> None:
     """When the launcher's channel goes (srun step ended, launcher killed), the attached guard cleans up."""
-    import time
-
     from launcher.plan import build_plan, load_sources
     from launcher.run.attempt import Runner
 
-    inv = load_inventory(ROOT / "examples" / "local.yaml")
-    job = inv.job.model_copy(update={"args": ["--steps", "100000", "--sleep", "0.05"]})
-    health = inv.health.model_copy(update={"heartbeat_timeout": 2.0, "grace": 1.0})
-    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
+    inv = local_inventory(tmp_path, args=["--steps", "100000", "--sleep", "0.05"])
+    health = inv.health.model_copy(update={"heartbeat_timeout": scaled(2.0), "grace": 1.0})
+    inv = inv.model_copy(update={"health": health})
     plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
     record = records.RunRecord.create(plan.run_id, plan.to_json())
     runner = Runner(plan, AttachedLocalTransport(Endpoint.all_from(inv)), record)
     runner.push()
     runner.start()
     beats = runner.heartbeats().start()  # the launcher's part of the contract, until it "dies"
-    deadline = time.time() + 120
-    while len(processes_of_run(plan.run_id)) < 6 and time.time() < deadline:  # 2 torchruns + 4 workers
-        time.sleep(0.2)
-    assert len(processes_of_run(plan.run_id)) >= 6
+    wait_for(lambda: len(processes_of_run(plan.run_id)) >= 6, 120, "2 torchruns + 4 workers")
     beats.stop()
     runner.detach_followers()
-    deadline = time.time() + 60
-    while processes_of_run(plan.run_id) and time.time() < deadline:
-        time.sleep(0.2)
-    assert not processes_of_run(plan.run_id)
+    wait_for(lambda: not processes_of_run(plan.run_id), 60, "the attached guards to end the job")
 
 
 def test_gpu_reset_in_the_kernel_log_stops_the_job_and_smi_snapshots_are_kept(
@@ -133,28 +116,27 @@ def test_gpu_reset_in_the_kernel_log_stops_the_job_and_smi_snapshots_are_kept(
 ) -> None:
     """The follower tails the kernel log (RLAUNCH_KMSG stands in for /dev/kmsg) and snapshots amd-smi."""
     import threading
-    import time
 
     kmsg = tmp_path / "kmsg"
     kmsg.write_text("old line from before the job: amdgpu 0000:08:00.0: amdgpu: GPU reset begin!\n")
     monkeypatch.setenv("RLAUNCH_KMSG", str(kmsg))
     monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin' / 'mi300x'}:{os.environ['PATH']}")
-    inv = load_inventory(ROOT / "examples" / "local.yaml")
-    job = inv.job.model_copy(update={"args": ["--steps", "100000", "--sleep", "0.05"]})
-    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job})
+    inv = local_inventory(tmp_path, args=["--steps", "100000", "--sleep", "0.05"])
     result: dict = {}
     thread = threading.Thread(target=lambda: result.update(out=lifecycle.up(inv)), daemon=True)
     thread.start()
-    deadline = time.time() + 120
-    while (
-        not [p for p in (records.list_run_ids() or [None]) if p and processes_of_run(p)]
-        and time.time() < deadline
-    ):
-        time.sleep(0.2)
-    time.sleep(7)  # the first amd-smi snapshot comes 5 s after the follower starts
+
+    def snapshotted() -> bool:  # the first amd-smi snapshot comes 5 s after the follower starts
+        for run_id in records.list_run_ids():
+            snapshots = (records.RunRecord.open(run_id).root / "gpu").glob("*.jsonl")
+            if any('"tool": "amd-smi"' in p.read_text() for p in snapshots):
+                return True
+        return False
+
+    wait_for(snapshotted, 120, "an amd-smi snapshot in the record", result)
     with kmsg.open("a") as f:
         f.write("6,1234,5678,-;amdgpu 0000:08:00.0: amdgpu: GPU reset begin!\n")
-    thread.join(timeout=120)
+    thread.join(timeout=scaled(120))
     assert not thread.is_alive()
     run_id, outcome = result["out"]
     assert outcome.code == 1
@@ -167,11 +149,7 @@ def test_gpu_reset_in_the_kernel_log_stops_the_job_and_smi_snapshots_are_kept(
 
 @pytest.mark.slow
 def test_end_of_run_abort_is_told_apart_from_a_failure(tmp_path: Path) -> None:
-    inv = load_inventory(ROOT / "examples" / "local.yaml")
-    job = inv.job.model_copy(
-        update={"script": str(ROOT / "tests" / "jobs" / "end_of_run_abort.py"), "args": []}
-    )
-    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job})
+    inv = local_inventory(tmp_path, script=str(ROOT / "tests" / "jobs" / "end_of_run_abort.py"), args=[])
     run_id, outcome = lifecycle.up(inv)
     assert outcome.end_of_run_abort, outcome.summary
     assert outcome.code == 0, outcome.summary
@@ -179,16 +157,10 @@ def test_end_of_run_abort_is_told_apart_from_a_failure(tmp_path: Path) -> None:
     assert not processes_of_run(run_id)
 
 
-def test_detached_run_followed_with_logs_f(run_home: Path) -> None:
-    env = {**os.environ, "RLAUNCH_HOME": str(run_home)}
+def test_detached_run_followed_with_logs_f(run_home: Path, tmp_path: Path) -> None:
+    cli = functools.partial(rlaunch, home=run_home, timeout=120)
 
-    def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
-            timeout=timeout, env=env,
-        )  # fmt: skip
-
-    up = cli("up", "examples/local.yaml", "--detach", "--no-doctor", "--json")
+    up = cli("up", local_yaml(tmp_path), "--detach", "--no-doctor", "--json")
     assert up.returncode == 0, up.stderr
     run_id = json.loads(up.stdout.strip().splitlines()[-1])["run_id"]
     follow = cli("logs", "-f", run_id, timeout=300)  # returns when the job ends
@@ -201,20 +173,10 @@ def test_detached_run_followed_with_logs_f(run_home: Path) -> None:
 
 @pytest.mark.slow
 def test_restart_excludes_the_failed_node_when_asked(tmp_path: Path) -> None:
-    inv = load_inventory(ROOT / "examples" / "local.yaml")
-    args = [
-        "--steps",
-        "8",
-        "--ckpt-every",
-        "2",
-        "--fail-at-step",
-        "5",
-        "--fail-rank",
-        "3",
-    ]  # rank 3: sim-node1
-    job = inv.job.model_copy(update={"args": args, "checkpoint_dir": str(tmp_path / "ckpt")})
+    args = fail_args(rank=3)  # rank 3: sim-node1
+    inv = local_inventory(tmp_path, args=args, checkpoint_dir=str(tmp_path / "ckpt"))
     restart = inv.restart.model_copy(update={"max_restarts": 1, "backoff": 0, "exclude_failed_node": True})
-    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "restart": restart})
+    inv = inv.model_copy(update={"restart": restart})
     lines: list[str] = []
     run_id, outcome = lifecycle.up(inv, on_line=lambda h, r, t: lines.append(f"{h} {t}"))
     assert outcome.code == 0, outcome.summary

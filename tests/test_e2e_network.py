@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import simnodes
@@ -20,6 +19,8 @@ from launcher import doctor, lifecycle
 from launcher.nodecall import node_script
 from launcher.plan import build_plan, load_sources
 
+pytestmark = pytest.mark.usefixtures("run_home")
+
 # A public RCCL init line (ROCm/rccl-tests#163, tests/fixtures/netinit/rccl-tests-163-socket.log) and an IB one
 # (ROCm/rccl#419), printed by a command job as RCCL would print them.
 SOCKET_LINE = "z292:58192:58200 [2] NCCL INFO NET/Socket : Using [0]eno2np1:192.168.2.194<0>"
@@ -29,12 +30,6 @@ IB_LINE = "e05r3n09:929:929 [2] NCCL INFO NET/IB : Using [0]mlx5_3:1/IB [1]mlx5_
 def _ip(netns: str, *commands: str) -> None:
     for command in commands:
         subprocess.run(["ip", "-n", netns, *command.split()], check=True, capture_output=True)
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 @pytest.fixture(scope="module")

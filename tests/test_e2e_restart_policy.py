@@ -6,80 +6,30 @@ ledger's restart entries, nothing left running."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from e2e_helpers import crash_loop_inventory, processes_of_run, rlaunch
 
 from launcher import ledger, records
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def processes_of_run(run_id: str) -> list[int]:
-    marker = f"RLAUNCH_RUN_ID={run_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.slow
 def test_a_job_crashing_at_the_same_step_is_stopped_by_the_breaker(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ckpt = tmp_path / "ckpt"
-    inventory = {
-        "cluster": "breaker-test",
-        "transport": "local",
-        "nodes": [
-            {"host": "sim-node0", "address": "127.0.0.1", "gpus": 0},
-            {"host": "sim-node1", "address": "127.0.0.1", "gpus": 0},
-        ],
-        "master": {"port": "auto"},
-        "workdir": str(tmp_path / "work"),
-        "python": str(ROOT / ".venv" / "bin" / "python"),
-        "profile": "cpu",
-        "job": {
-            "kind": "torchrun",
-            "script": str(ROOT / "examples" / "train.py"),
-            # A checkpoint every 2 steps, rank 1 SIGKILLed at step 5 of every attempt (resumed ones too).
-            "args": [
-                "--steps",
-                "8",
-                "--ckpt-every",
-                "2",
-                "--fail-at-step",
-                "5",
-                "--fail-rank",
-                "1",
-                "--fail-always",
-            ],
-            "nproc_per_node": 1,
-            "checkpoint_dir": str(ckpt),
-            "timeout": 60,
-        },
-        "health": {"stall_timeout": 60, "heartbeat_timeout": 10},
-        # The budget allows 5 restarts (node faults: 3 by default); the breaker stops after 2 without progress.
-        "restart": {"max_restarts": 5, "backoff": 0, "no_progress": 2},
-    }
+    # The budget allows 5 restarts (node faults: 3 by default); the breaker stops after 2 without progress.
+    restart = {"max_restarts": 5, "backoff": 0, "no_progress": 2}
+    inventory = crash_loop_inventory(tmp_path, restart, cluster="breaker-test", python=sys.executable)
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(inventory))
-    env = {**os.environ, "RLAUNCH_HOME": str(home)}
-
-    def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True,
-            timeout=timeout, env=env,
-        )  # fmt: skip
+    cli = functools.partial(rlaunch, home=home)
 
     plan = cli("plan", str(path))
     assert plan.returncode == 0, plan.stderr

@@ -8,18 +8,18 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from e2e_helpers import rlaunch, scaled
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 
-pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+pytestmark = [pytest.mark.ssh, pytest.mark.slow, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
@@ -27,12 +27,6 @@ TRAIN = str(ROOT / "examples" / "train.py")
 # DDP's bucket rebuild after the first step of a fresh process may change the summation order, so a resumed
 # run's losses may differ from an uninterrupted run's in the last bits (~1e-7 relative). Equal within 1e-6.
 REL_TOL = 1e-6
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def inventory(cluster: Any, ckpt: Path, args: list[str], **over: Any) -> dict:
@@ -64,14 +58,11 @@ def losses(lines: list[tuple[str, int | None, str]]) -> dict[int, float]:
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=180,
-        env={**os.environ, "RLAUNCH_HOME": str(home)},
-    )  # fmt: skip
+    return rlaunch(*args, home=home, timeout=180)
 
 
 def no_job_left(cluster: Any) -> bool:
-    deadline = time.time() + 30
+    deadline = time.time() + scaled(30)
     while time.time() < deadline:
         if not any(cmd for n in cluster.nodes for _, cmd in cluster.node_pids(n.name) if "sshd" not in cmd):
             return True

@@ -16,23 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, job_pids, wait_for
+from e2e_helpers import assert_nothing_left, job_pids, scaled, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
 from launcher.run.attempt import LaunchError
 
-pytestmark = pytest.mark.ssh
+pytestmark = [pytest.mark.ssh, pytest.mark.usefixtures("run_home")]
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = str(ROOT / "examples" / "train.py")
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "rlaunch-home"
-    monkeypatch.setenv("RLAUNCH_HOME", str(home))
-    return home
 
 
 def job_inventory(cluster: Any, *, steps: int = 5, sleep: float = 0.0, nproc: int = 1, **over: Any) -> dict:
@@ -147,8 +140,10 @@ def test_master_port_taken_refuses_start(sim3: Any) -> None:
                 sim3.node("node1").netns,
                 sys.executable,
                 "-c",
-                f"import socket,time;s=socket.socket();s.bind(('0.0.0.0',{port}));s.listen();time.sleep(60)",
-            ]
+                f"import socket,time;s=socket.socket();s.bind(('0.0.0.0',{port}));s.listen();print(flush=True);"
+                "time.sleep(600)",
+            ],
+            stdout=subprocess.PIPE,
         )
         if sim3.node("node1").netns
         else None
@@ -156,7 +151,9 @@ def test_master_port_taken_refuses_start(sim3: Any) -> None:
     if blocker is None:
         pytest.skip("needs network namespaces")
     try:
-        time.sleep(1.0)
+        assert (
+            blocker.stdout is not None and blocker.stdout.readline()
+        )  # listening (a fixed sleep raced load)
         with pytest.raises(LaunchError) as info:
             lifecycle.up(from_mapping(data))
         assert "node1: master port 29777 is already in use" in str(info.value)
@@ -207,7 +204,7 @@ def test_ctrl_c_stops_every_node(sim3: Any, tmp_path: Path, run_home: Path) -> N
     proc = _start_cli(sim3, tmp_path, run_home)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 130, err
     assert_nothing_left(sim3, timeout=10)
 
@@ -215,7 +212,7 @@ def test_ctrl_c_stops_every_node(sim3: Any, tmp_path: Path, run_home: Path) -> N
 def test_sigterm_to_launcher_stops_every_node(sim3: Any, tmp_path: Path, run_home: Path) -> None:
     proc = _start_cli(sim3, tmp_path, run_home)
     proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=scaled(60))
     assert proc.returncode == 130
     assert_nothing_left(sim3, timeout=10)
 
@@ -223,7 +220,7 @@ def test_sigterm_to_launcher_stops_every_node(sim3: Any, tmp_path: Path, run_hom
 def test_sigkill_of_launcher_is_cleaned_up_by_the_guards(sim3: Any, tmp_path: Path, run_home: Path) -> None:
     proc = _start_cli(sim3, tmp_path, run_home)
     os.killpg(proc.pid, signal.SIGKILL)  # the launcher and anything it spawned: no teardown from the head
-    proc.communicate(timeout=10)
+    proc.communicate(timeout=scaled(10))
     # heartbeat_timeout is 4 s and grace 2 s: the guards must notice and clean up by themselves.
     assert_nothing_left(sim3, timeout=60)
 
@@ -248,7 +245,7 @@ def test_partition_of_one_node(sim_cluster: Any, tmp_path: Path, run_home: Path)
     wait_for(lambda: training_on_every_node(cluster), 90, "the job on every node")
     cluster.partition("node2")
     try:
-        thread.join(timeout=120)
+        thread.join(timeout=scaled(120))
         assert not thread.is_alive(), "launcher did not finish after a partition"
         _, outcome = result["out"]
         assert outcome.code != 0

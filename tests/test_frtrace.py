@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from e2e_helpers import scaled
 from test_health_progress import run_job
 from test_plan import plan_of
 
@@ -65,7 +66,7 @@ def run_node_script(stdin: dict[str, Any], budget: float = 3.0) -> dict[str, Any
         input=json.dumps(stdin),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
         check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -88,7 +89,8 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for r in range(WORLD)
     ]
     try:
-        outputs = [p.communicate(timeout=240)[0] for p in procs]  # 2 cores shared with other test files
+        # 2 cores shared with other test files
+        outputs = [p.communicate(timeout=scaled(240))[0] for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -200,7 +202,7 @@ def test_a_rank_is_asked_for_a_dump_through_its_pipe(tmp_path: Path) -> None:
         )
     finally:
         got.append(b"")
-        thread.join(timeout=5)
+        thread.join(timeout=scaled(5))
         os.close(reader)
     assert answer["poked"] == 1 and got[0] == b"1"
     assert (tmp_path / "fr_pipe_2.pipe").read_text() == ""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import scaled
 
 from cluster.inventory import InventoryError, from_mapping
 from launcher import attempts, goodput, ledger, records, runreport, spares
@@ -17,13 +18,9 @@ from launcher import plan as planning
 from launcher.health.progress import ProgressLine, parse_progress, progress_step
 from launcher.run.attempt import LaunchError
 
+pytestmark = pytest.mark.usefixtures("run_home")
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
 
 
 def inv_data(**over: Any) -> dict[str, Any]:
@@ -284,7 +281,7 @@ def test_up_replaces_a_struck_node_by_a_spare_or_refuses() -> None:
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=scaled(60),
         env={"PATH": "/usr/bin:/bin", "RLAUNCH_HOME": str(home)},
     )  # fmt: skip
 

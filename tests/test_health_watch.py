@@ -374,3 +374,47 @@ def test_forwarded_healthy_lines_still_teach_the_cadence_and_a_hang_is_found() -
         if found:
             break
     assert found and found[0].kind == "hang", found
+
+
+STORE_LOST = "E1130 api.py:1008] torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed."
+
+
+def test_a_clean_exit_wins_over_a_store_line_however_late_it_arrives() -> None:
+    """The master's agent exited 0 and closed the store: node2's store line waits for node2's own exit code, not
+    for ``confirm_s`` (under load the exit record came later than that and a good run failed)."""
+    w = Watcher({"node1": [0], "node2": [1]}, stall_timeout=60)
+    w.start(0.0)
+    w.observe_exit(10.0, "node1", 0)
+    line = w.observe_line(10.2, "node2", None, STORE_LOST)
+    assert line is not None and w.first_failure == line
+    late = 10.2 + w.confirm_s + 5
+    assert w.worth_holding(line, now=late)  # still waiting for node2's exit code
+    assert not w.worth_holding(line, now=10.2 + w.end_of_run_grace)  # bounded all the same
+    w.observe_exit(late, "node2", 0)
+    verdict = w.verdict()
+    assert w.first_failure is None and verdict.ok and verdict.state.value == "succeeded"
+    assert verdict.warnings == 1
+
+
+def test_a_store_line_read_before_the_masters_clean_exit_waits_for_it_too() -> None:
+    """Followers of different nodes deliver in any order: the line first, the master's exit 0 next."""
+    w = Watcher({"node1": [0], "node2": [1]}, stall_timeout=60)
+    w.start(0.0)
+    line = w.observe_line(10.0, "node2", None, STORE_LOST)
+    assert line is not None and w.worth_holding(line, now=10.5)
+    w.observe_exit(10.0 + w.confirm_s, "node1", 0)
+    assert w.worth_holding(line, now=10.0 + w.confirm_s + 1)
+    w.observe_exit(10.0 + w.confirm_s + 4, "node2", 0)
+    assert w.verdict().ok
+
+
+def test_a_store_line_after_a_clean_peer_still_fails_when_its_node_exits_non_zero() -> None:
+    w = Watcher({"node1": [0], "node2": [1]}, stall_timeout=60)
+    w.start(0.0)
+    w.observe_exit(10.0, "node1", 0)
+    line = w.observe_line(10.2, "node2", None, STORE_LOST)
+    assert line is not None
+    w.observe_exit(16.0, "node2", 1)
+    failure = w.first_failure
+    assert failure is not None and failure.node == "node2" and not w.worth_holding(failure, now=16.1)
+    assert not w.verdict().ok

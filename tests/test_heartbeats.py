@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_helpers import wait_for
+from e2e_helpers import processes_of_run, scaled, wait_for
 
 from cluster.inventory import load_inventory
 from cluster.local import LocalTransport
@@ -79,19 +79,6 @@ def test_the_thread_beats_while_its_owner_holds_every_lock() -> None:
     assert heartbeat_interval(1.2) == 0.3 and heartbeat_interval(15) == 15 / protocol.BEATS_PER_TIMEOUT
 
 
-def processes_of_run(run_id: str) -> list[int]:
-    marker = f"RLAUNCH_RUN_ID={run_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,8 +89,14 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     inv = load_inventory(ROOT / "examples" / "local.yaml")
-    job = inv.job.model_copy(update={"args": ["--steps", "300", "--sleep", "0.05"]})
-    health = inv.health.model_copy(update={"heartbeat_timeout": 2.0, "grace": 1.0})
+    # The beats' timeout and the hold grow together with the machine's load (e2e_helpers.scaled), 2.5x apart, and
+    # the job trains for twice the hold after its first step (300 steps of 0.05 s on an idle machine).
+    timeout = scaled(2.0)
+    steps = max(300, int(2 * 2.5 * timeout / 0.05))
+    job = inv.job.model_copy(
+        update={"args": ["--steps", str(steps), "--sleep", "0.05"], "timeout": scaled(inv.job.timeout)}
+    )
+    health = inv.health.model_copy(update={"heartbeat_timeout": timeout, "grace": 1.0})
     inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
     plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
     record = records.RunRecord.create(plan.run_id, plan.to_json())
@@ -120,9 +113,9 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     try:
         wait_for(lambda: any(t.startswith("step=") for t in lines), 180, "the first step")
         with runner.lock:  # the watch loop and every record delivery wait here
-            time.sleep(5.0)
+            time.sleep(2.5 * timeout)
             held_while_running = len(processes_of_run(plan.run_id)) >= 6  # 2 torchruns + 4 workers
-        watching.join(timeout=180)
+        watching.join(timeout=scaled(180))
         assert not watching.is_alive()
     finally:
         if watching.is_alive():

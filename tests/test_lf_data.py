@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e_helpers import scaled
 
 from cluster.inventory import from_mapping
 from cluster.transport import make_transport
@@ -75,7 +76,7 @@ def rlaunch_data_check(cwd: Path, *args: str) -> subprocess.CompletedProcess:
         text=True,
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
+        timeout=scaled(120),
     )
 
 
@@ -154,7 +155,7 @@ def test_doctor_names_the_node_whose_dataset_differs(sim3: Any, tmp_path: Path) 
             transport,
             SCRIPT,
             dataset=lfdata.job_dataset_spec(inv),
-            timeout=90,
+            timeout=scaled(90),
             tool_timeout=5,
             torch_timeout=30,
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e_helpers import scaled
 
 from cluster.inventory import from_mapping
 from cluster.transport import make_transport
@@ -52,7 +53,7 @@ def test_llamafactorys_entry_imports_from_the_projects_venv() -> None:
         [VENV_PY, "-c", node_facts.IMPORT_PROBE, "llamafactory.train.tuner", "no_such_module_rlaunch"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         env=env,
         cwd="/",
     )

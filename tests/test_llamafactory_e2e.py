@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 import yaml
 from assets import TinyAssets, build_tiny_assets
+from e2e_helpers import TORCH_EXTENSIONS, scaled
 
 from cluster.inventory import from_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
-# DeepSpeed JIT-builds deepspeed_shm_comm on first use (~24 s); one cache for every run, kept between sessions.
-TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"
 TEMPLATE = ROOT / "templates" / "llamafactory_lora_sft.yaml"
 
 
@@ -143,8 +142,8 @@ def kill_ranks(cluster: Any, node: str, marker: str) -> list[int]:
     return killed
 
 
-def wait_for(path: Path, timeout: float, while_alive: threading.Thread) -> bool:
-    deadline = time.monotonic() + timeout
+def wait_for_file(path: Path, timeout: float, while_alive: threading.Thread) -> bool:
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline and while_alive.is_alive():
         if path.exists():
             return True
@@ -177,7 +176,7 @@ def test_kill_one_node_mid_run_resumes_with_identical_losses(
     runner.start()
     # After the first checkpoint is complete (trainer_state.json is written after DeepSpeed's closing barrier,
     # then each rank's RNG state), kill node2's rank: a crash mid-run, like a GPU falling off the bus.
-    assert wait_for(resumed / "checkpoint-4" / "rng_state_1.pth", 300, runner), "no first checkpoint"
+    assert wait_for_file(resumed / "checkpoint-4" / "rng_state_1.pth", 300, runner), "no first checkpoint"
     time.sleep(0.2)
     assert kill_ranks(cluster, "node2", "llamafactory.launcher"), "node2 had no training rank to kill"
     runner.join(600)

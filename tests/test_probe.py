@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from e2e_helpers import TORCH_EXTENSIONS, scaled
 
 from launcher.validate.checks import (
     check_allreduce_correct,
@@ -68,14 +69,14 @@ def kill_tree(proc: subprocess.Popen[str]) -> None:
     for child in descendants:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
 
 
 def torchrun(script: Path, nproc: int, args: list[str]) -> Launch:
     env = os.environ | {
         "OMP_NUM_THREADS": "1",
         "RLAUNCH_PG_TIMEOUT": "120",  # a hung peer fails the test in minutes, not the default 10
-        "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions"),
+        "TORCH_EXTENSIONS_DIR": str(TORCH_EXTENSIONS),
         "PYTHONUNBUFFERED": "1",
     }
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(nproc)]

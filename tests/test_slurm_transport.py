@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import wait_for
+from e2e_helpers import scaled, scaled_inventory, wait_for
 from slurm_fixture import OneNodeSlurm, slurm_missing, start_one_node_slurm
 
 from cluster.inventory import load_inventory
@@ -159,7 +159,7 @@ def write_inventory(tmp_path: Path, job: dict[str, Any], **over: Any) -> Path:
         **over,
     }
     path = tmp_path / "cluster.yaml"
-    path.write_text(json.dumps(data))  # JSON is YAML
+    path.write_text(json.dumps(scaled_inventory(data)))  # JSON is YAML; limits follow the load (e2e_helpers)
     return path
 
 
@@ -209,7 +209,7 @@ def test_long_job_stopped_with_down_leaves_nothing(in_allocation: Allocation, tm
         _, results = lifecycle.down(run_id)
         assert all(r.ok for r in results.values()), results
         wait_for(lambda: not pids_with(marker), 30, "no process carrying the job's marker")
-        thread.join(timeout=60)
+        thread.join(timeout=scaled(60))
         assert not thread.is_alive()
         run_dir = records.RunRecord.open(run_id).plan_json()["nodes"][0]["run_dir"]
         wait_for(lambda: not pids_mentioning(run_dir), 30, "the guard and its steps to end")

@@ -16,6 +16,7 @@ from hashlib import sha256
 from pathlib import Path
 
 import pytest
+from e2e_helpers import wait_for
 
 from cluster.inventory import from_mapping
 from cluster.local import LocalTransport
@@ -49,15 +50,6 @@ def nodes(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Nodes]:
         with make_transport(inv) as transport:
             transport.run_all([n.name for n in sim.nodes], ["mkdir", "-p", scratch])
             yield Nodes(transport, [n.name for n in sim.nodes], scratch, sim.node_path)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_run_all_round_trip_and_exit_codes(nodes: Nodes) -> None:
@@ -157,9 +149,9 @@ def test_start_streams_lines_and_stdin(nodes: Nodes) -> None:
         on_exit=exits.append,
     )
     try:
-        assert wait_for(lambda: ("stdout", "ready") in lines)
+        wait_for(lambda: ("stdout", "ready") in lines, 20, '"ready" on stdout')
         proc.write(b"one\ntwo\n")
-        assert wait_for(lambda: ("stdout", "echo two") in lines)
+        wait_for(lambda: ("stdout", "echo two") in lines, 20, '"echo two" on stdout')
         assert proc.poll() is None
         proc.close_stdin()
         assert proc.wait(20) == 5
@@ -176,7 +168,11 @@ def test_close_sends_eof_like_a_dropped_link(nodes: Nodes) -> None:
     proc = nodes.transport.start(nodes.hosts[0], [PY, "-c", code], lambda stream, line: None)
     time.sleep(0.2)  # let it block in read(); not a timing assertion
     proc.close()
-    assert wait_for(lambda: nodes.on_node(nodes.hosts[0], marker).exists())
+    wait_for(
+        lambda: nodes.on_node(nodes.hosts[0], marker).exists(),
+        20,
+        "nodes.on_node(nodes.hosts[0], marker).exists()",
+    )
     assert proc.poll() is not None  # the link is gone: -1 unless the exit code made it first
     proc.close()  # idempotent
 
@@ -211,7 +207,7 @@ def test_try_write_never_blocks_on_a_command_that_stops_reading(nodes: Nodes) ->
         lambda s, line: lines.append((s, line)),
     )
     try:
-        assert wait_for(lambda: ("stdout", "ready") in lines)
+        wait_for(lambda: ("stdout", "ready") in lines, 20, '"ready" on stdout')
         chunk = b"x" * 4000 + b"\n"
         taken = 0
         for _ in range(5000):  # 20 MB: far above a pipe (64 KiB) or an SSH window (2 MiB) plus sshd's buffers
@@ -222,7 +218,7 @@ def test_try_write_never_blocks_on_a_command_that_stops_reading(nodes: Nodes) ->
             raise AssertionError("try_write kept taking data that nobody reads")
         assert taken > 0 and stuck.poll() is None
         assert reading.try_write(b"hb\n")
-        assert wait_for(lambda: ("stdout", "got hb") in lines)
+        wait_for(lambda: ("stdout", "got hb") in lines, 20, '"got hb" on stdout')
     finally:
         stuck.close()
         reading.close()

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import TORCH_EXTENSIONS, assert_nothing_left, scaled
 
 from launcher.validate.stages import bad_from_pairs, fail_step, round_robin_pairs, stages_to_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PROLOG = ROOT / "ops" / "slurm" / "rlaunch-prolog"
-TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"  # DeepSpeed's JIT ops, built once
 NO_TORCH_PYTHON = "/usr/bin/python3"  # Debian's python: no torch installed (checked by the test)
 RUN_TIMEOUT = 900
 
@@ -41,7 +41,10 @@ def shared_ckpt() -> Iterator[Path]:
 
 
 def validate(*args: str, home: Path, timeout: float = RUN_TIMEOUT) -> tuple[int, dict | None, str]:
-    """Run `rlaunch validate ... --json` in its own session; returns (exit code, report, stderr)."""
+    """Run `rlaunch validate ... --json` in its own session; returns (exit code, report, stderr). Its stall limit
+    (hidden --stall-timeout, 120 s by default) follows the machine's load like every e2e limit (e2e_helpers)."""
+    if "--stall-timeout" not in args:
+        args = (*args, "--stall-timeout", f"{scaled(120):.0f}")
     proc = subprocess.Popen(
         [sys.executable, "-m", "launcher.cli", "validate", *args],
         cwd=ROOT,
@@ -52,8 +55,10 @@ def validate(*args: str, home: Path, timeout: float = RUN_TIMEOUT) -> tuple[int,
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        out, err = proc.communicate(timeout=scaled(timeout))
+    except (
+        BaseException
+    ):  # our timeout, pytest-timeout's, Ctrl-C: its runs must not hold the nodes for the next test
         os.killpg(proc.pid, 9)
         proc.communicate()
         raise
@@ -90,14 +95,6 @@ def sim_inventory(cluster: Any, tmp_path: Path, nodes: int | None = None, **node
     for node in data["nodes"]:
         node.update(node_over.get(node["host"], {}))
     return write_inventory(tmp_path, data)
-
-
-def assert_nothing_left(cluster: Any, timeout: float = 30.0) -> None:
-    deadline = time.time() + timeout
-    for node in cluster.nodes:
-        while left := [cmd for _, cmd in cluster.node_pids(node.name) if "sshd" not in cmd]:
-            assert time.time() < deadline, f"left running on {node.name}: {left}"
-            time.sleep(0.2)
 
 
 # ------------------------------------------------------------------------------------------ pure helpers
@@ -158,7 +155,7 @@ def test_bad_input_exits_2(tmp_path: Path, home: Path) -> None:
 def test_local_single_passes_with_junit_and_prometheus(tmp_path: Path, home: Path) -> None:
     junit, prom = tmp_path / "v.xml", tmp_path / "v.prom"
     code, report, err = validate(
-        "--local", "--stage", "single", "--budget", "300", "--junit", str(junit), "--prom", str(prom), "--json",
+        "--local", "--stage", "single", "--budget", f"{scaled(300):.0f}", "--junit", str(junit), "--prom", str(prom), "--json",
         home=home,
     )  # fmt: skip
     assert code == 0, err
@@ -192,12 +189,17 @@ def test_slurm_prolog_runs_the_real_validate(tmp_path: Path, home: Path) -> None
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         "RLAUNCH_DEFAULTS": "/dev/null",
         "RLAUNCH_PROLOG_DRAIN": "0",
-        "RLAUNCH_PROLOG_BUDGET": "300",
+        "RLAUNCH_PROLOG_BUDGET": f"{scaled(300):.0f}",
         "RLAUNCH_TEXTFILE_DIR": str(tmp_path / "textfiles"),
         "RLAUNCH_HOME": str(home),
     }
     proc = subprocess.run(
-        ["bash", str(PROLOG)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=RUN_TIMEOUT
+        ["bash", str(PROLOG)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=scaled(RUN_TIMEOUT),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rlaunch_ops_last_success" in (tmp_path / "textfiles" / "rlaunch_prolog.prom").read_text()
@@ -292,7 +294,7 @@ def test_node_cut_off_from_the_others_is_named_by_pairwise_isolation(
     subprocess.run(["ip", "-n", node3.netns, "route", "del", "default"], check=True)
     inv = sim_inventory(cluster, tmp_path)
     code, report, err = validate(
-        str(inv), "--stage", "cluster", "--only", "--stall-timeout", "30", "--json", home=home
+        str(inv), "--stage", "cluster", "--only", "--stall-timeout", f"{scaled(30):.0f}", "--json", home=home
     )
     assert code == 1, err
     assert report is not None

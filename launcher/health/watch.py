@@ -577,6 +577,10 @@ class Watcher:
         the same while for the cause it is a consequence of."""
         if failure.kind != "line":
             return False
+        if self._peer_left_cleanly(failure):
+            # The store's host already exited 0: this node's line is its agent losing that store at the end of a
+            # clean run. Its own exit code decides, however late it comes under load (bounded by the grace).
+            return failure.node not in self.exit_codes and now - failure.time < self.end_of_run_grace
         if failure.rule == "end-of-run-abort":
             return now - failure.time < self.clock_slack
         if precedence(failure) == PRECEDENCE_CASCADE:
@@ -669,7 +673,7 @@ class Watcher:
                 event.node == node
                 and event.kind == "line"
                 and event.is_fatal
-                and time - event.time <= self.confirm_s
+                and (time - event.time <= self.confirm_s or self._peer_left_cleanly(event))
             ):
                 self.events[i] = replace(
                     event, severity="warning", text=f"followed by a clean exit: {event.text}"
@@ -678,6 +682,19 @@ class Watcher:
         if changed and self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
             self.state = State.RUNNING
             self.stop_reason = None
+
+    def _peer_left_cleanly(self, event: Event) -> bool:
+        """A store or rendezvous line (HOLD_CATEGORIES) of a node after the run finished elsewhere: another node's
+        launcher exited 0, or training printed its completion line. torchrun's agents close the c10d store when
+        the master's agent leaves its exit barrier (torch/distributed/elastic/agent/server/api.py `_exit_barrier`,
+        torch 2.13 in the .venv), so the others then log a store error and exit 0 themselves. That node's own exit
+        code decides, never how late it arrives: a fixed ``confirm_s`` failed good runs on a loaded machine. A
+        peer that exited 0 finished every collective with this node, so a real fault here still shows as a
+        non-zero exit, which counts."""
+        if event.kind != "line" or event.category not in HOLD_CATEGORIES:
+            return False
+        peer_exited_0 = any(code == 0 for node, code in self.exit_codes.items() if node != event.node)
+        return peer_exited_0 or self._after_completion(event.time)
 
     def _net_socket(self, time: float, node: str, rank: int | None, text: str, line: int) -> Event | None:
         """With net.transport ib, a node's first RCCL INIT line that says NET/Socket: a fatal config error."""
