@@ -21,7 +21,7 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
 from launcher import attempts, hostlock, ledger, records, restart_policy, spares
 from launcher import plan as planning
-from launcher.errors import ExitCode, Infra
+from launcher.errors import BadInput, ExitCode, Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.run import (
@@ -302,13 +302,34 @@ def _attempts(
             attempt, outcome.code, outcome.root_cause, outcome.nodes, checkpoint, tracker.max_step(attempt)
         )
         history.append(result)
+        stop_requested = bool(
+            record.read_state().get("stop_requested")
+        )  # `rlaunch stop` (docs/preemption.md)
         decision = policy.decide(
-            history, restart_policy.storm_times(ledger.read(), inv.cluster), now=time.time()
+            history,
+            restart_policy.storm_times(ledger.read(), inv.cluster),
+            now=time.time(),
+            stop_requested=stop_requested,
         )
         if decision.restart:
             history[-1] = dataclasses.replace(result, restarted=True)
         _save_outcome(record, attempt, outcome, history[-1], decision)
         left = policy.budget_left(history)
+        if stop_requested and outcome.code != 0:
+            # The job ended because it was asked to (saved and exited, or torn down at the deadline): a stop.
+            code = restart_policy.exit_code_of(outcome.root_cause, outcome.nodes)
+            summary = "stopped on request (rlaunch stop)" + (
+                f"; the job exited with code {code}" if code else ""
+            )
+            record.update_state(
+                state="stopped",
+                reason="rlaunch stop",
+                ended_at=time.time(),
+                summary=summary,
+                exit_code=EXIT_INTERRUPTED,
+                restart_policy={**left, "stopped_by": decision.to_json()},
+            )
+            return dataclasses.replace(outcome, code=EXIT_INTERRUPTED, summary=summary)
         if not decision.restart:
             stopped = decision.message if outcome.code != 0 and policy.max_restarts else None
             if stopped:
@@ -504,6 +525,86 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
     return record.run_id, replies
 
 
+STOP_SCRIPT = "stopreq.py"
+
+
+def stop(run_id: str | None, *, deadline: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
+    """`rlaunch stop RUN --save`: a stop request on every node (RUN_DIR/stop-request.json, read by the job through
+    rlaunch_job.should_stop), then wait up to `deadline` seconds for the job to save and exit, then tear down what
+    is left, and check the save by the resume rule (the latest complete checkpoint, launcher/node/ckpt.py) against
+    the one before the request. docs/preemption.md."""
+    from launcher import supervise
+
+    record, inv, plan_json = open_run(run_id)
+    state = record.read_state()
+    if not is_active(state.get("state")):
+        raise BadInput(f"run {record.run_id} is {state.get('state')}: nothing to stop")
+    plan = supervise.watch_plan(plan_json)
+    targets = targets_of(record)
+    script = node_script(STOP_SCRIPT)
+    with make_transport(inv) as transport:
+        before = find_checkpoint(inv, plan, transport)
+        asked = time.time()
+        record.update_state(stop_requested={"time": asked, "deadline": asked + deadline, "before": before})
+        by_host = {t.host: t for t in targets}
+        group = transport.run_all(
+            list(by_host),
+            lambda h: [
+                by_host[h].python,
+                "-c",
+                script,
+                by_host[h].run_dir,
+                str(asked + deadline),
+                "rlaunch stop",
+            ],
+            timeout=30,
+        )
+        unreached = {
+            h: (protocol.reply_of(r.stdout) or {}).get("error") or r.why()
+            for h, r in group.results.items()
+            if not (r.ok and (protocol.reply_of(r.stdout) or {}).get("ok"))
+        }
+        settle_here = bool(state.get("detached")) and not supervise.supervisor_alive(state)
+        while is_active(record.read_state().get("state")) and time.time() < asked + deadline:
+            if settle_here:
+                with contextlib.suppress(Infra, OSError, ValueError):
+                    status(record.run_id)
+            time.sleep(poll)
+        timed_out = is_active(record.read_state().get("state"))
+    if timed_out:
+        down(record.run_id)
+    with make_transport(inv) as transport:
+        after = find_checkpoint(inv, plan, transport)
+    saved = not timed_out and after is not None and after != before
+    gone = time.time()
+    if saved:
+        text = f"stopped for preemption at step {_step_of(after)}, saved ({after})"
+    elif timed_out:
+        text = f"save did not finish within the deadline ({deadline:g} s): the job was torn down"
+    elif not inv.job.checkpoint_dir:
+        text = "stopped; no job.checkpoint_dir, so no save to check"
+    else:
+        text = f"stopped without a new checkpoint (latest complete: {after})"
+    result = {
+        "run_id": record.run_id,
+        "saved": saved,
+        "checkpoint": after,
+        "checkpoint_before": before,
+        "step": _step_of(after) if saved else None,
+        "timed_out": timed_out,
+        "unreached": unreached,
+        "seconds": round(gone - asked, 2),
+        "summary": text,
+    }
+    record.update_state(preemption=result, summary=text)
+    return result
+
+
+def _step_of(path: str | None) -> int | None:
+    m = re.search(r"(\d+)$", path or "")
+    return int(m.group(1)) if m else None
+
+
 def settle(node_states: dict[str, str | None]) -> tuple[str, str] | None:
     """The run's state from its nodes' guard states, with why; None while it still runs.
 
@@ -660,4 +761,4 @@ def follow_logs(
             record.close()
 
 
-__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "up"]
+__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "stop", "up"]

@@ -24,6 +24,9 @@ GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
 PROTOCOL = "<rlaunch>/protocol.py"  # the head↔guard contract, pushed beside the guard (it imports it)
 # Edge health: pushed beside guard.py and loaded by it from the run directory (see launcher/node/edge.py).
 EDGE_FILES = {"edge.py": "<rlaunch>/edge.py", "rules.py": "<rlaunch>/rules.py"}
+JOB_HELPER = (
+    "<rlaunch>/rlaunch_job.py"  # `from rlaunch_job import should_stop` beside the job (docs/preemption.md)
+)
 GPUACT = "<rlaunch>/gpuact.py"  # GPU activity parsing, imported by the guard when present (launcher/node/gpuact.py)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 
@@ -236,6 +239,7 @@ def build_plan(
             FileSpec("protocol.py", sources[PROTOCOL], mode=0o644),
             *(FileSpec(name, sources[key], mode=0o644) for name, key in EDGE_FILES.items() if key in sources),
             *([FileSpec("gpuact.py", sources[GPUACT], mode=0o644)] if GPUACT in sources else []),
+            *([FileSpec("rlaunch_job.py", sources[JOB_HELPER], mode=0o644)] if JOB_HELPER in sources else []),
         ]
         _check_unique(files, node.host, inv.source)
         node_plans.append(
@@ -403,6 +407,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
         GUARD: node_files.joinpath("guard.py").read_bytes(),
         PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
         GPUACT: node_files.joinpath("gpuact.py").read_bytes(),
+        JOB_HELPER: node_files.joinpath("rlaunch_job.py").read_bytes(),
         EDGE_FILES["edge.py"]: node_files.joinpath("edge.py").read_bytes(),
         EDGE_FILES["rules.py"]: resources.files("launcher.health").joinpath("rules.py").read_bytes(),
     }

@@ -219,6 +219,41 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
     sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
 
 
+def _seconds(text: str) -> float:
+    value = text.strip().removesuffix("s").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise click.BadParameter(f"expected seconds like 120 or 120s, not {text!r}") from None
+    if seconds <= 0:
+        raise click.BadParameter("the deadline must be positive")
+    return seconds
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@click.option(
+    "--save", is_flag=True, required=True, help="Ask every rank to save and exit (docs/preemption.md)."
+)
+@click.option(
+    "--deadline", default="120s", show_default=True, help="Seconds to save before the normal teardown."
+)
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def stop(run_id: str | None, save: bool, deadline: str, as_json: bool) -> None:
+    """Stop a run (default: the latest) after a save: the job reads the request with rlaunch_job.should_stop."""
+    from launcher import lifecycle
+
+    result = lifecycle.stop(run_id, deadline=_seconds(deadline))
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        for host, why in sorted(result["unreached"].items()):
+            _status(f"{host}: stop request not delivered: {why}")
+        _status(f"run {result['run_id']}: {result['summary']} ({result['seconds']:.1f} s)")
+    sys.exit(ExitCode.OK if result["saved"] else ExitCode.FAILED)
+
+
 @main.command()
 @click.argument("run_id", required=False)
 @click.option("--json", "as_json", is_flag=True)
