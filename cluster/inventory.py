@@ -10,12 +10,22 @@ import difflib
 import os
 import pwd
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import hostlist
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cluster import yamlpos
 
@@ -235,7 +245,7 @@ class Health(_Strict):
     # seconds is replaced by a spare at `up`, or `up` refuses: unset = never.
     max_strikes: int | None = Field(None, ge=1, le=1000)
     strike_window: float = Field(7 * 86400.0, gt=0)
-    # Hang = no progress for max(hang_factor × learned step interval, hang_floor) with every rank idle (README).
+    # Hang = no progress for max(hang_factor × learned step interval, hang_floor) with every rank idle (docs/design.md).
     hang_floor: float = Field(30.0, gt=0)
     hang_factor: float = Field(10.0, gt=0)
     progress_regex: str | None = None  # extra progress-line pattern; group 1, if any, is the step number
@@ -315,6 +325,14 @@ class Net(_Strict):
     socket_ifname: Literal["auto"] | None = None
 
 
+class Sync(_Strict):
+    """The local project directory pushed to every node's `<workdir>/sync/<cluster>/` (launcher/sync.py)."""
+
+    src: str = "."  # head-node directory, relative to the inventory's
+    exclude: tuple[str, ...] = ()  # gitignore-style patterns left out (besides .git/)
+    gitignore: bool = True  # also leave out what src/.gitignore ignores
+
+
 class Inventory(_Strict):
     cluster: str = "cluster"
     ssh: SSHConfig = Field(default_factory=SSHConfig)
@@ -328,6 +346,10 @@ class Inventory(_Strict):
     profile: Literal["mi300x", "mi250", "rx7900", "cpu"] | None = None
     env: dict[str, str] = Field(default_factory=dict)
     secrets: tuple[str, ...] = ()
+    # Finished runs whose directories stay under `workdir` on each node; older ones are removed at the next `up`
+    # (`rlaunch gc` by hand). Running runs are never removed. null: keep everything.
+    keep_runs: int | None = Field(5, ge=1, le=10000)
+    sync: Sync | None = None  # push a directory (SkyPilot's `workdir`); the job finds it as RLAUNCH_SYNC_DIR
     job: JobSpec
     health: Health = Field(default_factory=Health)
     restart: Restart = Field(default_factory=Restart)
@@ -411,6 +433,12 @@ class Inventory(_Strict):
         name = self.master.node or self.nodes[0].host
         return next(n for n in self.nodes if n.host == name)
 
+    @property
+    def sync_dir(self) -> str:
+        """Where `sync:` puts the tree on every node: stable across runs, one per cluster name (made path-safe)."""
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.cluster).lstrip(".") or "cluster"
+        return f"{self.workdir.rstrip('/')}/sync/{name}"
+
     def python_for(self, node: NodeSpec) -> str:
         """The node's interpreter. On the local transport a relative path (`../.venv/bin/python`) is the head's
         own path, taken from the inventory's directory like every other relative path in the file."""
@@ -418,6 +446,14 @@ class Inventory(_Strict):
         if self.transport == "local" and "/" in python and not python.startswith(("/", "~")):
             return os.path.normpath(os.path.join(self.base_dir, python))
         return python
+
+    # The line of every value in the inventory file (cluster/yamlpos.py), for errors found after loading (the plan's
+    # job.files checks): a private attribute, so it is neither a key nor part of the dumped inventory.
+    _lines: yamlpos.Located | None = PrivateAttr(default=None)
+
+    def line_of(self, *loc: str | int) -> int | None:
+        """The 1-based line of a key path such as ("job", "files", 2) in the inventory file, when loaded from one."""
+        return self._lines.line_of(loc) if self._lines is not None else None
 
     def resolve(self, path: str) -> Path:
         """A head-node path from the inventory, relative to the inventory's directory."""
@@ -516,11 +552,86 @@ def _hostlist_size(nodelist: str) -> int:
 # Loading
 
 
+# Names whose values are credentials: never accepted on the command line (argv shows in `ps`, /proc/PID/cmdline
+# and shell history); they belong under `secrets:`, read from the head's environment (docs/security.md).
+SECRET_LIKE = re.compile(
+    r"(TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY)", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What `rlaunch up/plan` take from the command line, as torchrun's flags and `sky launch --env` allow.
+
+    Applied once, to the inventory's input mapping before validation (`load_inventory`), so every verb, the plan
+    and the run record (which restarts reuse) see the same inventory and errors name the same fields."""
+
+    env: tuple[tuple[str, str], ...] = ()  # --env K=V, in order; later wins
+    nproc_per_node: int | None = None  # --nproc-per-node N
+    args: tuple[str, ...] | None = None  # `-- ARGS...`: replaces job.args
+
+    def __bool__(self) -> bool:
+        return bool(self.env) or self.nproc_per_node is not None or self.args is not None
+
+    @classmethod
+    def parse_env(cls, items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+        """`K=V` strings → pairs; a malformed one is bad input naming it."""
+        out: list[tuple[str, str]] = []
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep or not ENV_NAME.match(name):
+                raise InventoryError(f"expected NAME=VALUE, got {item!r}", field="--env")
+            out.append((name, value))
+        return tuple(out)
+
+    def describe(self) -> list[str]:
+        """One line per override, values of --env shown (they are not secrets: those are refused)."""
+        lines = [f"--env {k}={v}" for k, v in self.env]
+        if self.nproc_per_node is not None:
+            lines.append(f"--nproc-per-node {self.nproc_per_node}")
+        if self.args is not None:
+            lines.append("-- " + " ".join(shlex.quote(a) for a in self.args) + "  (replaces job.args)")
+        return lines
+
+
+def apply_overrides(data: dict[str, Any], overrides: Overrides, source: str) -> dict[str, Any]:
+    """The inventory mapping with the command line's overrides applied (a copy)."""
+    if not overrides:
+        return data
+    data = dict(data)
+    secrets = data.get("secrets") or []
+    for name, _ in overrides.env:
+        if (isinstance(secrets, list) and name in secrets) or SECRET_LIKE.search(name):
+            raise InventoryError(
+                f"{name} looks like a secret: a value on the command line shows in `ps` and shell history; "
+                f"list it under `secrets:` and export it in this shell instead",
+                file=source,
+                field="--env",
+            )
+    if overrides.env:
+        env = data.get("env") or {}
+        if not isinstance(env, dict):
+            raise InventoryError("expected a mapping to add --env to", file=source, field="env")
+        data["env"] = {**env, **dict(overrides.env)}
+    if overrides.nproc_per_node is not None or overrides.args is not None:
+        job = data.get("job")
+        if not isinstance(job, dict):
+            raise InventoryError("is required (the job the overrides apply to)", file=source, field="job")
+        job = dict(job)
+        if overrides.nproc_per_node is not None:
+            job["nproc_per_node"] = overrides.nproc_per_node
+        if overrides.args is not None:
+            job["args"] = list(overrides.args)
+        data["job"] = job
+    return data
+
+
 def load_inventory(
     path: str | Path,
     *,
     hostfile: str | Path | None = None,
     from_slurm: Mapping[str, str] | None = None,
+    overrides: Overrides | None = None,
 ) -> Inventory:
     path = Path(path)
     source = str(path)
@@ -555,6 +666,8 @@ def load_inventory(
         data["nodes"] = parse_hostfile(text, str(hf))
     elif from_slurm is not None:
         data["nodes"] = nodes_from_slurm(from_slurm)
+    if overrides:
+        data = apply_overrides(data, overrides, source)
     return from_mapping(data, source=source, lines=located, base_dir=str(path.resolve().parent))
 
 
@@ -570,9 +683,11 @@ def from_mapping(
             line = lines.line_of((reserved,)) if lines else None
             raise InventoryError("is set by rlaunch itself", file=source, line=line, field=reserved)
     try:
-        return Inventory.model_validate({**data, "base_dir": base_dir, "source": source})
+        inv = Inventory.model_validate({**data, "base_dir": base_dir, "source": source})
     except ValidationError as exc:
         raise _explain(exc, data, source, lines) from None
+    inv._lines = lines
+    return inv
 
 
 def _explain(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import subprocess
 import tempfile
@@ -18,7 +19,15 @@ from collections.abc import Callable, Sequence
 from hashlib import sha256
 from typing import IO
 
-from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import (
+    TIMEOUT,
+    Endpoint,
+    LineCallback,
+    RemoteProcess,
+    Result,
+    Transport,
+    TransportError,
+)
 
 # What a remote shell answers when the program does not exist, so both transports read the same.
 NOT_FOUND_EXIT = 127
@@ -49,7 +58,7 @@ class LocalTransport(Transport):
                 start_new_session=True,  # its own process group, so a timeout can kill all of it
             )
         except TransportError as exc:
-            return Result(host, None, error=exc.reason)
+            return Result(host, None, error=exc.reason, failure=exc.kind)
         except (FileNotFoundError, PermissionError) as exc:
             code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else 126
             return Result(
@@ -66,6 +75,7 @@ class LocalTransport(Transport):
                 _text(out),
                 _text(err),
                 error=f"timed out after {timeout:g}s running {argv[0]} on {host} (process group killed)",
+                failure=TIMEOUT,
                 seconds=time.monotonic() - started,
             )
         return Result(
@@ -178,6 +188,23 @@ class LocalProcess(RemoteProcess):
             assert self._proc.stdin is not None
             self._proc.stdin.write(data)
             self._proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
+
+    def try_write(self, data: bytes) -> bool:
+        """Only when the pipe has room (poll says writable): on Linux a write of at most PIPE_BUF bytes to a
+        writable pipe completes at once (pipe(7)), so a node whose follower stopped reading never blocks us."""
+        if len(data) > select.PIPE_BUF:
+            self.write(data)
+            return True
+        try:
+            assert self._proc.stdin is not None
+            fd = self._proc.stdin.fileno()
+            _, writable, _ = select.select([], [fd], [], 0)
+            if not writable:
+                return False
+            os.write(fd, data)
+            return True
         except (OSError, ValueError) as exc:
             raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
 

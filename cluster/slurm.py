@@ -27,7 +27,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from cluster.local import LocalProcess
-from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import (
+    TIMEOUT,
+    Endpoint,
+    LineCallback,
+    RemoteProcess,
+    Result,
+    Transport,
+    TransportError,
+)
 
 NOT_FOUND_EXIT = 127  # what a remote shell answers for a missing program, as the other transports report it
 NOT_EXECUTABLE_EXIT = 126
@@ -102,7 +110,7 @@ class SlurmTransport(Transport):
         try:
             proc = self._popen(host, argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
         except TransportError as exc:
-            return Result(host, None, error=exc.reason)
+            return Result(host, None, error=exc.reason, failure=exc.kind)
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -114,6 +122,7 @@ class SlurmTransport(Transport):
                 _text(out),
                 without_step_status(_text(err)),
                 error=f"timed out after {timeout:g}s running {argv[0]} on {host} (srun step cancelled)",
+                failure=TIMEOUT,
                 seconds=time.monotonic() - started,
             )
         return read_result(host, proc.returncode, _text(out), _text(err), time.monotonic() - started)

@@ -29,6 +29,9 @@ from collections.abc import Callable, Sequence
 import paramiko
 
 from cluster.transport import (
+    AUTH,
+    HOST_KEY,
+    TIMEOUT,
     Endpoint,
     LineCallback,
     RemoteProcess,
@@ -52,6 +55,7 @@ class SSHTransport(Transport):
 
     def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
         super().__init__(endpoints, max_parallel)
+        raise_fd_limit(FDS_PER_NODE * len(endpoints) + 256)
         self._clients: dict[str, paramiko.SSHClient] = {}
         self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
         self._known_hosts_lock = threading.Lock()
@@ -107,7 +111,9 @@ class SSHTransport(Transport):
         where = f"{ep.host} ({ep.address}:{ep.port})"
         if ep.identity_file and not os.path.isfile(ep.identity_file):
             raise TransportError(
-                ep.host, f"identity file {ep.identity_file} for {ep.host} not found: fix ssh.identity_file"
+                ep.host,
+                f"identity file {ep.identity_file} for {ep.host} not found: fix ssh.identity_file",
+                AUTH,
             )
         if ep.host_key_policy == "accept-new" and not ep.known_hosts:
             # OpenSSH records first-seen keys in UserKnownHostsFile; with none, "accept-new" would trust every
@@ -115,6 +121,7 @@ class SSHTransport(Transport):
             raise TransportError(
                 ep.host,
                 "ssh.host_key_policy accept-new needs a known_hosts file to remember keys in (set ssh.known_hosts)",
+                HOST_KEY,
             )
         sock = _tcp_socket(ep)
         client = paramiko.SSHClient()
@@ -128,7 +135,9 @@ class SSHTransport(Transport):
             except (OSError, paramiko.SSHException) as exc:
                 sock.close()
                 client.close()  # also ends its reader thread, which would log about the dead socket
-                raise TransportError(ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}") from None
+                raise TransportError(
+                    ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}", HOST_KEY
+                ) from None
         if ep.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(_AcceptNew(ep, self._known_hosts_lock))
         else:
@@ -156,6 +165,7 @@ class SSHTransport(Transport):
                 f"HOST KEY CHANGED for {where}: it now presents {exc.key.get_name()} {_fingerprint(exc.key)}, "
                 f"not the key in {ep.known_hosts} - possible MITM attack; if the node was reinstalled, remove "
                 f"the old key with `ssh-keygen -R {_known_hosts_name(ep)} -f {ep.known_hosts}`",
+                HOST_KEY,
             ) from None
         except paramiko.AuthenticationException as exc:
             sock.close()
@@ -165,6 +175,7 @@ class SSHTransport(Transport):
                 ep.host,
                 f"authentication failed for {ep.user or _local_user()}@{where} with {key} ({exc}): add the public key "
                 "to the node's ~/.ssh/authorized_keys or fix ssh.identity_file / ssh.user",
+                AUTH,
             ) from None
         except paramiko.SSHException as exc:
             sock.close()
@@ -175,6 +186,7 @@ class SSHTransport(Transport):
                     f"unknown host key for {where}: add it with "
                     f"`ssh-keyscan -p {ep.port} {ep.address} >> {ep.known_hosts or '~/.ssh/known_hosts'}` "
                     "or set ssh.host_key_policy: accept-new",
+                    HOST_KEY,
                 ) from None
             raise TransportError(ep.host, f"SSH handshake with {where} failed: {exc}") from None
         except (OSError, EOFError) as exc:
@@ -201,7 +213,7 @@ class SSHTransport(Transport):
         try:
             chan = self._exec(host, command, timeout)
         except TransportError as exc:
-            return Result(host, None, error=exc.reason, seconds=time.monotonic() - started)
+            return Result(host, None, error=exc.reason, failure=exc.kind, seconds=time.monotonic() - started)
         try:
             if stdin and len(stdin) > INLINE_STDIN_LIMIT:
                 # Large input: feed it from a thread so that a remote writing lots of output cannot deadlock us.
@@ -218,6 +230,7 @@ class SSHTransport(Transport):
                     _text(out),
                     _text(err),
                     error=f"timed out after {timeout:g}s running {argv[0]} on {host} (channel closed)",
+                    failure=TIMEOUT,
                     seconds=time.monotonic() - started,
                 )
             # paramiko reports -1 both for a dead link and for a remote killed by a signal (it ignores
@@ -267,6 +280,26 @@ class SSHTransport(Transport):
         return bool(transport and transport.is_active())
 
 
+FDS_PER_NODE = 6  # the socket, a follower channel's event pipe (paramiko Channel.fileno), a log file, slack
+
+
+def raise_fd_limit(wanted: int) -> None:
+    """Raise the soft RLIMIT_NOFILE towards the hard limit when a run needs more descriptors than it allows.
+
+    Many systems still start sessions with a soft limit of 1024 (the select() era's default), and the head keeps
+    a few descriptors per node open for the whole run: at ~250 nodes it would fail with EMFILE. Raising the soft
+    limit up to the hard one is what the kernel's split is for (getrlimit(2); systemd's advice is the same:
+    a program that needs many descriptors raises its own soft limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 class SSHProcess(RemoteProcess):
     """A command on an exec channel; a reader thread turns its output into lines."""
 
@@ -283,6 +316,8 @@ class SSHProcess(RemoteProcess):
         self._on_exit = on_exit
         self._code: int | None = None
         self._done = threading.Event()
+        self._send_lock = threading.Lock()
+        self._unsent = b""  # the rest of a message try_write could only send in part
         self._reader = threading.Thread(target=self._read, name=f"rlaunch-ssh-{host}", daemon=True)
         self._reader.start()
 
@@ -335,6 +370,27 @@ class SSHProcess(RemoteProcess):
             self._chan.sendall(data)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise TransportError(self.host, f"cannot write to the command on {self.host}: {exc}") from None
+
+    def try_write(self, data: bytes) -> bool:
+        """Only when the channel's send window has room (paramiko's `send_ready`): `sendall` would otherwise wait
+        for the node to drain it, and a heartbeat that waits behind one slow node starves every other (issue 23).
+        A short send keeps its rest for the next call, so a message is never cut in two."""
+        with self._send_lock:
+            try:
+                if self._unsent:
+                    if not self._chan.send_ready():
+                        return False
+                    self._unsent = self._unsent[self._chan.send(self._unsent) :]
+                    if self._unsent:
+                        return False
+                if not self._chan.send_ready():
+                    return False
+                self._unsent = data[self._chan.send(data) :]
+                return True
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                raise TransportError(
+                    self.host, f"cannot write to the command on {self.host}: {exc}"
+                ) from None
 
     def close_stdin(self) -> None:
         with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
@@ -439,6 +495,7 @@ def _tcp_socket(ep: Endpoint) -> socket.socket:
             ep.host,
             f"timed out after {ep.connect_timeout:g}s connecting to {where}: node down, wrong address or a "
             "firewall; raise ssh.connect_timeout if the network is just slow",
+            TIMEOUT,
         ) from None
     except OSError as exc:
         sock.close()

@@ -24,13 +24,23 @@ PUT_SCRIPT = (
 )
 
 
+# Why a transport could not run a command at all (TransportError.kind, Result.failure): what a caller acts on,
+# so that nobody has to read it out of the message (which names the node and says what to fix).
+UNREACHABLE = "unreachable"  # refused, no route, DNS, a handshake or link that broke, srun could not place it
+AUTH = "auth"  # the node answered but refused our credentials (or the identity file is missing)
+HOST_KEY = "host-key"  # the node's host key is unknown, changed, or cannot be checked
+TIMEOUT = "timeout"  # connecting, or the command itself, took longer than allowed
+FAILURE_KINDS = (UNREACHABLE, AUTH, HOST_KEY, TIMEOUT)
+
+
 class TransportError(Exception):
     """The node could not be reached or the command could not be started (not: the command failed)."""
 
-    def __init__(self, host: str, reason: str):
+    def __init__(self, host: str, reason: str, kind: str = UNREACHABLE):
         super().__init__(f"{host}: {reason}")
         self.host = host
         self.reason = reason
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,13 @@ class Result:
     stderr: str = ""
     error: str | None = None
     seconds: float = 0.0
+    failure: str | None = None  # one of FAILURE_KINDS whenever `error` is set (UNREACHABLE unless told)
+
+    def __post_init__(self) -> None:
+        if self.error is not None and self.failure is None:
+            object.__setattr__(self, "failure", UNREACHABLE)  # frozen dataclass
+        if self.failure is not None and self.failure not in FAILURE_KINDS:
+            raise ValueError(f"unknown transport failure kind {self.failure!r}")
 
     @property
     def ok(self) -> bool:
@@ -120,6 +137,13 @@ class RemoteProcess(ABC):
     @abstractmethod
     def write(self, data: bytes) -> None:
         """Send bytes to the process's stdin. Raises TransportError when the link is gone."""
+
+    def try_write(self, data: bytes) -> bool:
+        """Send a small message (a heartbeat) without blocking: False when the link cannot take it now (the SSH
+        channel's window or the pipe is full); the caller skips this beat instead of waiting. Raises TransportError
+        when the link is gone. Transports whose `write` cannot block may keep this default."""
+        self.write(data)
+        return True
 
     @abstractmethod
     def close_stdin(self) -> None: ...

@@ -57,6 +57,13 @@ def main() -> None:
     )
     p.add_argument("--fail-rank", type=int, default=0)
     p.add_argument(
+        "--fail-how",
+        choices=("sigkill", "gpu-fault"),
+        default="sigkill",
+        help="sigkill: as if killed from outside; gpu-fault: print the HIP runtime's memory access fault, then die "
+        "as the runtime does (SIGABRT)",
+    )
+    p.add_argument(
         "--stop-aware", action="store_true", help="save and exit 75 on `rlaunch stop --save` (rlaunch_job)"
     )
     p.add_argument(
@@ -116,6 +123,13 @@ def main() -> None:
         # (--fail-always: every attempt, the job that crashes at the same step each time).
         fresh = start == 0 or args.fail_always
         if args.fail_at_step and step + 1 == args.fail_at_step and rank == args.fail_rank and fresh:
+            if args.fail_how == "gpu-fault":  # HIP's report of a GPU page fault (ROCR runtime), then abort()
+                print(
+                    "Memory access fault by GPU node-1 (Agent handle: 0x55d8c2a0) on address 0x7f2a4c000000. "
+                    "Reason: Page not present or supervisor privilege.",
+                    flush=True,
+                )
+                os.kill(os.getpid(), signal.SIGABRT)
             os.kill(os.getpid(), signal.SIGKILL)
         g = torch.Generator().manual_seed(1000 + step)
         x = torch.randn(global_batch, 16, generator=g)

@@ -9,6 +9,7 @@ by an older rlaunch (no marks) simply has no attempts.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -16,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from launcher import goodput, ledger
+from launcher.health.progress import parse_progress
 from launcher.records import RunRecord
+from launcher.states import is_active
 
 PROGRESS = "progress.jsonl"
-LOSS_ONLY_EVERY = 1.0  # seconds between records of lines that carry a loss but no step
 
 
 def mark(record: RunRecord, attempt: int, phase: str, text: str, **extra: Any) -> None:
@@ -40,13 +42,17 @@ class ProgressTracker:
     """Wraps a line sink: notes progress lines (a step number and/or a loss) of the current attempt.
 
     Called for every log line under the runner's lock, so the common case (not a progress line) costs a few
-    substring tests; a record is written only when an attempt reaches a new highest step."""
+    substring tests; a record is written when an attempt reaches a new highest step, and for a loss printed without
+    a step (a log dict), which is placed at the attempt's latest step ("at"). Lines are read by the hang rule's own
+    parser (launcher/health/progress.py), with the job's `health.progress_regex`."""
 
-    def __init__(self, record: RunRecord):
+    def __init__(self, record: RunRecord, progress_regex: str | None = None):
         self.record = record
         self.attempt = 0
+        self._custom = re.compile(progress_regex) if progress_regex else None
         self._max_step: dict[int, int] = {}
-        self._last_loss_only = 0.0
+        self._last_loss: tuple[int, float] | None = None
+        self._loss_at: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def wrap(
@@ -65,21 +71,31 @@ class ProgressTracker:
             return self._max_step.get(attempt)
 
     def observe(self, host: str, rank: int | None, text: str, now: float | None = None) -> None:
-        parsed = goodput.parse_progress(text)
+        parsed = parse_progress(text, self._custom)
         if parsed is None:
             return
-        step, loss = parsed
+        step, loss = parsed.step, parsed.loss
         now = time.time() if now is None else now
         with self._lock:
-            if step is not None:
-                if step <= self._max_step.get(self.attempt, -1):
-                    return  # another rank's copy of a step already noted, or an older step
+            at = self._max_step.get(self.attempt)
+            if step is not None and step > self._max_step.get(self.attempt, -1):
                 self._max_step[self.attempt] = step
-            elif now - self._last_loss_only < LOSS_ONLY_EVERY:
+                entry = {"t": now, "a": self.attempt, "node": host, "rank": rank, "step": step, "loss": loss}
+            elif step is not None and (loss is None or not parsed.bar):
+                return  # another rank's copy of a step already noted, or an older step (an eval bar)
+            elif loss is None:
                 return
             else:
-                self._last_loss_only = now
-            entry = {"t": now, "a": self.attempt, "node": host, "rank": rank, "step": step, "loss": loss}
+                if self._last_loss == (self.attempt, loss):
+                    return  # the same log dict from another rank
+                # The bar's drawn count lags the real step (tqdm redraws at most every 0.1 s) and a dict comes
+                # once per logging step: each loss-only point goes after the previous one, at least at the bar.
+                prev = self._loss_at.get(self.attempt)
+                at = (at or 1) if prev is None else max(at or 0, prev + 1)
+                self._loss_at[self.attempt] = at
+                self._last_loss = (self.attempt, loss)
+                entry = {"t": now, "a": self.attempt, "node": host, "rank": rank, "step": None, "loss": loss}
+                entry["at"] = at
             # Opened per record (a few per second at most): nothing to close when the run ends however it ends.
             with open(self.record.root / PROGRESS, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
@@ -120,7 +136,7 @@ def goodput_of(record: RunRecord, now: float | None = None) -> goodput.Goodput |
     started = state.get("started_at")
     if started is None:
         return None
-    ended = state.get("ended_at") if state.get("state") not in ("starting", "running") else None
+    ended = state.get("ended_at") if not is_active(state.get("state")) else None
     end = float(ended) if ended else (time.time() if now is None else now)
     return goodput.compute(float(started), end, read_events(record), read_progress(record.root))
 

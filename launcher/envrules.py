@@ -30,9 +30,11 @@ ROCM_DEFAULTS: dict[str, str] = {
     "NCCL_DEBUG": "WARN",
     # Make watchdog failures tear the process group down instead of hanging (PyTorch ProcessGroupNCCL).
     "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
-    # Flight recorder: dump the last collectives on timeout so the run record shows which one hung.
+    # Flight recorder: dump the last collectives on timeout so the run record shows which one hung. Only the name
+    # the node's torch reads: torch >= 2.8 reads TORCH_FR_BUFFER_SIZE and warns "TORCH_NCCL_TRACE_BUFFER_SIZE is
+    # deprecated" on every rank when the old one is set, even beside the new (c10d/Utils.hpp getCvarInt); older
+    # torch has the recorder on at 2000 entries by default (docs/facts.md, "Flight recorder").
     "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-    "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
     "TORCH_FR_BUFFER_SIZE": "2000",
     # Unbuffered output: a rank's last words before a crash must reach the log.
     "PYTHONUNBUFFERED": "1",

@@ -1,6 +1,6 @@
 """One error model for every verb: an expected failure is an `RlaunchError` that carries its exit code.
 
-The exit codes are defined here and nowhere else (the README's table is tested against `ExitCode`):
+The exit codes are defined here and nowhere else (docs/design.md's table is tested against `ExitCode`):
 
     0 ok · 1 the job or a check failed · 2 bad input · 3 infrastructure (unreachable node, SSH, lost link,
     preflight) · 130 interrupted

@@ -22,29 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PARTS = ("startup_s", "productive_s", "detect_s", "teardown_s", "restart_s")
-# `step=12`, `step: 12`, `'step': 12`, `global_step=12` (a bare "at step 12" is prose: a resume message).
-STEP = re.compile(r"""(?:^|[\s,{(\[|])['"]?(?:global_)?step['"]?\s*[=:]\s*(\d+)""", re.IGNORECASE)
-# tqdm, as Transformers' Trainer and LLaMA-Factory print it: ` 12/100 [00:10<01:20, ...]`.
-TQDM = re.compile(r"\b(\d+)/(\d+) \[[\d:]+<")
-LOSS = re.compile(r"""\bloss['"]?\s*[=:]\s*['"]?(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?|nan|-?inf)\b""", re.IGNORECASE)
-# Checkpoint names of the usual savers: step-6, checkpoint-8 (HF Trainer), global_step8 (DeepSpeed).
-CKPT_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d+)/*$", re.IGNORECASE)
-
-
-def parse_progress(text: str) -> tuple[int | None, float | None] | None:
-    """(step, loss) of a progress line, either may be None; None when the line shows no progress."""
-    # Substring tests first: this runs for every line of every rank, and most lines are neither.
-    maybe_step, maybe_loss, maybe_bar = "tep" in text, "oss" in text, "<" in text and "/" in text
-    if not (maybe_step or maybe_loss or maybe_bar):
-        return None
-    step = loss = None
-    if (maybe_step and (m := STEP.search(text))) or (maybe_bar and (m := TQDM.search(text))):
-        step = int(m.group(1))
-    if maybe_loss and (m := LOSS.search(text)):
-        loss = float(m.group(1))
-    if step is None and loss is None:
-        return None
-    return step, loss
+# An attempt ended by a deliberate stop (`rlaunch down`, Ctrl-C: launcher/errors.py INTERRUPTED) detected nothing:
+# from its last progress it is teardown, like a finished attempt.
+STOPPED_CODE = 130
+# Checkpoint names of the usual savers: step-6, checkpoint-8 (HF Trainer), global_step8 (DeepSpeed). Progress lines
+# themselves are read by the one progress parser, launcher/health/progress.py (parse_progress).
+CKPT_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d{1,12})/*$", re.IGNORECASE)
 
 
 def checkpoint_step(path: str | None) -> int | None:
@@ -64,6 +47,8 @@ class Attempt:
     resume_from: str | None = None
     teardown_at: float | None = None  # the runner began tearing down
     progress: list[tuple[float, int | None, float | None]] = field(default_factory=list)
+    # Losses of lines without a step (HF Trainer's log dicts), at the latest step seen before them.
+    losses: list[tuple[float, int, float]] = field(default_factory=list)
 
     @property
     def max_step(self) -> int | None:
@@ -102,10 +87,15 @@ def attempts_from(
             current.teardown_at = t
     for p in progress:
         a = attempts.get(int(p.get("a") or 0))
-        if a is not None:
+        if a is None:
+            continue
+        if p.get("step") is None and isinstance(p.get("at"), int) and p.get("loss") is not None:
+            a.losses.append((float(p["t"]), int(p["at"]), float(p["loss"])))
+        else:
             a.progress.append((float(p["t"]), p.get("step"), p.get("loss")))
     for a in attempts.values():
         a.progress.sort(key=lambda x: x[0])
+        a.losses.sort(key=lambda x: x[0])
     return [attempts[k] for k in sorted(attempts)]
 
 
@@ -151,7 +141,9 @@ def compute(
             if prev is not None:
                 resumed = checkpoint_step(a.resume_from)
                 if resumed is None:
-                    resumed = (a.first_step - 1) if a.first_step is not None and a.resume_from else 0
+                    # The first step the new attempt printed tells where it resumed, also from a checkpoint of the
+                    # program's own (a relative snapshot.pt in its run directory) that rlaunch never chose.
+                    resumed = max(0, a.first_step - 1) if a.first_step is not None else 0
                 lost += max(0, (prev.max_step or 0) - resumed)
             if target is None:
                 switches.append((a.progress[0][0], "productive_s", a.index))
@@ -162,7 +154,7 @@ def compute(
                     switches.append((caught, "productive_s", a.index))
             last = a.progress[-1][0]
             if a.end is not None:
-                if a.code not in (0, None):
+                if a.code not in (0, None, STOPPED_CODE):
                     switches.append((last, "detect_s", a.index))
                     switches.append((a.teardown_at or a.end, "teardown_s", a.index))
                 else:
@@ -194,10 +186,10 @@ def compute(
 
 
 def loss_curve(attempts: Iterable[Attempt]) -> list[tuple[int, int, float]]:
-    """(attempt, step, loss) points for plotting the loss across restarts."""
-    return [
-        (a.index, s, loss)
-        for a in attempts
-        for _, s, loss in a.progress
-        if s is not None and loss is not None
-    ]
+    """(attempt, step, loss) points for plotting the loss across restarts: losses printed with their step, and
+    losses of log dicts (HF Trainer, LLaMA-Factory: no step in the line) at the step the progress bar had reached."""
+    points = []
+    for a in attempts:
+        timed = [(t, s, loss) for t, s, loss in a.progress if s is not None and loss is not None]
+        points += [(a.index, s, loss) for _, s, loss in sorted(timed + a.losses, key=lambda x: x[0])]
+    return points

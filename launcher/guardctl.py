@@ -7,11 +7,13 @@ typed reply per node, as Fabric's Group does.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cluster.transport import RemoteProcess, Result, Transport
+from cluster.transport import RemoteProcess, Result, Transport, TransportError
 from launcher.node import protocol
 
 
@@ -50,6 +52,7 @@ class GuardReply:
     data: dict[str, Any] | None
     error: str | None
     exit_code: int | None = None
+    failure: str | None = None  # the transport's failure kind when it could not run the verb at all
 
     @property
     def ok(self) -> bool:
@@ -66,7 +69,7 @@ class GuardReply:
             return cls(result.host, None, str(data["error"]), result.exit_code)
         # A guard verb that answered counts as an answer even when it exits non-zero (stop with survivors).
         error = None if data is not None else result.why()
-        return cls(result.host, data, error, result.exit_code)
+        return cls(result.host, data, error, result.exit_code, result.failure)
 
 
 RecordSink = Callable[[str, dict[str, Any]], None]  # (host, record)
@@ -141,3 +144,78 @@ class GuardClient:
                 on_other(target.host, stream, line)
 
         return self.transport.start(target.host, argv, on_line)
+
+
+def heartbeat_interval(heartbeat_timeout: float) -> float:
+    """How often the head beats: BEATS_PER_TIMEOUT times per timeout (protocol.py), at most every 0.3 s."""
+    return max(0.3, float(heartbeat_timeout) / protocol.BEATS_PER_TIMEOUT)
+
+
+@dataclass
+class BeatStats:
+    """What the heartbeat thread did, for the bench and for tests: beats sent, skipped (link full), rounds."""
+
+    sent: int = 0
+    skipped: int = 0
+    rounds: int = 0
+    late: list[float] = field(default_factory=list)  # how much later than planned each round began (s)
+
+
+class Heartbeats:
+    """The head's heartbeats to every follower, from a thread of their own (issue 23).
+
+    Written from the watch loop, one node after another with a blocking send, anything that held that loop (the
+    runner's lock, forensics, one node's full SSH window) starved every guard at once: at 250 simulated nodes
+    guards tore their jobs down with "no heartbeat for 15.0 s". Here no beat waits: `try_write` sends only what the
+    link takes at once (cluster/transport.py), a node that cannot take it misses that beat alone, and the guard
+    gives up only after BEATS_PER_TIMEOUT missed beats in a row. The thread takes no lock of the runner's.
+
+    `followers()` says whom to beat now (host → channel); `on_dead(host, why)` is told of a link that is gone."""
+
+    def __init__(
+        self,
+        followers: Callable[[], Iterable[tuple[str, RemoteProcess]]],
+        every: float,
+        on_dead: Callable[[str, str], None],
+    ):
+        self.followers = followers
+        self.every = every
+        self.on_dead = on_dead
+        self.stats = BeatStats()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._word = (protocol.HEARTBEAT + "\n").encode()
+
+    def start(self) -> Heartbeats:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="rlaunch-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def beat_once(self) -> None:
+        for host, proc in list(self.followers()):
+            try:
+                if proc.try_write(self._word):
+                    self.stats.sent += 1
+                else:
+                    self.stats.skipped += 1
+            except TransportError as exc:
+                self.on_dead(host, f"heartbeat failed: {exc.reason}")
+            except Exception as exc:  # a broken channel object must not end the beats of every other node
+                self.on_dead(host, f"heartbeat failed: {exc}")
+        self.stats.rounds += 1
+
+    def _run(self) -> None:
+        planned = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            self.stats.late.append(max(0.0, now - planned))
+            del self.stats.late[:-1000]
+            self.beat_once()
+            planned = max(planned + self.every, time.monotonic())
+            self._stop.wait(max(0.0, planned - time.monotonic()))

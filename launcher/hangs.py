@@ -25,6 +25,9 @@ from launcher import envrules
 from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, precedence
+from launcher.node import protocol
+from launcher.node.protocol import script_argv
+from launcher.records import write_atomic
 
 if TYPE_CHECKING:
     from launcher.run import Runner
@@ -40,9 +43,15 @@ class HangForensics:
         self._probed = False
         self._dumped = False
         self.rank_pids: dict[str, dict[int, int]] = {}  # host → {pid: rank}, from the guards' procs records
+        self.rank_starts: dict[str, dict[int, int]] = {}  # host → {pid: start time}, from the same records
 
     def note_procs(self, host: str, procs: list[dict[str, Any]]) -> None:
         self.rank_pids[host] = {int(p["pid"]): int(p["rank"]) for p in procs if p.get("rank") is not None}
+        self.rank_starts[host] = {
+            int(p["pid"]): int(p["start"])
+            for p in procs
+            if p.get("rank") is not None and isinstance(p.get("start"), int)
+        }
 
     def before_teardown(self, failure: Event, now: float) -> bool:
         """Called by the watch loop with the current root cause; True to hold the teardown a little longer."""
@@ -60,7 +69,7 @@ class HangForensics:
         runner = self.runner
         if self._probe_until is None:
             self._probe_until = now + PROBE_S
-        with runner._lock:
+        with runner.lock:
             live = {h: s for h, s in runner.nodes.items() if s.final is None and not s.lost}
             silent = {h: s.last_heard for h, s in live.items() if (s.last_heard or 0.0) < now - PROBE_S}
         if not silent or len(silent) == len(runner.nodes):
@@ -70,13 +79,13 @@ class HangForensics:
         if now < self._probe_until:
             return True
         self._probed = True
-        with runner._lock:
+        with runner.lock:
             for host, heard in sorted(silent.items(), key=lambda item: item[1] or 0.0):
                 since = time.strftime("%H:%M:%S", time.localtime(heard)) if heard else "the start"
                 why = f"{host} unreachable since {since}; peers lost their connections to it ({failure.text[:120]})"
                 event = runner.watcher.observe_lost(heard or now, host, why)
                 if event is not None:
-                    runner._event(event.to_dict())
+                    runner.event(event.to_dict())
         return False
 
     # ---- stacks ---------------------------------------------------------------------------------
@@ -88,7 +97,7 @@ class HangForensics:
         budget = float(runner.plan.health.get("stack_budget", 10.0))
         if budget <= 0:
             return
-        with runner._lock:
+        with runner.lock:
             # A node not heard from lately would only eat the budget: its stacks cannot come back either.
             fresh = time.time() - max(PROBE_S, budget)
             hosts = [
@@ -105,32 +114,34 @@ class HangForensics:
         code = node_script("stacks.py")
         group = runner.transport.run_all(
             hosts,
-            lambda host: [runner.plan.node(host).python, "-c", code, str(budget)],
+            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(budget)),
             stdin_for=lambda host: json.dumps(
-                [{"pid": pid, "rank": rank} for pid, rank in sorted(self.rank_pids[host].items())]
+                [
+                    {"pid": pid, "rank": rank, "start": self.rank_starts.get(host, {}).get(pid)}
+                    for pid, rank in sorted(self.rank_pids[host].items())
+                ]
             ).encode(),
             timeout=budget + 5,
         )
         dumps: list[tuple[str, int | None, str | None, str]] = []
         saved: dict[str, Any] = {}
         for host, result in group.results.items():
-            try:
-                ranks = json.loads(result.stdout.strip().splitlines()[-1])["ranks"] if result.ok else []
-            except (ValueError, IndexError, KeyError, TypeError):
-                ranks = []
+            reply = protocol.reply_of(result.stdout) if result.ok else None
+            ranks = reply.get("ranks") if reply is not None else []
+            ranks = ranks if isinstance(ranks, list) else []
             saved[host] = ranks if ranks else {"error": result.why()}
             for entry in ranks:
                 dumps.append((host, entry.get("rank"), entry.get("tool"), entry.get("text") or ""))
+        # Record modes (0700 directories, 0600 files, atomic): stacks show the job's code and paths.
         folder = runner.record.root / "stacks"
-        folder.mkdir(parents=True, exist_ok=True)
         for host, ranks in saved.items():
             if isinstance(ranks, list):
                 text = "\n\n".join(f"=== rank {r.get('rank')} pid {r.get('pid')} ({r.get('tool')})\n{r.get('text')}"
                                    for r in sorted(ranks, key=lambda r: r.get("rank") or 0))  # fmt: skip
-                (folder / f"{host}.txt").write_text(text + "\n")
-        (runner.record.root / "stacks.json").write_text(json.dumps(saved, indent=1))
+                write_atomic(folder / f"{host}.txt", text + "\n")
+        write_atomic(runner.record.root / "stacks.json", json.dumps(saved, indent=1))
         fr_thread.join(timeout=max(0.0, started + budget + 5 - time.time()))
-        with runner._lock:
+        with runner.lock:
             refined = runner.watcher.explain_hang(dumps)
             if fr:
                 refined = (
@@ -143,7 +154,7 @@ class HangForensics:
         if refined is not None:
             who = refined.node if refined.rank is None else f"{refined.node} rank {refined.rank}"
             text += f"; named {who}"
-        runner._event({"kind": "info", "severity": "info", "text": text})
+        runner.event({"kind": "info", "severity": "info", "text": text})
 
     # ---- flight recorder --------------------------------------------------------------------------
 
@@ -168,19 +179,17 @@ class HangForensics:
         code = node_script("frtrace.py")
         group = runner.transport.run_all(
             list(targets),
-            lambda host: [runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))],
+            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))),
             stdin_for=lambda host: json.dumps(targets[host]).encode(),
             timeout=budget + 3,
         )
         out: dict[str, Any] = {}
         for host, result in group.results.items():
-            try:
-                ranks = json.loads(result.stdout.strip().splitlines()[-1])["ranks"] if result.ok else None
-            except (ValueError, IndexError, KeyError, TypeError):
-                ranks = None
+            reply = protocol.reply_of(result.stdout) if result.ok else None
+            ranks = reply.get("ranks") if reply is not None else None
             out[host] = ranks if isinstance(ranks, list) else {"error": result.why()}
         if any(isinstance(r, list) and r for r in out.values()):
-            (runner.record.root / "fr.json").write_text(json.dumps(out, indent=1))
+            write_atomic(runner.record.root / "fr.json", json.dumps(out, indent=1))
         return out
 
     def _explain_fr(self, fr: dict[str, Any], *, named: bool) -> Event | None:
@@ -189,7 +198,7 @@ class HangForensics:
         runner = self.runner
         culprit, sentence = flight.behind(fr)
         for note in flight.unreadable(fr):
-            runner._event({"kind": "info", "severity": "warning", "text": note})
+            runner.event({"kind": "info", "severity": "warning", "text": note})
         if sentence is None:
             return None
         events = runner.watcher.events
@@ -209,7 +218,7 @@ class HangForensics:
         each straggler's arrival lag as evidence, when the recorder is on and its dumps hold timings."""
 
         def work() -> None:
-            with self.runner._lock:
+            with self.runner.lock:
                 hosts = [h for h, s in self.runner.nodes.items() if not s.lost]
             fr = self.fetch_fr(hosts, 5.0)
             lags, count = flight.arrival_lag(fr)
@@ -217,7 +226,7 @@ class HangForensics:
                 evidence = flight.lag_evidence(node, lags, count)
                 if evidence is not None:
                     # Shown under the straggler warning (kind "info" would stay in the record only).
-                    self.runner._event(
+                    self.runner.event(
                         {"kind": "evidence", "category": "straggler", "severity": "warning", "node": node,
                          "text": evidence}
                     )  # fmt: skip
@@ -231,7 +240,7 @@ class HangForensics:
         and into ``metrics.prom`` in the run record (node_exporter textfile format: rlaunch_straggler{node})."""
         if not any(event.kind == "straggler" for event in events):
             return
-        from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+        from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
         runner = self.runner
         names = runner.watcher.stragglers
@@ -242,4 +251,5 @@ class HangForensics:
                       registry=registry)  # fmt: skip
         for host in runner.nodes:
             gauge.labels(run=runner.record.run_id, node=host).set(1 if host in names else 0)
-        write_to_textfile(str(runner.record.root / "metrics.prom"), registry)
+        # The textfile format of write_to_textfile, written atomically with the record's 0600 mode.
+        write_atomic(runner.record.root / "metrics.prom", generate_latest(registry))

@@ -27,7 +27,7 @@ class HostBusy(Exception):
 def hold(hosts: Iterable[str], wait_s: float | None = None) -> Iterator[None]:
     wait_s = WAIT_S if wait_s is None else wait_s
     directory = records.home() / "locks"
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    records._private_dir(directory)  # 0700 for the home too, when this creates it (records.trusted checks it)
     fds: list[int] = []
     try:
         for host in sorted({h.lower() for h in hosts}):  # one order everywhere: two `up`s never deadlock

@@ -21,13 +21,15 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
 from launcher import attempts, hostlock, ledger, records, restart_policy, spares
 from launcher import plan as planning
-from launcher.errors import BadInput, ExitCode, Infra
+from launcher.errors import BadInput, Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
+from launcher.node.protocol import script_argv
 from launcher.run import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
     LaunchError,
+    LaunchRefused,
     LineSink,
     Outcome,
     Runner,
@@ -36,7 +38,7 @@ from launcher.run import (
     targets_of_plan,
     teardown_shield,
 )
-from launcher.states import is_active
+from launcher.states import FROM_GUARD, RunState, is_active
 
 TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
 
@@ -98,7 +100,7 @@ def check_lock(inv: Inventory, base: Any = None) -> str | None:
             continue
         pid = state.get("launcher_pid")
         if not state.get("detached") and pid and not _pid_alive(int(pid)):
-            rec.update_state(state="abandoned", reason="launcher died without cleaning up its record")
+            rec.set_state(RunState.ABANDONED, reason="launcher died without cleaning up its record")
             continue
         if state.get("detached"):
             # Nobody settles a detached run's record but `status`: ask its guards before refusing.
@@ -137,10 +139,9 @@ def up(
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
-        raise LaunchError(
+        raise LaunchRefused(
             "--detach is not possible with transport slurm: the job lives in the launcher's srun steps "
             "(submit `rlaunch up` itself with sbatch instead)",
-            code=ExitCode.BAD_INPUT,
         )
     # A node at health.max_strikes is swapped for a spare here, or nothing starts (exit 3, naming the node).
     inv, struck = spares.admit(inv, ledger.read())
@@ -155,19 +156,18 @@ def up(
     try:
         show_specs(plan, ranks)
     except ValueError as exc:
-        raise LaunchError(str(exc), code=ExitCode.BAD_INPUT) from None
+        raise LaunchRefused(str(exc)) from None
     try:
         # From the check until our record says "starting", no other `up` on this head may check (launcher/hostlock.py).
         with hostlock.hold(plan.hosts):
             if not force and (busy := check_lock(inv)):
-                raise LaunchError(
+                raise LaunchRefused(
                     f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
-                    code=ExitCode.BAD_INPUT,
                 )
             record = records.RunRecord.create(run_id, plan.to_json())
             records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
-            record.update_state(
-                state="starting",
+            record.set_state(
+                RunState.STARTING,
                 cluster=inv.cluster,
                 hosts=plan.hosts,
                 detached=detach,
@@ -180,7 +180,7 @@ def up(
                 ],
             )
     except hostlock.HostBusy as exc:
-        raise LaunchError(str(exc), code=ExitCode.BAD_INPUT) from None
+        raise LaunchRefused(str(exc)) from None
     own_transport = transport is None
     transport = transport or make_transport(inv)
     try:
@@ -188,13 +188,17 @@ def up(
             say(f"doctor: fast checks on {len(plan.nodes)} nodes")
             failed = preflight_doctor(inv, plan, transport)
             if failed:
-                record.update_state(state="failed", reason="doctor preflight", ended_at=time.time())
+                record.set_state(RunState.FAILED, reason="doctor preflight", ended_at=time.time())
                 raise LaunchError(
                     "doctor preflight failed, nothing was started:\n"
                     + "\n".join(f"  {line}" for line in failed)
                     + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
                     EXIT_INFRA,
                 )
+        if inv.keep_runs is not None:
+            _collect_old_runs(inv, transport, run_id, say)
+        if inv.sync is not None:
+            _sync(inv, plan, transport, say)
         return run_id, _attempts(
             inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
         )
@@ -214,6 +218,42 @@ def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str
         return netauto.resolve(inv, transport, script, say)
     with make_transport(inv) as own:
         return netauto.resolve(inv, own, script, say)
+
+
+def _collect_old_runs(inv: Inventory, transport: Transport, run_id: str, say: Callable[[str], None]) -> None:
+    """`keep_runs`: older finished runs' directories go from the nodes before this run adds one (launcher/fleet.py,
+    launcher/node/gc.py). Hygiene never stops a launch: a node that fails it is only mentioned."""
+    from launcher import fleet
+
+    assert inv.keep_runs is not None
+    done = fleet.gc_all(inv, keep=inv.keep_runs, protect=[run_id], transport=transport)
+    removed = sum(len(g.removed) for g in done.values())
+    freed = sum(g.freed_bytes for g in done.values())
+    if removed:
+        say(
+            f"keep_runs {inv.keep_runs}: removed {removed} old run directories from the nodes ({freed / 1e6:.1f} MB)"
+        )
+    for host, g in sorted(done.items()):
+        if g.errors:
+            say(f"keep_runs: {host}: {g.errors[0]}")
+
+
+def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """`sync:`: the project directory to every node before the job starts; a node that cannot take it stops the
+    launch (its job would run without its code)."""
+    from launcher import sync
+
+    result = sync.push_all(inv, transport, plan.hosts)
+    failed = {h: n.error for h, n in result.nodes.items() if n.error}
+    if failed:
+        raise LaunchError(
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
+            EXIT_INFRA,
+        )
+    sent = sum(n.sent_bytes for n in result.nodes.values())
+    files = sum(n.sent_files for n in result.nodes.values())
+    say(f"sync: {result.files} files ({result.total_bytes / 1e6:.1f} MB) → {result.dest}: sent {files} files, "
+        f"{sent / 1e6:.2f} MB in all")  # fmt: skip
 
 
 def _attempts(
@@ -239,7 +279,8 @@ def _attempts(
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from: str | None = None
-    tracker = attempts.ProgressTracker(record)  # progress lines with times: goodput and the loss curve
+    # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
+    tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(on_line)
     policy = restart_policy.Policy.from_config(inv.restart.model_dump())
     # A supervisor taking over mid-run: the attempts before it count for budgets and the breaker.
@@ -278,7 +319,7 @@ def _attempts(
                 attempts.mark(
                     record, attempt, "end", f"attempt {attempt}: interrupted", code=EXIT_INTERRUPTED
                 )
-                record.update_state(state="stopped", reason="interrupted", ended_at=time.time())
+                record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
             return Outcome(
                 EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
             )
@@ -295,7 +336,7 @@ def _attempts(
         # compares with the previous attempt's (launcher/restart_policy.py).
         checkpoint = (
             find_checkpoint(inv, plan, transport, avoid=failed_node)
-            if outcome.code != 0 and policy.max_restarts
+            if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
             else None
         )
         result = restart_policy.AttemptResult(
@@ -321,8 +362,8 @@ def _attempts(
             summary = "stopped on request (rlaunch stop)" + (
                 f"; the job exited with code {code}" if code else ""
             )
-            record.update_state(
-                state="stopped",
+            record.set_state(
+                RunState.STOPPED,
                 reason="rlaunch stop",
                 ended_at=time.time(),
                 summary=summary,
@@ -331,11 +372,19 @@ def _attempts(
             )
             return dataclasses.replace(outcome, code=EXIT_INTERRUPTED, summary=summary)
         if not decision.restart:
-            stopped = decision.message if outcome.code != 0 and policy.max_restarts else None
+            # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
+            final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
+                outcome.code, RunState.FAILED
+            )
+            stopped = (
+                decision.message
+                if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
+                else None
+            )
             if stopped:
                 say(stopped)
-            record.update_state(
-                state="succeeded" if outcome.code == 0 else "failed",
+            record.set_state(
+                final,
                 ended_at=time.time(),
                 summary=outcome.summary,
                 exit_code=outcome.code,
@@ -355,7 +404,8 @@ def _attempts(
                 inv,
                 failed_node,
                 transport,
-                run_id=f"{record.run_id}-r{attempt}",
+                run_id=record.run_id,
+                attempt=attempt,
                 sources=sources,
                 head_env=head_env,
                 say=say,
@@ -375,10 +425,20 @@ def _attempts(
         ):
             excluded = excluded | {failed_node}
         resume_from = checkpoint
-        say(f"resuming from {resume_from}" if resume_from else "no complete checkpoint found: starting over")
+        if resume_from:
+            say(f"resuming from {resume_from}")
+        elif inv.job.checkpoint_dir:
+            say(f"no complete checkpoint under {inv.job.checkpoint_dir}: starting over")
+        else:
+            # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
+            # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
+            say(
+                "no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)"
+            )
         plan = planning.build_plan(
             inv,
-            run_id=f"{record.run_id}-r{attempt}",
+            run_id=record.run_id,
+            attempt=attempt,
             sources=sources,
             head_env=head_env,
             resume_from=resume_from,
@@ -397,13 +457,31 @@ def _launch(
     save_targets(record, targets_of_plan(plan), attempt)
     try:
         runner.push()
+        _check_job_paths(plan, runner.transport, say)
         say("starting")
         runner.start()
     except LaunchError as exc:
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
-        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         raise
-    record.update_state(state="running", attempt=attempt, plan_run_id=plan.run_id)
+    record.set_state(RunState.RUNNING, attempt=attempt, plan_run_id=plan.run_id)
+
+
+def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
+    """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
+    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
+    if plan.job_kind != "llamafactory":
+        return
+    from launcher.jobs.lfdata import check_paths_on_nodes
+
+    say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
+    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
+    if lines:
+        raise LaunchError(
+            "llamafactory: paths the nodes cannot open, nothing was started:\n"
+            + "\n".join(f"  {line}" for line in lines),
+            code,
+        )
 
 
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
@@ -478,7 +556,9 @@ def find_checkpoint(
     master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
     result = transport.run(
         master.host,
-        [master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)],
+        script_argv(
+            master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)
+        ),
         timeout=60,
     )
     latest = (protocol.reply_of(result.stdout) or {}).get("latest")
@@ -519,9 +599,9 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
             )
             if part
         )
-        record.update_state(state="stop-failed", ended_at=time.time(), reason=why)
+        record.set_state(RunState.STOP_FAILED, ended_at=time.time(), reason=why)
     elif is_active(record.read_state().get("state")):
-        record.update_state(state="stopped", ended_at=time.time(), reason="rlaunch down")
+        record.set_state(RunState.STOPPED, ended_at=time.time(), reason="rlaunch down")
     return record.run_id, replies
 
 
@@ -549,14 +629,9 @@ def stop(run_id: str | None, *, deadline: float = 120.0, poll: float = 0.5) -> d
         by_host = {t.host: t for t in targets}
         group = transport.run_all(
             list(by_host),
-            lambda h: [
-                by_host[h].python,
-                "-c",
-                script,
-                by_host[h].run_dir,
-                str(asked + deadline),
-                "rlaunch stop",
-            ],
+            lambda h: script_argv(
+                by_host[h].python, "-c", script, by_host[h].run_dir, str(asked + deadline), "rlaunch stop"
+            ),
             timeout=30,
         )
         unreached = {
@@ -605,21 +680,23 @@ def _step_of(path: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def settle(node_states: dict[str, str | None]) -> tuple[str, str] | None:
+def settle(node_states: dict[str, str | None]) -> tuple[RunState, str] | None:
     """The run's state from its nodes' guard states, with why; None while it still runs.
 
     A node whose guard died ends the run at once: its job processes are unguarded, so the run is torn down
-    everywhere (nothing left behind) rather than left "running" until a timeout."""
+    everywhere (nothing left behind) rather than left "running" until a timeout. Each node's final word means
+    what launcher/states.py's FROM_GUARD says; the run succeeded only where every node's means success."""
     lost = sorted(h for h, s in node_states.items() if s == protocol.GUARD_LOST)
     if lost:
-        return "failed", f"the guard died on {', '.join(lost)}; the job was stopped on every node"
+        return RunState.FAILED, f"the guard died on {', '.join(lost)}; the job was stopped on every node"
     states = list(node_states.values())
     if not states or not all(s in protocol.TERMINAL_STATES for s in states):
         return None
-    if all(s == protocol.SUCCEEDED for s in states):
-        return "succeeded", "every node succeeded"
-    failed = sorted(h for h, s in node_states.items() if s != protocol.SUCCEEDED)
-    return "failed", f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
+    meaning = {h: FROM_GUARD[s] for h, s in node_states.items() if s is not None}
+    if all(m is RunState.SUCCEEDED for m in meaning.values()):
+        return RunState.SUCCEEDED, "every node succeeded"
+    failed = sorted(h for h, m in meaning.items() if m is not RunState.SUCCEEDED)
+    return RunState.FAILED, f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
 
 
 def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
@@ -650,7 +727,7 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 ]
                 if unfinished:
                     guards.stop(unfinished, grace=inv.health.grace)
-                final, why = settled
+                final, why = settled[0].value, settled[1]
                 # Nobody watched the end (an unsupervised detached run): keep the guards' own reasons, edge
                 # decisions first (launcher/node/edge.py), as the record's summary.
                 reasons = sorted(
@@ -659,13 +736,73 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                     if n.get("state") != protocol.SUCCEEDED and n.get("reason")
                 )
                 summary = "; ".join(text for _, text in reasons) or why
-                record.update_state(state=final, reason=why, summary=summary, ended_at=time.time())
+                record.set_state(settled[0], reason=why, summary=summary, ended_at=time.time())
                 out.update(state=final, reason=why, summary=summary)
     outcomes = sorted(record.root.glob("outcome-*.json"))
     if outcomes:
         out["outcome"] = json.loads(outcomes[-1].read_text())
     if (gp := attempts.goodput_of(record)) is not None:
         out["goodput"] = gp.to_json()
+    out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
+    return out
+
+
+# Job arguments that name the run's total steps, as the example and the common trainers spell them.
+TOTAL_ARGS = ("--steps", "--max-steps", "--max_steps", "--total-steps", "--num-steps", "--train-steps")
+RATE_WINDOW_S = 60.0  # steps/s over the last minute of progress (the guard forwards lines in batches)
+
+
+def total_steps(inv: Inventory, entries: list[dict[str, Any]]) -> int | None:
+    """The run's total steps: from progress records that carry one (tqdm's `N/M`), else from the job's arguments."""
+    for entry in reversed(entries):
+        if isinstance(entry.get("total"), int) and entry["total"] > 0:
+            return int(entry["total"])
+    args = list(inv.job.args)
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name in TOTAL_ARGS:
+            value = value or (args[i + 1] if i + 1 < len(args) else "")
+            if value.isdigit() and int(value) > 0:
+                return int(value)
+    return None
+
+
+def progress_summary(
+    entries: list[dict[str, Any]], inv: Inventory, state: Mapping[str, Any], now: float | None = None
+) -> dict[str, Any]:
+    """Where the run is, from the run record's progress records (launcher/attempts.py writes them as the job's
+    progress lines arrive; launcher/goodput.py parses the lines): the current attempt's step, the last loss,
+    steps/s over the last minute, the ETA when the total is known, attempt and restarts."""
+    now = time.time() if now is None else now
+    attempt = int(state.get("attempt") or 0)
+    out: dict[str, Any] = {
+        "attempt": attempt,
+        "restarts": attempt,
+        "step": None,
+        "total": total_steps(inv, entries),
+        "loss": None,
+        "steps_per_s": None,
+        "eta_s": None,
+        "last_progress_age_s": None,
+    }
+    current = [e for e in entries if e.get("a", 0) == (max((e.get("a", 0) for e in entries), default=0))]
+    stepped = [e for e in current if isinstance(e.get("step"), int)]
+    losses = [e for e in current if isinstance(e.get("loss"), int | float)]
+    if losses:
+        out["loss"] = float(losses[-1]["loss"])
+    if current:
+        out["last_progress_age_s"] = round(max(0.0, now - float(current[-1]["t"])), 1)
+    if stepped:
+        last = stepped[-1]
+        out["step"] = int(last["step"])
+        recent = [e for e in stepped if float(last["t"]) - float(e["t"]) <= RATE_WINDOW_S]
+        first = recent[0]
+        span = float(last["t"]) - float(first["t"])
+        if span > 0 and last["step"] > first["step"]:
+            rate = (last["step"] - first["step"]) / span
+            out["steps_per_s"] = round(rate, 3)
+            if out["total"] and out["step"] < out["total"] and is_active(state.get("state")):
+                out["eta_s"] = round((out["total"] - out["step"]) / rate, 1)
     return out
 
 
@@ -690,14 +827,14 @@ def read_logs(
     with make_transport(inv) as transport:
         group = transport.run_all(
             list(local),
-            lambda h: [
+            lambda h: script_argv(
                 python.get(h, "python3"),
                 "-c",
                 node_script("logcat.py"),
                 local[h],
                 grep or "",
                 *run_dirs[h],
-            ],
+            ),
             timeout=120,
         )
     for host in local:

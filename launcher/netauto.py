@@ -15,6 +15,7 @@ from collections.abc import Callable
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport
 from launcher.errors import Infra
+from launcher.node.protocol import script_argv
 
 ROUTE_TAG = '"rlaunch_route"'
 
@@ -30,7 +31,7 @@ def find_routes(inv: Inventory, transport: Transport, script: str, timeout: floa
     nodes = {n.host: n for n in (*inv.nodes, *inv.spares)}
     group = transport.run_all(
         list(nodes),
-        lambda h: [inv.python_for(nodes[h]), "-c", script, "route", addr],
+        lambda h: script_argv(inv.python_for(nodes[h]), "-c", script, "route", addr),
         timeout=timeout,
     )
     out: dict[str, dict] = {}

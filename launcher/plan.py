@@ -29,6 +29,17 @@ JOB_HELPER = (
 )
 GPUACT = "<rlaunch>/gpuact.py"  # GPU activity parsing, imported by the guard when present (launcher/node/gpuact.py)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
+# Each attempt's guard files (job.json, env.sh, out.log, state.json, torchrun's error files, flight-recorder dumps)
+# live in their own subfolder of the node's run directory; the run directory itself (the job's working directory,
+# where its files are pushed) is the same for every attempt of a run, so a program's own relative checkpoints
+# (the pytorch/examples DDP tutorial's `snapshot.pt`) survive a restart on the same node, as with torchrun's own
+# restarts (issue 20).
+ATTEMPTS_DIR = ".rlaunch"
+
+
+def attempt_dir(run_dir: str, attempt: int) -> str:
+    """Where attempt `attempt`'s guard files go: <run_dir>/.rlaunch/attempt-N."""
+    return f"{run_dir}/{ATTEMPTS_DIR}/attempt-{attempt}"
 
 
 class PlanError(InventoryError):
@@ -43,12 +54,17 @@ class NodePlan:
     nproc: int
     gpus: tuple[int, ...]
     first_rank: int
-    run_dir: str
+    run_dir: str  # the job's working directory on the node: the same for every attempt of the run
     python: str
     argv: list[str]
     env: dict[str, str]
     files: list[FileSpec]
     secret_names: frozenset[str] = frozenset()
+    attempt_dir: str = ""  # this attempt's guard files (the guard's RUNDIR); "" means run_dir (older records)
+
+    @property
+    def guard_dir(self) -> str:
+        return self.attempt_dir or self.run_dir
 
     @property
     def ranks(self) -> range:
@@ -70,12 +86,19 @@ class NodePlan:
             "gpus": list(self.gpus),
             "ranks": [self.ranks.start, self.ranks.stop - 1],
             "run_dir": self.run_dir,
+            "attempt_dir": self.guard_dir,
             "python": self.python,
             "env": self.redacted_env(),
             "command": self.command,
             "argv": self.argv,
             "files": [
-                {"path": f.path, "sha256": f.sha256, "mode": oct(f.mode), "bytes": len(f.content)}
+                {
+                    "path": f.path,
+                    "sha256": f.sha256,
+                    "mode": oct(f.mode),
+                    "bytes": len(f.content),
+                    **({"in": "attempt_dir"} if f.attempt else {}),
+                }
                 for f in self.files
             ],
         }
@@ -99,10 +122,17 @@ class Plan:
     health: dict[str, float] = field(default_factory=dict)
     restart: dict[str, Any] = field(default_factory=dict)
     spares: list[str] = field(default_factory=list)  # stand-by hosts (inventory `spares:`), not started
+    attempt: int = 0
     net: dict[str, Any] = field(default_factory=dict)  # inventory `net:` (the watcher's expect_net)
 
     def node(self, host: str) -> NodePlan:
-        return next(n for n in self.nodes if n.host == host)
+        """By host, in O(1): the head looks a node up for every record it handles (issue 23: a walk of the list
+        made following cost O(N) per record)."""
+        index = self.__dict__.get("_by_host")
+        if index is None or len(index) != len(self.nodes):
+            index = {n.host: n for n in self.nodes}
+            object.__setattr__(self, "_by_host", index)  # a cache on a frozen dataclass, not a field
+        return index[host]
 
     @property
     def hosts(self) -> list[str]:
@@ -125,6 +155,7 @@ class Plan:
             "health": self.health,
             "restart": self.restart,
             "spares": self.spares,
+            "attempt": self.attempt,
             "net": self.net,
             "warnings": self.warnings,
             "notes": self.notes,
@@ -149,7 +180,12 @@ def build_plan(
     detach: bool = False,
     resume_from: str | None = None,
     exclude: frozenset[str] = frozenset(),
+    attempt: int = 0,
 ) -> Plan:
+    """`run_id` is the run's id (the record's); attempt k > 0 of it is planned as run `<run_id>-r<k>` (its own
+    master port when `auto`, its own guard files) in the same per-node run directories."""
+    base_run_id = run_id
+    run_id = run_id if attempt == 0 else f"{run_id}-r{attempt}"
     nodes = [n for n in inv.nodes if n.host not in exclude]
     if not nodes:
         raise PlanError("every node is excluded", file=inv.source, field="nodes")
@@ -186,7 +222,8 @@ def build_plan(
         if rules.errors:
             raise PlanError(rules.errors[0], file=inv.source, field=f"env (node '{node.host}')")
         collective_timeout = rules.collective_timeout
-        run_dir = f"{inv.workdir.rstrip('/')}/{run_id}/{node.host}"
+        run_dir = f"{inv.workdir.rstrip('/')}/{base_run_id}/{node.host}"
+        guard_dir = attempt_dir(run_dir, attempt)
         python = inv.python_for(node)
         ctx = NodeContext(
             node=node,
@@ -197,6 +234,7 @@ def build_plan(
             master_addr=master_addr,
             master_port=master_port,
             run_dir=run_dir,
+            attempt_dir=guard_dir,
             python=python,
             collective_timeout=collective_timeout,
             arch=arch,
@@ -207,11 +245,13 @@ def build_plan(
         try:
             render = adapter.render(inv.job, inv, ctx)
         except JobConfigError as exc:  # the user's yaml/json: bad input (exit 2), one line naming the file
-            raise PlanError(exc.message, file=exc.file or inv.source, field=exc.field) from None
+            raise PlanError(
+                exc.message, file=exc.file or inv.source, line=exc.line, field=exc.field
+            ) from None
         net_env, net_note = _net_env(inv, user_env)
         if net_note is not None:
             rules.notes.append(net_note)
-        fr_env, fr_note = envrules.flight_recorder_env(rules.env, run_dir)
+        fr_env, fr_note = envrules.flight_recorder_env(rules.env, guard_dir)
         if fr_note is not None:
             rules.notes.append(fr_note)
         env = {
@@ -229,19 +269,34 @@ def build_plan(
             # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
             **fr_env,
             **_checkpoint_env(inv.job.checkpoint_dir, resume_from),
+            **({"RLAUNCH_SYNC_DIR": inv.sync_dir} if inv.sync else {}),
             **secrets,
         }
         files = [
             *render.files,
-            FileSpec("env.sh", _env_sh(env), mode=0o600, secret=True),
-            FileSpec("job.json", _job_json(render.argv, env, run_dir, inv, detach), mode=0o600, secret=True),
-            FileSpec("guard.py", sources[GUARD], mode=0o755),
-            FileSpec("protocol.py", sources[PROTOCOL], mode=0o644),
-            *(FileSpec(name, sources[key], mode=0o644) for name, key in EDGE_FILES.items() if key in sources),
-            *([FileSpec("gpuact.py", sources[GPUACT], mode=0o644)] if GPUACT in sources else []),
+            FileSpec("env.sh", _env_sh(env), mode=0o600, secret=True, attempt=True),
+            FileSpec(
+                "job.json",
+                _job_json(render.argv, env, run_dir, inv, detach, node.host, base_run_id),
+                mode=0o600,
+                secret=True,
+                attempt=True,
+            ),
+            FileSpec("guard.py", sources[GUARD], mode=0o755, attempt=True),
+            FileSpec("protocol.py", sources[PROTOCOL], mode=0o644, attempt=True),
+            *(
+                FileSpec(name, sources[key], mode=0o644, attempt=True)
+                for name, key in EDGE_FILES.items()
+                if key in sources
+            ),
+            *(
+                [FileSpec("gpuact.py", sources[GPUACT], mode=0o644, attempt=True)]
+                if GPUACT in sources
+                else []
+            ),
             *([FileSpec("rlaunch_job.py", sources[JOB_HELPER], mode=0o644)] if JOB_HELPER in sources else []),
         ]
-        _check_unique(files, node.host, inv.source)
+        _check_unique(files, node.host, inv)
         node_plans.append(
             NodePlan(
                 host=node.host,
@@ -256,6 +311,7 @@ def build_plan(
                 env=env,
                 files=files,
                 secret_names=frozenset(secrets),
+                attempt_dir=guard_dir,
             )
         )
         first_rank += nproc
@@ -282,6 +338,9 @@ def build_plan(
             f"spares {', '.join(s.host for s in inv.spares)} stand by: after a node's failure the first one that "
             "passes doctor's fast checks takes its node rank (world size and checkpoint layout unchanged)"
         )
+    moved = _moved_ranks_warning(inv)
+    if moved:
+        warnings.append(moved)
     if detach:
         notes.append(
             "detached: nodes do not require the launcher's heartbeat; stop the job with `rlaunch down`"
@@ -304,7 +363,29 @@ def build_plan(
         health=inv.health.model_dump(),
         restart=inv.restart.model_dump(),
         spares=[s.host for s in inv.spares],
+        attempt=attempt,
         net=inv.net.model_dump(),
+    )
+
+
+def _moved_ranks_warning(inv: Inventory) -> str | None:
+    """A restart keeps each host's run directory (ATTEMPTS_DIR), so a program that resumes from its own relative
+    files (snapshot.pt) finds them again on the same node; a spare or exclude_failed_node gives a failed node's
+    ranks to a node whose run directory never saw those files (issue 20). job.checkpoint_dir (shared storage,
+    RLAUNCH_RESUME_FROM) is the way to resume across nodes."""
+    if inv.restart.max_restarts <= 0 or inv.job.checkpoint_dir:
+        return None
+    how = [
+        *(["spares"] if inv.spares else []),
+        *(["restart.exclude_failed_node"] if inv.restart.exclude_failed_node and len(inv.nodes) > 1 else []),
+    ]
+    if not how:
+        return None
+    return (
+        f"restart.max_restarts is {inv.restart.max_restarts} and {' and '.join(how)} can move a failed node's ranks "
+        "to another node, but no job.checkpoint_dir is set: a restarted rank there does not see the files the "
+        "program saved in its run directory (a relative snapshot or checkpoint) and starts over; save checkpoints "
+        "under job.checkpoint_dir on storage every node shares (rlaunch passes RLAUNCH_CKPT_DIR / RLAUNCH_RESUME_FROM)"
     )
 
 
@@ -371,11 +452,22 @@ def _env_sh(env: Mapping[str, str]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _job_json(argv: list[str], env: Mapping[str, str], run_dir: str, inv: Inventory, detach: bool) -> bytes:
+def _job_json(
+    argv: list[str],
+    env: Mapping[str, str],
+    run_dir: str,
+    inv: Inventory,
+    detach: bool,
+    host: str,
+    run_id: str,
+) -> bytes:
     spec = {
         "argv": argv,
         "env": dict(env),
-        "cwd": run_dir,
+        "cwd": run_dir,  # the same for every attempt (ATTEMPTS_DIR)
+        # The node's one-run-at-a-time lock (guard.take_node_lock) and the run it names.
+        "node_lock": f"{inv.workdir.rstrip('/')}/.node-{host}.lock",
+        "run_id": run_id,
         "heartbeat_timeout": 0 if detach else inv.health.heartbeat_timeout,
         "grace": inv.health.grace,
         "poll_interval": 0.2,
@@ -386,12 +478,20 @@ def _job_json(argv: list[str], env: Mapping[str, str], run_dir: str, inv: Invent
     return json.dumps(spec, indent=1, sort_keys=True).encode()
 
 
-def _check_unique(files: list[FileSpec], host: str, source: str) -> None:
+def _check_unique(files: list[FileSpec], host: str, inv: Inventory) -> None:
+    """Two files with one name in the node's run directory: the later job.files entry of that name is the culprit."""
     seen: set[str] = set()
     for f in files:
         if f.path in seen:
+            index = max(
+                (i for i, p in enumerate(inv.job.files) if p.rsplit("/", 1)[-1] == f.path), default=None
+            )
+            where = ("job", "files", index) if index is not None else ("job", "files")
             raise PlanError(
-                f"two files would be pushed as '{f.path}' on node '{host}'", file=source, field="job.files"
+                f"two files would be pushed as '{f.path}' on node '{host}'",
+                file=inv.source,
+                line=inv.line_of(*where),
+                field="job.files" if index is None else f"job.files[{index}]",
             )
         seen.add(f.path)
 
@@ -415,21 +515,29 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
         name = f"env_{inv.profile}.env"
         sources[f"<templates>/{name}"] = resources.files("launcher.templates").joinpath(name).read_bytes()
     job = inv.job
-    wanted = [("job.script", job.script), ("job.config", job.config)]
-    wanted += [(f"job.files[{i}]", p) for i, p in enumerate(job.files)]
+    wanted: list[tuple[str, tuple[str | int, ...], str | None]] = [
+        ("job.script", ("job", "script"), job.script),
+        ("job.config", ("job", "config"), job.config),
+    ]
+    wanted += [(f"job.files[{i}]", ("job", "files", i), p) for i, p in enumerate(job.files)]
     if job.deepspeed and job.deepspeed not in ("zero3", "zero3_offload", "none"):
-        wanted.append(("job.deepspeed", job.deepspeed))
-    for field_name, path in wanted:
+        wanted.append(("job.deepspeed", ("job", "deepspeed"), job.deepspeed))
+    for field_name, loc, path in wanted:
         if not path:
             continue
         full = inv.resolve(path)
         try:
             sources[path] = full.read_bytes()
         except FileNotFoundError:
-            raise PlanError(f"file not found: {full}", file=inv.source, field=field_name) from None
+            raise PlanError(
+                f"file not found: {full}", file=inv.source, line=inv.line_of(*loc), field=field_name
+            ) from None
         except OSError as exc:
             raise PlanError(
-                f"cannot read {full}: {exc.strerror}", file=inv.source, field=field_name
+                f"cannot read {full}: {exc.strerror}",
+                file=inv.source,
+                line=inv.line_of(*loc),
+                field=field_name,
             ) from None
     if job.kind == "llamafactory":
         from launcher.jobs.llamafactory import head_sources

@@ -9,13 +9,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import pwd
 import re
 import secrets
+import stat
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+from launcher.errors import Infra
+from launcher.states import RunState
 
 # What `new_run_id` makes, and what a user may type for one (a prefix included): a run id names a directory
 # under RLAUNCH_HOME/runs, so "../x" or "/x" would open a record (and run its plan's commands) from elsewhere.
@@ -48,20 +53,74 @@ def _open_private(path: Path) -> TextIO:
     )
 
 
+class UnsafeRecord(Infra):
+    """A record directory someone else controls (exit 3): its targets.json names the python `status` and `down`
+    run, and its state.json the supervisor `down` signals."""
+
+
+RECORD_RULE = (
+    "a record directory must be a real directory owned by you or root and not group/world-writable; "
+    "remove it or set RLAUNCH_HOME to a directory you own (docs/security.md)"
+)
+
+
+def trusted(path: Path) -> Path:
+    """`path` itself, once its lstat shows a directory we may trust (or nothing yet: we create it 0700).
+
+    Like git's `safe.directory` (git-config(1)): a record home, its runs/ or a run directory that another user
+    owns, can write, or has swapped for a symlink is refused with one line, before anything in it is read. Before
+    issue 21 a planted `.rlaunch` in a shared directory had `status` run its targets' python and `down` signal its
+    supervisor_pid."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise UnsafeRecord(f"cannot inspect the run record {path}: {exc.strerror}") from None
+    why = None
+    if stat.S_ISLNK(st.st_mode):
+        why = "is a symlink"
+    elif not stat.S_ISDIR(st.st_mode):
+        why = "is not a directory"
+    elif st.st_uid not in (os.geteuid(), 0):
+        try:
+            name = f"{pwd.getpwuid(st.st_uid).pw_name} (uid {st.st_uid})"
+        except KeyError:
+            name = f"uid {st.st_uid}"
+        why = f"is owned by {name}"
+    elif st.st_mode & 0o022:
+        why = "is writable by others"
+    if why:
+        raise UnsafeRecord(
+            f"refusing the run record {path}: dubious ownership: it {why}, mode {stat.S_IMODE(st.st_mode):04o} "
+            f"({RECORD_RULE})"
+        )
+    return path
+
+
 def home() -> Path:
-    """Where run records live: $RLAUNCH_HOME, else ./.rlaunch (next to the user's project, like .git)."""
-    return Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch")
+    """Where run records live: $RLAUNCH_HOME, else ./.rlaunch (next to the user's project, like .git); refused
+    (UnsafeRecord, exit 3) when another user controls it."""
+    return trusted(Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch"))
+
+
+def runs_dir(base: Path | None = None) -> Path:
+    """`<home>/runs`, checked like the home."""
+    return trusted(trusted(base or home()) / "runs")
 
 
 def write_crash_report(text: str) -> Path:
     """Save a traceback where only we can read it: a fresh 0600 file (mkstemp: O_EXCL, no symlink followed)
     under RLAUNCH_HOME/crash, or $TMPDIR when that is not writable. A predictable name in a shared /tmp let
     another user plant a symlink there and have us overwrite its target."""
-    for parent in (home() / "crash", Path(tempfile.gettempdir())):
+    in_home = Path(os.environ.get("RLAUNCH_HOME") or ".rlaunch") / "crash"
+    for parent in (in_home, Path(tempfile.gettempdir())):
         try:
-            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if parent == in_home:  # a home another user controls is no place for our traceback either
+                trusted(trusted(parent.parent) / "crash")
+            _private_dir(parent)
             fd, name = tempfile.mkstemp(prefix="rlaunch-crash-", suffix=".txt", dir=parent)
-        except OSError:
+        except (OSError, UnsafeRecord):
             continue
         with os.fdopen(fd, "w") as f:
             f.write(text)
@@ -103,18 +162,19 @@ class RunRecord:
     # --- creation and lookup -------------------------------------------------------------------------
     @classmethod
     def create(cls, run_id: str, plan_json: dict[str, Any], base: Path | None = None) -> RunRecord:
-        root = (base or home()) / "runs" / check_run_id(run_id)
-        _private_dir(root.parent)
+        runs = runs_dir(base)
+        _private_dir(runs)
+        root = runs / check_run_id(run_id)
         root.mkdir(mode=0o700)
         (root / "logs").mkdir(mode=0o700)
         rec = cls(root)
         write_atomic(root / "plan.json", json.dumps(plan_json, indent=1))
-        rec.write_state({"run_id": run_id, "state": "planned", "created_at": time.time()})
+        rec.write_state({"run_id": run_id, "state": RunState.PLANNED.value, "created_at": time.time()})
         return rec
 
     @classmethod
     def open(cls, run_id: str | None = None, base: Path | None = None) -> RunRecord:
-        runs = (base or home()) / "runs"
+        runs = runs_dir(base)
         if run_id is None:
             ids = list_run_ids(base)
             if not ids:
@@ -126,7 +186,7 @@ class RunRecord:
             if len(matches) != 1:
                 raise FileNotFoundError(f"no run '{run_id}' under {runs} (see `rlaunch status --all`)")
             root = runs / matches[0]
-        return cls(root)
+        return cls(trusted(root))
 
     # --- state ---------------------------------------------------------------------------------------
     def read_state(self) -> dict[str, Any]:
@@ -136,7 +196,14 @@ class RunRecord:
         with self._lock:
             write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
 
+    def set_state(self, state: RunState, **changes: Any) -> dict[str, Any]:
+        """The one writer of the run's state (launcher/states.py's vocabulary), with the fields that go with it."""
+        return self.update_state(state=RunState(state).value, **changes)
+
     def update_state(self, **changes: Any) -> dict[str, Any]:
+        """Merge `changes` into state.json; write the run's "state" itself with `set_state`."""
+        if "state" in changes:
+            changes["state"] = RunState(changes["state"]).value  # a word outside the vocabulary fails here
         # The lock file serialises read-modify-write across processes too: a detached run's supervisor, `status`
         # and `down` may update the same state.json at once.
         with self._lock, open(self.root / ".state.lock", "a") as lock:
@@ -204,7 +271,15 @@ class RunRecord:
 
 
 def list_run_ids(base: Path | None = None) -> list[str]:
-    runs = (base or home()) / "runs"
+    runs = runs_dir(base)
     if not runs.is_dir():
         return []
-    return sorted(p.name for p in runs.iterdir() if (p / "state.json").is_file())
+    return sorted(p.name for p in runs.iterdir() if (p / "state.json").is_file() and _is_trusted(p))
+
+
+def _is_trusted(path: Path) -> bool:
+    try:
+        trusted(path)
+    except UnsafeRecord:
+        return False
+    return True

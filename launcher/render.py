@@ -71,6 +71,17 @@ def summary_table(rows: list[dict[str, Any]], columns: list[str], title: str | N
     out.print(table)
 
 
+# C0 controls but tab, DEL and C1 controls (ECMA-48): what a terminal acts on instead of showing. Job output is text
+# any job can print: OSC 52 (`ESC ] 52 ; c ; ...`) writes the operator's clipboard, `ESC [2K` + CR overwrites the
+# line before it, `ESC [8m` hides what follows (issue 21). Each is shown as a visible escape instead.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def terminal_text(text: str) -> str:
+    """Job text made safe to write to a terminal: every control character but tab shown as `\\xNN`."""
+    return text.translate(_CONTROLS)
+
+
 def _esc(text: str) -> str:
     return text.replace("[", r"\[")
 

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from launcher import ledger
+from launcher.errors import ExitCode
 
 KINDS = ("code", "node", "network", "hang", "other")
 KIND_NAMES = {
@@ -77,7 +78,9 @@ class AttemptResult:
 @dataclass(frozen=True)
 class Decision:
     restart: bool
-    rule: str  # "restart", "succeeded", "never_on", "no_progress", "budget", "max_restarts", "storm"
+    rule: (
+        str  # "restart", "succeeded", "stopped", "never_on", "no_progress", "budget", "max_restarts", "storm"
+    )
     kind: str | None
     message: str  # the final line when the run stops; "restart N/M (kind)" otherwise
     exit_code: int | None = None
@@ -105,6 +108,16 @@ def kind_of(root_cause: Mapping[str, Any] | None) -> str:
     if not root_cause:
         return "other"
     if ledger.node_fault(root_cause) or root_cause.get("kind") in ("lost", "gpu"):
+        return "node"
+    worker = (
+        _WORKER_CODE.search(str(root_cause.get("text") or "")) if root_cause.get("kind") == "line" else None
+    )
+    if (root_cause.get("kind") == "exit" and root_cause.get("signal")) or (
+        worker and worker.group(1)[0] == "-"
+    ):
+        # Killed by a signal (an OOM killer, a preemption, an operator; torchrun's "exitcode: -9"): no code bug,
+        # so the node budget; the ledger strikes the node only with node-level evidence (ledger.node_fault), the
+        # budget needs none.
         return "node"
     if root_cause.get("kind") in ("hang", "stall", "stopped"):
         return "hang"
@@ -193,6 +206,10 @@ class Policy:
         last = history[-1]
         if last.code == 0:
             return Decision(False, "succeeded", None, "succeeded")
+        if last.code == int(
+            ExitCode.INTERRUPTED
+        ):  # stopped on request (`rlaunch down`, Ctrl-C): never restarted
+            return Decision(False, "stopped", None, "stopped on request")
         kind = kind_of(last.root_cause)
         code = exit_code_of(last.root_cause, last.nodes)
         if stop_requested:

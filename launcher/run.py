@@ -22,15 +22,16 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError
-from launcher.errors import ExitCode, RlaunchError
-from launcher.guardctl import GuardClient, GuardReply, GuardTarget
+from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
+from launcher.errors import BadInput, ExitCode, RlaunchError
+from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
 from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
-from launcher.health.watch import ProcSample, Watcher
+from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
+from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 
@@ -52,11 +53,31 @@ def node_script(name: str) -> str:
 
 
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node."""
+    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+
+    `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
+    could not be reached at all, as opposed to nodes that answered and failed a check."""
+
+    def __init__(
+        self,
+        message: str,
+        code: int | None = None,
+        failed: dict[str, str] | None = None,
+        failures: dict[str, str] | None = None,
+    ):
+        super().__init__(message, code, failed)
+        self.failures = failures or {}
+
+
+class LaunchRefused(BadInput, LaunchError):
+    """`up` refuses before it starts anything: the input cannot work, or another run holds the nodes (exit 2).
+
+    Both a BadInput (callers that tell bad input from a failed start catch it by that type) and a LaunchError
+    (whatever catches `up`'s failures as a whole still does)."""
 
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:
-    return [GuardTarget(n.host, n.python, n.run_dir) for n in plan.nodes]
+    return [GuardTarget(n.host, n.python, n.guard_dir) for n in plan.nodes]
 
 
 def interrupt_once(note: Callable[[str], None] | None = None) -> None:
@@ -139,7 +160,11 @@ class Outcome:
 LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
 
 
-LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its guard also acts on its own)
+LOST_STOP_S = 10.0
+ATTACH_RETRY_S = (
+    10.0  # how long a follower that failed to open is retried when no heartbeat timeout bounds it
+)
+MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst  # how long a node already lost gets to answer a stop (its guard also acts on its own)
 
 
 class Runner:
@@ -173,8 +198,10 @@ class Runner:
         )
         self.forensics = HangForensics(self)
         self._lock = threading.Lock()
+        self._bad_records: dict[str, int] = {}  # per host: follower records _on_record raised on
         self._changed = threading.Event()
         self._summary_ranks: dict[str, int] = {}
+        self._beats: Heartbeats | None = None
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
@@ -189,6 +216,7 @@ class Runner:
                     "mode": f.mode,
                     "sha256": f.sha256,
                     "data": base64.b64encode(f.content).decode(),
+                    **({"attempt": True} if f.attempt else {}),
                 }
                 for f in node.files
             ]
@@ -197,14 +225,23 @@ class Runner:
 
         group = self.transport.run_all(
             self.plan.hosts,
-            lambda host: [self.plan.node(host).python, "-c", code, self.plan.node(host).run_dir],
+            lambda host: script_argv(
+                self.plan.node(host).python,
+                "-c",
+                code,
+                self.plan.node(host).run_dir,
+                self.plan.node(host).guard_dir,
+            ),
             stdin_for=payload,
             timeout=120,
         )
         failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
-            raise LaunchError(_per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed)
+            kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
+            raise LaunchError(
+                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
+            )
         return group
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
@@ -222,8 +259,12 @@ class Runner:
                 self.nodes[host].guard_pid = pid
         if failed:
             self.stop(reason="a node failed to start")
+            kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
+                _per_node("start failed; every started node was stopped again", failed),
+                EXIT_INFRA,
+                failed,
+                {h: k for h, k in kinds.items() if k},
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 
@@ -231,7 +272,7 @@ class Runner:
         """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
         for target in self.targets.values():
             self.nodes[target.host].follower = self.guards.follow(
-                target, self._on_record, attached=True, on_other=self._on_other
+                target, self._on_record_safe, attached=True, on_other=self._on_other
             )
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -260,24 +301,42 @@ class Runner:
 
     # --- phase 3: follow, heartbeat, watch ------------------------------------------------------------
     def attach(self) -> None:
-        for node in self.plan.nodes:
-            if self.nodes[node.host].follower is None:  # attached guards already have their channel
-                self._attach(node)
+        """Open every node's follower, in parallel (bounded like every fan-out): one exec round trip per node,
+        which at hundreds of nodes is seconds when done one after another (issue 23)."""
+        todo = [
+            n for n in self.plan.nodes if self.nodes[n.host].follower is None
+        ]  # attached guards have theirs
+        zip_hosts(
+            [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
+        )
 
     def _attach(self, node: NodePlan) -> None:
+        """Open one follower. A node too busy to open a channel in time (sshd answering late at 250 simulated
+        nodes on 2 cores: "Timeout opening channel") is asked again while its guard still waits for us (half
+        the heartbeat timeout: the guard counts from its start); only then is it lost."""
         state = self.nodes[node.host]
-        try:
-            state.follower = self.guards.follow(
-                self.targets[node.host],
-                self._on_record,
-                offset=state.offset,
-                on_other=self._on_other,
-                show=self.show[node.host] if self.show is not None else None,
-            )
-        except TransportError as exc:
-            # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
-            with self._lock:
-                state.lost = state.lost or f"cannot follow: {exc.reason}"
+        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
+        deadline = time.monotonic() + (timeout / 2 if timeout > 0 else ATTACH_RETRY_S)
+        pause = 0.5
+        while True:
+            try:
+                state.follower = self.guards.follow(
+                    self.targets[node.host],
+                    self._on_record_safe,
+                    offset=state.offset,
+                    on_other=self._on_other,
+                    show=self.show[node.host] if self.show is not None else None,
+                )
+                return
+            except TransportError as exc:
+                if time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause *= 2
+                    continue
+                # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
+                with self._lock:
+                    state.lost = state.lost or f"cannot follow: {exc.reason}"
+                return
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
@@ -285,7 +344,28 @@ class Runner:
         if record is None:
             self._on_other(host, stream, line)
         else:
-            self._on_record(host, record)
+            self._on_record_safe(host, record)
+
+    def _on_record_safe(self, host: str, rec: dict[str, Any]) -> None:
+        """`_on_record`, one record at a time: a record it cannot handle (a line of 4,300+ digits once ended the
+        node's follower, so a healthy node was reported lost; issue 21) is skipped, counted and reported once
+        per node."""
+        try:
+            self._on_record(host, rec)
+        except Exception as exc:
+            with self._lock:
+                self._bad_records[host] = self._bad_records.get(host, 0) + 1
+                first = self._bad_records[host] == 1
+            if first:
+                self._event(
+                    {
+                        "kind": "warning",
+                        "severity": "warning",
+                        "node": host,
+                        "text": f"skipped a follower record it could not read ({type(exc).__name__}: "
+                        f"{str(exc)[:200]}); later ones are only counted",
+                    }
+                )
 
     def _on_other(self, host: str, stream: str, line: str) -> None:
         self.record.append_log(host, f"[rlaunch follower] {line}")
@@ -395,15 +475,53 @@ class Runner:
         self.record.append_event(event)
         self.on_event(event)
 
+    # --- seams for the helpers that work beside the watch loop (hangs.py forensics, the supervisor) -------------
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the watcher and the nodes' follow state change; a helper that reads or feeds them takes it."""
+        return self._lock
+
+    def event(self, event: dict[str, Any]) -> None:
+        """Record and report one event, as the runner's own are (events.jsonl, then on_event)."""
+        self._event(event)
+
     def watch(self, *, poll: float = 0.2) -> Outcome:
-        """Block until every node finished or the first fatal event; tear down on failure."""
-        hb_every = max(0.3, float(self.plan.health["heartbeat_timeout"]) / 4)
-        last_hb = 0.0
+        """Block until every node finished or the first fatal event; tear down on failure. Heartbeats go out from
+        their own thread meanwhile (guardctl.Heartbeats), whatever holds this loop."""
+        beats = self.heartbeats().start()
+        try:
+            return self._watch(poll)
+        finally:
+            beats.stop()
+
+    def heartbeats(self) -> Heartbeats:
+        """The beats to every follower still streaming (not finished, not lost); read without the runner's lock:
+        each field is one attribute read, and a beat to a node that just finished is harmless."""
+        if self._beats is None:
+            self._beats = Heartbeats(
+                lambda: [
+                    (h, s.follower)
+                    for h, s in self.nodes.items()
+                    if s.follower is not None and s.final is None and not s.lost
+                ],
+                heartbeat_interval(float(self.plan.health["heartbeat_timeout"])),
+                self._beat_failed,
+            )
+        return self._beats
+
+    def _beat_failed(self, host: str, why: str) -> None:
+        state = self.nodes[host]
+        state.lost = state.lost or why  # the link is gone; _check_links reports it
+        self._changed.set()
+
+    def _watch(self, poll: float) -> Outcome:
+        round_began = 0.0
         while True:
+            # Every record wakes this loop and each round walks every node: at most one round per MIN_ROUND_S, or
+            # a thousand busy nodes would keep a core on the walk alone (bench/headsim.py, issue 23).
+            time.sleep(max(0.0, round_began + MIN_ROUND_S - time.monotonic()))
+            round_began = time.monotonic()
             now = time.time()
-            if now - last_hb >= hb_every:
-                self._heartbeat()
-                last_hb = now
             with self._lock:
                 progressed = self.watcher.tick_progress(now)
                 for event in self.watcher.tick(now) + progressed:
@@ -440,14 +558,6 @@ class Runner:
             self._changed.wait(0.1)
             self._changed.clear()
 
-    def _heartbeat(self) -> None:
-        for state in self.nodes.values():
-            if state.follower is not None and state.final is None and not state.lost:
-                try:
-                    state.follower.write(b"hb\n")
-                except Exception as exc:  # the link is gone; _check_links reports it
-                    state.lost = state.lost or f"heartbeat failed: {exc}"
-
     def _check_links(self, now: float) -> None:
         for host, state in self.nodes.items():
             if state.final is not None:
@@ -479,6 +589,9 @@ class Runner:
                 now, host, f"the guard lost our heartbeat: {final.get('reason')}"
             )
         else:
+            if state == protocol.STOPPED and not self.watcher.should_stop:
+                # Stopped by someone else (`rlaunch down` from another shell): deliberate, not a failure.
+                self.watcher.request_stop(now, "requested")
             if state == protocol.FAILED and code is None and sig is None:
                 code = 1  # the guard failed without the job's exit status (a guard error): never a clean exit
             event = self.watcher.observe_exit(now, host, code, sig)
@@ -536,22 +649,19 @@ class Runner:
         lost = self.lost_hosts()
         group = self.transport.run_all(
             [h for h in self.plan.hosts if h not in lost],
-            lambda host: [
+            lambda host: script_argv(
                 self.plan.node(host).python,
                 "-c",
                 code,
-                self.plan.node(host).run_dir,
+                self.plan.node(host).guard_dir,
                 str(max_bytes),
-            ],
+            ),
             timeout=60,
         )
         saved: list[str] = []
         for host, result in group.succeeded.items():
-            try:
-                files = json.loads(result.stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                continue
-            if not isinstance(files, dict):
+            files = protocol.reply_of(result.stdout)
+            if files is None:
                 continue
             for rel, data in files.items():
                 # The reply is a node's word: a path that is absolute, climbs out with `..`, or resolves outside
@@ -579,10 +689,15 @@ class Runner:
         return saved
 
     def detach_followers(self) -> None:
-        for state in self.nodes.values():
-            if state.follower is not None:
-                state.follower.close()
-                state.follower.wait(timeout=5)
+        """Close every follower, in parallel: a close waits (bounded) for its channel to end."""
+
+        def close(host: str) -> None:
+            follower = self.nodes[host].follower
+            if follower is not None:
+                follower.close()
+                follower.wait(timeout=5)
+
+        zip_hosts(list(self.nodes), close, self.transport.max_parallel)
 
     def outcome(self) -> Outcome:
         verdict = self.watcher.verdict()
@@ -600,6 +715,8 @@ class Runner:
         # The watcher's verdict decides: it forgives end-of-run aborts and the stop of nodes left waiting after one.
         if verdict.ok:
             code = EXIT_OK
+        elif root is None and verdict.state is State.STOPPED:
+            code = EXIT_INTERRUPTED  # stopped on request: no failure, nothing to restart
         elif root and root.get("kind") == "lost":
             code = EXIT_INFRA
         else:

@@ -246,7 +246,9 @@ def _loss_chart(attempts: list[goodput.Attempt]) -> str:
         return left + width * (step - s0) / max(s1 - s0, 1)
 
     def py(v: float) -> float:
-        return top + height - height * (v - v0) / max(v1 - v0, 1e-12)
+        # In halves: with losses near +-1e308 the full difference overflows to inf, and inf/inf put `nan` into
+        # the SVG (issue 21); half of each difference always fits in a float.
+        return top + height - height * ((v / 2 - v0 / 2) / max(v1 / 2 - v0 / 2, 1e-12))
 
     out = [
         f"<line x1='{left}' x2='{left}' y1='{top}' y2='{top + height}' stroke='#9e9e9e'/>",

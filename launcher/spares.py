@@ -55,6 +55,7 @@ def pick(
     head_env: Mapping[str, str],
     say: Callable[[str], None],
     entries: list[dict] | None = None,
+    attempt: int = 0,
 ) -> tuple[Inventory, str] | None:
     """After `failed` ended an attempt: the inventory with the first spare that passes doctor's fast checks
     in its place (and that spare's host), or None when no spare is healthy."""
@@ -66,7 +67,9 @@ def pick(
             say(f"spare {spare.host} skipped: at health.max_strikes")
             continue
         candidate = swap(inv, failed, spare)
-        plan = planning.build_plan(candidate, run_id=run_id, sources=sources, head_env=head_env)
+        plan = planning.build_plan(
+            candidate, run_id=run_id, attempt=attempt, sources=sources, head_env=head_env
+        )
         probe = candidate.model_copy(
             update={"master": candidate.master.model_copy(update={"port": plan.master_port})}
         )

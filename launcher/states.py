@@ -15,6 +15,7 @@ from launcher.node import protocol
 
 
 class RunState(str, Enum):
+    PLANNED = "planned"  # the record exists (plan.json written); `up` has not claimed the nodes yet
     STARTING = "starting"  # planned, preflight and push under way
     RUNNING = "running"  # started on every node
     SUCCEEDED = "succeeded"

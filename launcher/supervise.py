@@ -31,11 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from launcher.errors import ExitCode
+from launcher.states import RunState, is_active
+
 SUPERVISOR_LOG = "supervisor.log"
 SUPERVISOR_LOCK = "supervisor.lock"
 READY_TIMEOUT_S = 30.0
 OFFSETS_EVERY_S = 2.0
-ACTIVE = ("starting", "running")
 
 
 def _starttime(pid: int) -> int | None:
@@ -45,13 +47,40 @@ def _starttime(pid: int) -> int | None:
     return None if st is None or st["state"] in ("Z", "X") else int(st["starttime"])
 
 
+def _recorded(state: dict[str, Any]) -> tuple[int, int] | None:
+    """(supervisor PID, its start time) when the record names both as plain integers (PID above 1), else None:
+    a record without a start time proves nothing about who the PID is now (docs/security.md)."""
+    pid, start = state.get("supervisor_pid"), state.get("supervisor_starttime")
+    if type(pid) is not int or type(start) is not int or pid <= 1 or start < 0:
+        return None
+    return pid, start
+
+
 def supervisor_alive(state: dict[str, Any]) -> bool:
     """The recorded supervisor still runs: same PID *and* start time (a reused PID is someone else)."""
-    pid, start = state.get("supervisor_pid"), state.get("supervisor_starttime")
-    if not pid:
-        return False
-    now = _starttime(int(pid))
-    return now is not None and (start is None or now == int(start))
+    recorded = _recorded(state)
+    return recorded is not None and _starttime(recorded[0]) == recorded[1]
+
+
+# `python -m launcher.supervise` put the caller's cwd first on sys.path: a planted `json.py` ran as us, and a project
+# with its own `launcher/` package got an unsupervised detached run (issue 21). So: isolated mode (-I: no cwd, no
+# PYTHON* variables, no user site) and the paths this process imports from, named explicitly, this package's root
+# first (computed from this file, so a git worktree's copy wins over an installed one).
+BOOT = (
+    "import sys, json; sys.path[:0] = json.loads(sys.argv.pop(1)); import runpy; "
+    "runpy.run_module('launcher.supervise', run_name='__main__', alter_sys=True)"
+)
+
+
+def supervisor_argv(run_id: str) -> list[str]:
+    """The argv that starts `launcher.supervise RUN_ID --daemon` with no import from the current directory."""
+    package_root = str(Path(__file__).resolve().parents[1])
+    cwd = os.getcwd()
+    paths = [package_root]
+    for entry in sys.path:
+        if entry and os.path.isabs(entry) and entry != cwd and entry not in paths:
+            paths.append(entry)
+    return [sys.executable, "-I", "-c", BOOT, json.dumps(paths), run_id, "--daemon"]
 
 
 def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
@@ -61,11 +90,8 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
     long-lived caller) and lives in its own session (no terminal, no SIGHUP when the shell closes)."""
     env = dict(os.environ)
     env["RLAUNCH_HOME"] = str(root.parent.parent.resolve())  # the record home may be relative to our cwd
-    env.setdefault("PYTHONPATH", "")
-    repo = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env["PYTHONPATH"]) if p)
     done = subprocess.run(
-        [sys.executable, "-m", "launcher.supervise", root.name, "--daemon"],
+        supervisor_argv(root.name),
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -74,7 +100,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
         start_new_session=True,
     )
     try:
-        pid = int(done.stdout.strip().splitlines()[-1])
+        pid = int(done.stdout.split()[-1])  # the daemon's parent prints its PID last
     except (ValueError, IndexError):
         raise RuntimeError(f"supervisor did not start: {done.stderr.strip()[-300:]}") from None
     deadline = time.time() + timeout
@@ -83,7 +109,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
             state = json.loads((root / "state.json").read_text())
             if state.get("supervisor_pid") == pid and supervisor_alive(state):
                 return pid
-            if state.get("state") not in ACTIVE:
+            if not is_active(state.get("state")):
                 return pid  # the run ended before (or as) the supervisor came up: nothing left to watch
         if _starttime(pid) is None:
             tail = (root / SUPERVISOR_LOG).read_text(errors="replace")[-300:] if root.exists() else ""
@@ -95,21 +121,25 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
 def ensure(root: Path) -> tuple[int | None, bool]:
     """A live supervisor for an active run: (pid, started now). (None, False) if the run is over."""
     state = json.loads((root / "state.json").read_text())
-    if state.get("state") not in ACTIVE or not state.get("detached"):
+    if not is_active(state.get("state")) or not state.get("detached"):
         return None, False
-    if supervisor_alive(state):
-        return int(state["supervisor_pid"]), False
+    recorded = _recorded(state)
+    if recorded is not None and supervisor_alive(state):
+        return recorded[0], False
     return spawn(root), True
 
 
 def stop(root: Path, timeout: float) -> bool:
     """SIGTERM the run's supervisor (it tears the job down like Ctrl-C in a foreground `up`); wait for it."""
+    from launcher.node.guard import signal_same
+
     state = json.loads((root / "state.json").read_text())
-    if not supervisor_alive(state):
+    recorded = _recorded(state)
+    if recorded is None or not supervisor_alive(state):
         return False
-    pid = int(state["supervisor_pid"])
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+    # Through a pidfd opened before the start-time check: a PID reused in between is never signalled.
+    if not signal_same(recorded[0], recorded[1], signal.SIGTERM):
+        return False
     deadline = time.time() + timeout
     while time.time() < deadline and supervisor_alive(state):
         time.sleep(0.1)
@@ -137,11 +167,11 @@ def run(run_id: str) -> int:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         _log("another supervisor holds this run; exiting")
-        return 0
+        return ExitCode.OK
     state = record.read_state()
-    if state.get("state") not in ACTIVE:
+    if not is_active(state.get("state")):
         _log(f"run is {state.get('state')}: nothing to supervise")
-        return 0
+        return ExitCode.OK
     record.update_state(
         supervisor_pid=os.getpid(),
         supervisor_starttime=_starttime(os.getpid()),
@@ -162,7 +192,7 @@ def run(run_id: str) -> int:
         while not finished.wait(OFFSETS_EVERY_S):
             if current:
                 runner = current[-1]
-                with runner._lock:
+                with runner.lock:
                     offsets = {h: s.offset for h, s in runner.nodes.items()}
                 record.update_state(offsets=offsets, offsets_plan=runner.plan.run_id)
 
@@ -187,9 +217,9 @@ def run(run_id: str) -> int:
                 on_runner=current.append,
             )
     except (LaunchError, planning.PlanError) as exc:
-        record.update_state(state="failed", reason=str(exc), ended_at=time.time())
+        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         _log(f"failed: {exc}")
-        return 1
+        return ExitCode.FAILED
     finally:
         finished.set()
         saver.join(timeout=5)
@@ -220,6 +250,7 @@ def watch_plan(plan_json: dict[str, Any]) -> Any:
             gpus=tuple(n.get("gpus", ())),
             first_rank=int(n["ranks"][0]),
             run_dir=n["run_dir"],
+            attempt_dir=n.get("attempt_dir", ""),  # records before issue 20: the guard ran in run_dir
             python=n.get("python") or n["argv"][0],
             argv=list(n.get("argv", [])),
             env=dict(n.get("env", {})),
@@ -299,7 +330,7 @@ def tail_record(
             for raw in read_new(events):
                 with contextlib.suppress(ValueError):
                     on_event(json.loads(raw))
-        if state.get("state") not in ACTIVE:
+        if not is_active(state.get("state")):
             return state
         if state.get("detached") and not supervisor_alive(state):
             return state  # nobody writes the record: stop here, the caller says so
@@ -312,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != "--daemon"]
     if len(args) != 1:
         sys.stderr.write("usage: python -m launcher.supervise RUN_ID [--daemon]\n")
-        return 2
+        return ExitCode.BAD_INPUT
     run_id = args[0]
     if daemon:
         # Fork before any thread exists: the parent reports the daemon's PID and leaves.
@@ -320,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         pid = os.fork()
         if pid:
             print(pid, flush=True)
-            os._exit(0)
+            os._exit(ExitCode.OK)
         from launcher import records
 
         root = records.RunRecord.open(run_id).root
@@ -341,12 +372,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(run_id)
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception:
         import traceback
 
         _log("supervisor crashed:\n" + traceback.format_exc())
-        return 3
+        return ExitCode.INFRA
 
 
 if __name__ == "__main__":

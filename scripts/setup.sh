@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-shot setup for a fresh machine: system packages the tests need, then one venv (.venv) holding
 # rlaunch (editable) plus the CPU training stack that simulated nodes run (torch, DeepSpeed, LLaMA-Factory).
-# Idempotent: re-running only does what is missing. Usage: scripts/setup.sh [--no-apt]
+# Idempotent: re-running only does what is missing. Usage: scripts/setup.sh [--no-apt | --demo]
+#   --demo: only what `make demo` needs (torch and rlaunch: no system packages, no DeepSpeed, no LLaMA-Factory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -11,7 +12,7 @@ PY=${PYTHON:-python3}
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- system packages: sshd for simulated nodes, pdsh for the benchmark, iproute2 for namespaces ---
-if [[ "${1:-}" != "--no-apt" ]]; then
+if [[ "${1:-}" != "--no-apt" && "${1:-}" != "--demo" ]]; then
   need=()
   [[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
   command -v pdsh >/dev/null || need+=(pdsh)
@@ -41,6 +42,22 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 # This machine's pip config names a local index that may be absent: drop its per-package "ignored" warnings.
 pip() { "$VENV/bin/python" -m pip -q --disable-pip-version-check "$@" 2> >(grep -v "^WARNING: Location" >&2); }
+if [[ "${1:-}" == "--demo" ]]; then
+  # The demo is a 2-node torchrun job on examples/local.yaml (local transport): torch and rlaunch's own
+  # dependencies, nothing else. Estimates measured on a 2-core machine from a fresh clone (README).
+  if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+    log "installing torch 2.13.0 (CPU wheel, ~50 s)"
+    t0=$SECONDS
+    pip install "torch==2.13.0"
+    log "torch installed in $((SECONDS - t0)) s"
+  fi
+  if [[ ! -x "$VENV/bin/rlaunch" ]]; then
+    log "installing rlaunch (editable) and its head-node dependencies (~10 s)"
+    pip install -e "$ROOT"
+  fi
+  log "ready for the demo: $VENV/bin/rlaunch (\`make test\` installs the rest)"
+  exit 0
+fi
 stamp="$VENV/.rlaunch-stack-v1"
 if [[ ! -f "$stamp" ]]; then
   log "installing the CPU training stack (torch, deepspeed, llamafactory; ~1 min)"
@@ -52,6 +69,23 @@ if [[ ! -f "$stamp" ]]; then
     "packaging" "pyyaml" "numpy<3" "pandas" "matplotlib"
   pip install --no-deps "llamafactory==0.9.5"
   touch "$stamp"
+fi
+# LLaMA-Factory imports torchaudio at module level (src/llamafactory/data/mm_plugin.py). PyPI's torchaudio 2.11.1
+# (py3-none, torch>=2.11 through the stable ABI) installs beside torch 2.13 without pulling another torch, but its
+# C++ extension is a CUDA build (needs libc10_cuda.so): on a CPU torch it cannot load. torchaudio treats an absent
+# extension as "not built" (torchaudio/_extension/utils.py _load_lib returns False) and LLaMA-Factory's audio path
+# (torchaudio.load via torchcodec, functional.resample) is Python: drop the CUDA-linked libraries. docs/facts.md.
+if ! "$VENV/bin/python" -c "import llamafactory.train.tuner" 2>/dev/null; then
+  log "installing torchaudio (LLaMA-Factory imports it)"
+  pip install --no-deps "torchaudio==2.11.1"
+  "$VENV/bin/python" - <<'PY'
+import importlib.util, pathlib, torch
+if torch.version.cuda is None and torch.version.hip is None:  # CPU torch: the CUDA-linked extension cannot load
+    lib = pathlib.Path(importlib.util.find_spec("torchaudio").origin).parent / "lib"
+    for so in lib.glob("*.so"):
+        so.unlink()
+PY
+  "$VENV/bin/python" -c "import llamafactory.train.tuner" || { log "llamafactory does not import"; exit 1; }
 fi
 # DeepSpeed JIT-builds its CPU ops on first use (~60 s): build them once here, into the cache the tests use.
 ext="$ROOT/.cache/torch_extensions"

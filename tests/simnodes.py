@@ -145,6 +145,8 @@ class SimCluster:
             # The lock spans choosing addresses and creating the veths, so concurrent test sessions never collide.
             with open(ALLOC_LOCK, "a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
+                if self.network == "netns":
+                    self.token = _free_token(self.token)
                 self._write_client_files_and_nodes()
                 if self.network == "netns":
                     self._make_networks()
@@ -563,6 +565,19 @@ def _ip_batch(options: list[str], commands: list[str]) -> None:
 def _ip_addresses() -> list[str]:
     out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
     return [line.split()[3] for line in out.splitlines() if len(line.split()) > 3]
+
+
+def _free_token(wanted: str) -> str:
+    """A cluster token no namespace or link here uses yet (`rl<token>n1`, `rl<token>h1`), `wanted` if it is free.
+
+    Called under ALLOC_LOCK, so parallel test workers (pytest-xdist) and concurrent sessions never pick the same
+    names: a random token alone collides now and then once a few dozen clusters run at once."""
+    names = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    names += subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    token = wanted
+    while f"rl{token}" in names:
+        token = secrets.token_hex(2)
+    return token
 
 
 def _free_port(address: str) -> int:

@@ -40,7 +40,7 @@ def test_node_files_import_nothing_of_ours_but_node() -> None:
 
 
 def test_the_readme_exit_code_table_is_the_one_defined() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "design.md").read_text()  # moved from the README (issue 24)
     table = readme.split("### Exit codes", 1)[1].split("\n\n")[2]
     documented = {int(m) for m in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
     assert documented == {int(code) for code in ExitCode}, table
@@ -66,7 +66,7 @@ def test_errors_carry_their_exit_codes() -> None:
 
 def test_guard_argv_and_replies() -> None:
     argv = protocol.guard_argv("/venv/bin/python", "/w/r/n1", protocol.STOP, grace=2)
-    assert argv == ["/venv/bin/python", "/w/r/n1/guard.py", "stop", "/w/r/n1", "--grace", "2.0"]
+    assert argv == ["/venv/bin/python", "-I", "/w/r/n1/guard.py", "stop", "/w/r/n1", "--grace", "2.0"]
     assert protocol.reply_of('noise\n{"state": "stopped"}\n\n') == {"state": "stopped"}
     assert protocol.reply_of("Traceback ...\nValueError: x") is None
     assert protocol.parse_record('{"k": "line", "text": "a"}') == {"k": "line", "text": "a"}
@@ -116,6 +116,199 @@ def test_every_package_is_installed() -> None:
     assert found | {"launcher.templates"} == listed
 
 
+def _launcher_lines(pattern: str, under: str = "launcher", skip: tuple[str, ...] = ()) -> list[str]:
+    """`grep -rn PATTERN launcher` in Python: "file:line: text" for every match, outside the `skip` files."""
+    found = []
+    for path in sorted((ROOT / under).rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel in skip:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(pattern, line):
+                found.append(f"{rel}:{number}: {line.strip()}")
+    return found
+
+
+def test_run_states_are_written_through_the_one_setter() -> None:
+    """`grep -rn 'state="' launcher` is empty: a run's state is a RunState, written by RunRecord.set_state."""
+    assert _launcher_lines(r'state="', skip=("launcher/states.py",)) == []
+
+
+def test_node_code_emits_record_kinds_from_the_protocol() -> None:
+    """`grep -rn '"k": "' launcher/node` is empty: the guard and edge.py emit protocol.K_* kinds."""
+    assert _launcher_lines(r'"k": "', under="launcher/node") == []
+
+
+def test_nobody_reaches_into_the_runner() -> None:
+    """`grep -rn 'runner\\._' launcher` is empty: helpers use Runner.lock and Runner.event."""
+    assert _launcher_lines(r"runner\._") == []
+
+
+def test_replies_are_read_by_the_protocol() -> None:
+    """`grep -rn 'splitlines()\\[-1\\]' launcher` is empty: a node script's reply is read by protocol.reply_of."""
+    assert _launcher_lines(r"splitlines\(\)\[-1\]") == []
+
+
+def test_errors_are_raised_and_caught_by_type() -> None:
+    """`grep -rn 'code=.*BAD_INPUT\\|\\.code == 2' launcher` is empty: bad input is a BadInput, caught as one."""
+    from launcher.run import LaunchError, LaunchRefused
+
+    assert _launcher_lines(r"code=.*BAD_INPUT|\.code == 2") == []
+    refused = LaunchRefused("run r1 is still running on these nodes")
+    assert (
+        isinstance(refused, BadInput) and isinstance(refused, LaunchError) and not isinstance(refused, Infra)
+    )
+    assert refused.code == ExitCode.BAD_INPUT
+
+
+def test_verb_entry_points_return_exit_codes_by_name() -> None:
+    """No `return 2` in the supervisor's or the CLI's code: exit codes come from launcher/errors.py by name."""
+    paths = [ROOT / "launcher" / "supervise.py", *sorted((ROOT / "launcher" / "cli").glob("*.py"))]
+    literal = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = node.value if isinstance(node, ast.Return) else None
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: return {value.value}")
+    assert literal == []
+
+
+def test_state_setter_and_settle_speak_the_run_vocabulary(tmp_path: Path) -> None:
+    import pytest
+
+    from launcher import records
+    from launcher.lifecycle import settle
+    from launcher.states import RunState
+
+    record = records.RunRecord.create("20260101-000000-abcd", {"nodes": []}, base=tmp_path)
+    assert RunState.parse(record.read_state()["state"]) is RunState.PLANNED
+    assert record.set_state(RunState.RUNNING, attempt=1)["state"] == "running"
+    with pytest.raises(ValueError):
+        record.update_state(state="half-done")  # a word outside RunState never reaches state.json
+    assert record.read_state()["state"] == "running"
+    assert settle({"a": protocol.SUCCEEDED, "b": protocol.SUCCEEDED}) == (
+        RunState.SUCCEEDED,
+        "every node succeeded",
+    )
+    final, why = settle({"a": protocol.SUCCEEDED, "b": protocol.LOST_LAUNCHER})
+    assert final is RunState.FAILED and "b: lost-launcher" in why
+    assert settle({"a": protocol.SUCCEEDED, "b": protocol.RUNNING}) is None
+    record.close()
+
+
+def test_transport_failures_carry_a_kind_and_validate_reads_it() -> None:
+    """Every transport failure has a kind (unreachable, auth, host-key, timeout); validate counts unreachable
+    nodes by it, never by words in the message."""
+    import socket
+
+    import pytest
+
+    from cluster.local import LocalTransport
+    from cluster.ssh import SSHTransport
+    from cluster.transport import FAILURE_KINDS, TIMEOUT, UNREACHABLE, Endpoint, Result
+
+    assert set(FAILURE_KINDS) == {"unreachable", "auth", "host-key", "timeout"}
+    assert Result("n1", None, error="gone").failure == UNREACHABLE and Result("n1", 0).failure is None
+    with pytest.raises(ValueError):
+        Result("n1", None, error="gone", failure="weather")
+    local = LocalTransport({"n1": Endpoint(host="n1", address="127.0.0.1")})
+    slow = local.run("n1", ["sleep", "5"], timeout=0.2)
+    assert slow.error and slow.failure == TIMEOUT
+    with socket.socket() as s:  # a port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ssh = SSHTransport({"n1": Endpoint(host="n1", address="127.0.0.1", port=port, connect_timeout=2)})
+    try:
+        refused = ssh.run("n1", ["true"], timeout=5)
+    finally:
+        ssh.close()
+    assert refused.error and "refused" in refused.error and refused.failure == UNREACHABLE
+    assert _launcher_lines(r'"timed out"|"connect"|"refused"', under="launcher/validate") == []
+
+
+def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
+    """Issue 23: the words on a follower's stdin live in protocol.py, and the head writes heartbeats only through
+    guardctl.Heartbeats (its own thread, `try_write`); a blocking `.write(` of a heartbeat anywhere else would
+    put every guard behind one slow node again."""
+    word = re.compile(r"""["']hb(\\n)?["']""")
+    for top in ("launcher", "cluster"):
+        for path in (ROOT / top).rglob("*.py"):
+            if path.name == "protocol.py":
+                continue
+            text = path.read_text()
+            assert not word.search(text), f"{path.relative_to(ROOT)} spells the heartbeat word itself"
+    guardctl = (ROOT / "launcher" / "guardctl.py").read_text()
+    assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
+        "try_write", ""
+    )
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+
+
+def test_every_vocabulary_family_cites_its_emitter_source() -> None:
+    """Health rules derived from an emitter's error list name the repository file (and commit) they were read from, and
+    the health module stays standard-library only (the node guard applies the same table at the edge)."""
+    from launcher.health import vocabulary
+
+    for family in vocabulary.FAMILIES:
+        assert family.rows and re.search(r"\w+/\S+\.(?:cpp|c|cc|h|hpp|py)\b", family.source), family.name
+    text = (ROOT / "launcher" / "health" / "vocabulary.py").read_text(encoding="utf-8")
+    assert re.search(r"hip_error\.cpp \(commit [0-9a-f]{40}", text) and re.search(
+        r"hsa\.cpp hsa_status_string \(commit", text
+    )
+    tree = ast.parse(text)
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported <= {"__future__", "re", "dataclasses"}, imported
+
+
+def test_one_progress_parser_and_a_sourced_corpus() -> None:
+    """Issue 20: progress lines are read in one place (launcher/health/progress.py); goodput, attempts and the
+    report hold no progress regexes of their own. Every third-party program in tests/corpus/ comes with its
+    licence and a SOURCE.md naming the repository, the commit and the edits."""
+    for name in ("goodput.py", "attempts.py", "runreport.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert not re.search(r"^(?:STEP|TQDM|LOSS|PROGRESS_PATTERNS)\b\s*=|def parse_progress", text, re.M), (
+            name
+        )
+    programs = [p for p in (ROOT / "tests" / "corpus").iterdir() if p.is_dir()]
+    assert programs
+    for program in programs:
+        source = (program / "SOURCE.md").read_text()
+        assert (program / "LICENSE").is_file(), program
+        assert "https://github.com/" in source and re.search(r"\b[0-9a-f]{40}\b", source), program
+
+
+def test_no_stand_in_package_shadows_a_real_one() -> None:
+    """Real parts, not mocks: no test puts a stand-in package on PYTHONPATH (LLaMA-Factory once imported a stub
+    torchaudio from tests/, so the project's own venv could not run it and nothing said so: issue 20 item 4)."""
+    assert not (ROOT / "tests" / "stubs").exists()
+    pattern = re.compile(r"PYTHONPATH[^\n]{0,80}tests" + r"[/\"' ,]+(stubs|fakes)")
+    offenders = [
+        p.relative_to(ROOT).as_posix()
+        for p in [*ROOT.glob("tests/*.py"), *ROOT.glob("scripts/*"), ROOT / "Makefile"]
+        if p.is_file() and pattern.search(p.read_text(errors="replace"))
+    ]
+    assert offenders == []
+
+
+def test_strikes_need_node_level_evidence() -> None:
+    """The ledger strikes a node only for what only that node did: a signal alone or an exception never counts."""
+    from launcher.ledger import node_fault
+
+    assert node_fault({"node": "n", "kind": "exit", "signal": "SIGKILL", "category": "crash"}) is None
+    assert node_fault({"node": "n", "kind": "line", "category": "crash", "text": "IndexError: x"}) is None
+    assert node_fault({"node": "n", "kind": "gpu", "category": "gpu-fault"}) == "gpu-fault"
+
+
 def test_the_restart_policy_and_the_net_checks_do_no_io() -> None:
     """launcher/restart_policy.py, launcher/doctor/net.py and launcher/health/netinit.py decide from plain data
     (tested with plain event data): no files, processes, sockets, transports or records of their own."""
@@ -134,3 +327,52 @@ def test_the_probe_ships_every_node_module_facts_imports() -> None:
     node_modules = {p.stem for p in (ROOT / "launcher" / "node").glob("*.py")}
     imported = imported_modules(ROOT / "launcher" / "node" / "facts.py") & node_modules
     assert {f"{m}.py" for m in imported} == set(PROBE_MODULES)
+
+
+def test_every_python_rlaunch_starts_is_isolated_from_the_cwd() -> None:
+    """docs/security.md, issue 21: `python -c`/`python -`/`-m` put the current directory first on sys.path, so every
+    interpreter rlaunch starts runs with -I (protocol.script_argv, guard_argv, the supervisor's BOOT), or runs code
+    that starts with SAFE_PATH (it imports the job's torch with the job's PYTHONPATH). The one exception is the
+    job itself: torchrun (`-m torch.distributed.run`) runs in the job's own directory, as the user runs it."""
+    safe_code = ("TORCH_PROBE", "IMPORT_PROBE", "ENV_SCRIPT", "TOKENIZE")
+    offenders = []
+    for path in sorted((ROOT / "launcher").rglob("*.py")) + sorted((ROOT / "cluster").rglob("*.py")):
+        text = path.read_text()
+        for m in re.finditer(r'(python\w*|sys\.executable)[^\n]{0,40}?,\s*"(-c|-m|-)"', text):
+            window = text[max(0, m.start() - 160) : m.end() + 80]
+            if '"-I"' in window or "script_argv(" in window or any(name in window for name in safe_code):
+                continue
+            if path.name == "base.py" and '"torch.distributed.run"' in window:
+                continue
+            offenders.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert offenders == [], offenders
+    assert protocol.guard_argv("p", "/r", protocol.STOP)[1] == protocol.ISOLATED == "-I"
+    from launcher.jobs.lf_pretokenize import TOKENIZE
+    from launcher.node.facts import IMPORT_PROBE, TORCH_PROBE
+    from launcher.validate.stages import ENV_SCRIPT
+
+    for code in (TORCH_PROBE, IMPORT_PROBE, ENV_SCRIPT, TOKENIZE):
+        assert code.startswith(protocol.SAFE_PATH)
+
+
+def test_node_probes_write_files_only_without_following_links() -> None:
+    """Doctor's probes (launcher/node/facts.py) create files through mkstemp only, after the push path rule
+    (issue 21): no `open(..., "w"/"a")`, and the rule text is push.py's."""
+    facts = (ROOT / "launcher" / "node" / "facts.py").read_text()
+    assert not re.search(r"""(?<!fd)open\((?!fd)[^)]*["'][wax]b?\+?["']""", facts)
+    assert "O_CREAT" not in facts or "O_NOFOLLOW" in facts
+    push = (ROOT / "launcher" / "node" / "push.py").read_text()
+    rule = re.search(r'^RULE = "(.*)"$', facts, re.M)
+    assert rule and f'RULE = "{rule.group(1)}"' in push
+    assert (
+        "unsafe_path(" in facts.split("def writable", 1)[1].split("def read_markers", 1)[0]
+        or "_private_dirs(" in facts
+    )
+
+
+def test_job_output_parsers_bound_their_digit_counts() -> None:
+    """int() refuses more than 4300 digits (issue 21): no unbounded `(\\d+)` capture in the modules that parse job
+    output (rank prefixes, progress, goodput)."""
+    for name in ("node/edge.py", "health/classify.py", "health/progress.py", "goodput.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert r"(\d+)" not in text, name

@@ -240,6 +240,7 @@ def run_probe(tmp_path: Path, path_dirs: list[Path], pythonpath: Path | None, **
     """facts.py exactly as a transport runs it (`python - --json-args ... < facts.py`), on this machine."""
     env = {**os.environ, "PATH": os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"])}
     env.pop("PYTHONPATH", None)
+    env.setdefault("RLAUNCH_FACTS_CACHE", str(tmp_path / "facts-cache"))  # never the user's ~/.cache
     node_env = {"PYTHONPATH": str(pythonpath)} if pythonpath else {}
     full = {"node": "n1", "token": "t", "workdir": str(tmp_path / "work"), "env": node_env, **args}
     proc = subprocess.run(

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,48 @@ from launcher.run import LaunchError
 from tests.test_e2e_health import assert_nothing_left, two_nodes, wait_for, worker_pid
 
 pytestmark = pytest.mark.ssh
+
+
+class Attach:
+    """`rlaunch attach RUN` in a subprocess, its output read as it comes (so a test can wait for a line)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "launcher.cli", "attach", run_id],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.readers = [
+            threading.Thread(target=self._drain, args=(self.proc.stdout, self.out), daemon=True),
+            threading.Thread(target=self._drain, args=(self.proc.stderr, self.err), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
+
+    @staticmethod
+    def _drain(stream: Any, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line)
+
+    def wait_for_line(self, marker: str, timeout: float = 60) -> None:
+        wait_for(
+            lambda: any(marker in line for line in list(self.out)), timeout, f"`attach` to print {marker!r}"
+        )
+
+    def finish(self, timeout: float = 90) -> tuple[str, str]:
+        """Wait for attach to exit; (stdout, stderr)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            for reader in self.readers:
+                reader.join(timeout=10)
+        return "".join(self.out), "".join(self.err)
 
 
 @pytest.fixture(autouse=True)
@@ -57,17 +100,12 @@ def test_detached_crash_is_judged_and_torn_down_by_the_supervisor(sim3: Any) -> 
     pid = wait_for(lambda: worker_pid(sim3, "node2", 1), 90, "rank 3 on node2")
     log = records.RunRecord.open(run_id).log_path("node1")
     wait_for(lambda: log.exists() and "step=" in log.read_text(), 60, "training steps in the record")
-    attach = subprocess.Popen(
-        [sys.executable, "-m", "launcher.cli", "attach", run_id],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(3.0)
+    attach = Attach(run_id)
+    attach.wait_for_line("node1[0] step=")  # attached and streaming (a fixed sleep was too short under load)
     os.kill(pid, signal.SIGKILL)
     final = wait_for(lambda: ended(run_id), 90, "the supervisor's verdict")
-    out, err = attach.communicate(timeout=30)
-    assert attach.returncode == 1 and "node1[0] step=" in out, out[:500] + err
+    out, err = attach.finish()
+    assert attach.proc.returncode == 1 and "node1[0] step=" in out, out[:500] + err
     assert "node2" in err and "failed" in err, err  # the verdict, as a foreground `up` prints it
     assert final["state"] == "failed" and final["exit_code"] == 1, final
     outcome = json.loads((records.RunRecord.open(run_id).root / "outcome-0.json").read_text())
@@ -102,16 +140,11 @@ def test_job_outlives_a_killed_supervisor_and_supervision_comes_back(sim3: Any) 
         30,
         "the new supervisor to record new lines",
     )
-    attach = subprocess.Popen(
-        [sys.executable, "-m", "launcher.cli", "attach", run_id],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(3)
-    attach.send_signal(signal.SIGINT)  # Ctrl-C in `attach` detaches: the run goes on
-    out, err = attach.communicate(timeout=30)
-    assert attach.returncode == 0 and "detached from run" in err, err
+    attach = Attach(run_id)
+    attach.wait_for_line("step=")  # its follow loop runs, so Ctrl-C reaches the detach path
+    attach.proc.send_signal(signal.SIGINT)  # Ctrl-C in `attach` detaches: the run goes on
+    out, err = attach.finish()
+    assert attach.proc.returncode == 0 and "detached from run" in err, err
     assert "step=" in out and lifecycle.status(run_id)["state"] == "running"
     _, results = lifecycle.down(run_id)
     assert all(r.ok for r in results.values()), results

@@ -112,23 +112,12 @@ def test_attached_guard_ends_with_its_channel(tmp_path: Path) -> None:
     runner = Runner(plan, AttachedLocalTransport(Endpoint.all_from(inv)), record)
     runner.push()
     runner.start()
-    beating = True
-
-    def heartbeat() -> None:  # the launcher's part of the contract, until it "dies"
-        while beating:
-            runner._heartbeat()
-            time.sleep(0.3)
-
-    import threading
-
-    beat = threading.Thread(target=heartbeat, daemon=True)
-    beat.start()
+    beats = runner.heartbeats().start()  # the launcher's part of the contract, until it "dies"
     deadline = time.time() + 120
     while len(processes_of_run(plan.run_id)) < 6 and time.time() < deadline:  # 2 torchruns + 4 workers
         time.sleep(0.2)
     assert len(processes_of_run(plan.run_id)) >= 6
-    beating = False
-    beat.join()
+    beats.stop()
     runner.detach_followers()
     deadline = time.time() + 60
     while processes_of_run(plan.run_id) and time.time() < deadline:

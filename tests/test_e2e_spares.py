@@ -96,7 +96,8 @@ def test_a_spare_takes_the_failed_nodes_rank_and_a_struck_node_is_refused(
             inventory(
                 cluster,
                 shared / "faulty",
-                [*args, "--fail-at-step", "8", "--fail-rank", "2"],  # global rank 2 = node3
+                # global rank 2 = node3: a GPU fault is node-level evidence (a SIGKILL alone would not be)
+                [*args, "--fail-at-step", "8", "--fail-rank", "2", "--fail-how", "gpu-fault"],
                 restart={"max_restarts": 1, "backoff": 0},
             )
         )
@@ -132,7 +133,7 @@ def test_a_spare_takes_the_failed_nodes_rank_and_a_struck_node_is_refused(
 
         ledger = json.loads(cli(run_home, "nodes", "--json").stdout)
         node3 = next(n for n in ledger if n["host"] == "node3")
-        assert node3["strikes"] == 1 and node3["last_cause"].startswith("crash"), node3
+        assert node3["strikes"] == 1 and node3["last_cause"] == "gpu-fault", node3
         assert node3["last_run"] == run_id
         assert {n["host"] for n in ledger if n["runs"]} == {"node1", "node2", "node3", "node4"}
         assert no_job_left(cluster)

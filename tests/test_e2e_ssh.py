@@ -118,7 +118,7 @@ def test_unreachable_node_starts_nothing(sim_cluster: Any, tmp_path: Path) -> No
     for node in ("node1", "node2"):
         assert not job_pids(cluster, node)
         workdir = cluster.node_path(node, inv.workdir)
-        assert not any(workdir.glob("*/*/out.log")) if workdir.exists() else True
+        assert not any(workdir.glob("**/out.log")) if workdir.exists() else True
 
 
 def test_missing_python_and_unwritable_workdir_name_the_node(sim3: Any) -> None:

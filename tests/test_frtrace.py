@@ -88,7 +88,7 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for r in range(WORLD)
     ]
     try:
-        outputs = [p.communicate(timeout=90)[0] for p in procs]
+        outputs = [p.communicate(timeout=240)[0] for p in procs]  # 2 cores shared with other test files
     finally:
         for p in procs:
             if p.poll() is None:
@@ -157,7 +157,7 @@ def test_hostile_and_torn_dumps_are_unreadable_never_run(tmp_path: Path) -> None
     Path(f"{prefix}3").write_bytes(pickle.dumps(["not", "a", "dump"]))
     Path(f"{prefix}4").symlink_to("/etc/passwd")
     Path(f"{prefix}5").write_text("{not json")
-    answer = run_node_script({"dump": str(prefix), "pipe": None, "ranks": []})
+    answer = run_node_script({"dump": str(prefix), "pipe": None, "ranks": list(range(6))})
     assert not marker.exists()
     errors = {s["rank"]: s.get("error", "") for s in answer["ranks"]}
     assert sorted(errors) == [0, 1, 2, 3, 4, 5]
@@ -234,8 +234,8 @@ def test_env_wiring_points_dumps_into_the_run_directory() -> None:
 def test_plan_sets_the_dump_path_per_node_and_says_so() -> None:
     plan = plan_of()
     for node in plan.nodes:
-        assert node.env["TORCH_FR_DUMP_TEMP_FILE"] == f"{node.run_dir}/nccl_trace_rank_"
-        assert node.env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] == f"{node.run_dir}/fr_pipe_"
+        assert node.env["TORCH_FR_DUMP_TEMP_FILE"] == f"{node.guard_dir}/nccl_trace_rank_"
+        assert node.env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] == f"{node.guard_dir}/fr_pipe_"
     assert sum("flight recorder on (2000 entries)" in note for note in plan.notes) == 1
     quiet = plan_of(env={"TORCH_FR_BUFFER_SIZE": "0"})
     assert all("TORCH_FR_DUMP_TEMP_FILE" not in node.env for node in quiet.nodes)
@@ -250,8 +250,8 @@ def test_hang_verdict_names_the_rank_behind_unless_the_stacks_did(dumps: Path) -
         events: list[dict[str, Any]] = []
         watcher = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)
         run_job(watcher, 120.0, hang_at=40.0)  # a quiescent hang, as the watcher declares it
-        runner = SimpleNamespace(watcher=watcher, _lock=threading.Lock(), _event=events.append)
-        with runner._lock:
+        runner = SimpleNamespace(watcher=watcher, lock=threading.Lock(), event=events.append)
+        with runner.lock:
             event = HangForensics(runner)._explain_fr(fr, named=named)  # type: ignore[arg-type]
         assert event is not None and watcher.verdict().root_cause == event
         if named:  # the stacks named a rank already: the flight recorder's word is added as evidence
@@ -283,8 +283,8 @@ def test_straggler_warning_gets_the_arrival_lag_read_on_the_nodes(dumps: Path, t
             transport=transport,
             record=SimpleNamespace(root=tmp_path),
             nodes={h: SimpleNamespace(lost=False) for h in plans},
-            _lock=threading.Lock(),
-            _event=events.append,
+            lock=threading.Lock(),
+            event=events.append,
         )
         HangForensics(runner).fr_straggler_evidence(["b"])  # type: ignore[arg-type]
         deadline = time.monotonic() + 30
@@ -294,6 +294,7 @@ def test_straggler_warning_gets_the_arrival_lag_read_on_the_nodes(dumps: Path, t
     assert event["kind"] == "evidence" and event["category"] == "straggler" and event["node"] == "b"
     assert event["text"].startswith("flight recorder: b arrives ")
     saved = json.loads((tmp_path / "fr.json").read_text())
+    assert (tmp_path / "fr.json").stat().st_mode & 0o777 == 0o600  # record mode (issue 21)
     assert sorted(s["rank"] for host in saved.values() for s in host) == [0, 1, 2]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from cluster.inventory import InventoryError, from_mapping
 from launcher import attempts, goodput, ledger, records, runreport, spares
 from launcher import plan as planning
+from launcher.health.progress import ProgressLine, parse_progress, progress_step
 from launcher.run import LaunchError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,10 +47,60 @@ def inv_data(**over: Any) -> dict[str, Any]:
         (" 12/100 [00:10<01:20,  1.20it/s]", (12, None)),
         ("resumed from step-6 at step 6", None),  # prose, not progress
         ("NCCL WARN socket closed", None),
+        # issue 20: the shapes real programs print, read by the hang rule's parser (launcher/health/progress.py)
+        ("step 12 loss 0.5", (12, 0.5)),
+        ("[GPU1] Epoch 7 | Batchsize: 32 | Steps: 64", (7, None)),  # pytorch/examples DDP tutorial
+        ("Epoch 7 | Training snapshot saved at snapshot.pt", None),
+        ("Resuming training from snapshot at Epoch 7", None),
+        ("iter 30 loss: 1e-3", (30, 0.001)),
+        ("Epoch [1/10], Step [100/600], Loss: 0.2", (100, 0.2)),
+        ("[ 3/100] loss 1.0", (3, 1.0)),
+        ("steps: 40", (40, None)),
+        ("  3%|▎         | 12/400 [00:10<05:20,  1.21it/s]", (12, None)),
+        (
+            "Running tokenizer on dataset (num_proc=16): 100%|██████████| 1090/1091 [00:02<00:00, 45 examples/s]",
+            None,
+        ),
+        ("Converting format of dataset (num_proc=16): 6/91 [00:00<00:01, 50.0 examples/s]", None),
+        ("Map: 100%|████| 50/50 [00:00<00:00, 50.0 examples/s]", None),
+        ("Filter: 100%|████| 50/50 [00:00<00:00, 50.0 examples/s]", None),
+        ("Loading checkpoint shards: 100%|██████████| 2/2 [00:01<00:00,  1.50it/s]", None),
+        # tqdm redraws with \r and torchrun's tee prefixes each partial chunk: the last bar state and the dict
+        (
+            "\r 10%|█ | 1/10 [00:01<00:09]\r[default0]: 20%|██ | 2/10 [00:02<00:08][default0]:{'loss': 2.3}",
+            (2, 2.3),
+        ),
+        ("step " + "9" * 40, None),  # digit runs are bounded: no int() of a 40-digit number
+        (
+            "{'train_runtime': 3.1, 'train_loss': 1.9, 'epoch': 1.0}",
+            (None, None),
+        ),  # the summary: no curve point
     ],
 )
 def test_progress_lines(line: str, expected: Any) -> None:
-    assert goodput.parse_progress(line) == expected
+    parsed = parse_progress(line)
+    assert (parsed if parsed is None else (parsed.step, parsed.loss)) == expected
+
+
+def test_progress_regex_is_honoured_by_goodput_and_the_hang_rule() -> None:
+    custom = re.compile(r"it=(\d+)")
+    assert parse_progress("it=5 l=0.3") is None
+    assert parse_progress("it=5 l=0.3", custom) == ProgressLine(5, None)
+    assert progress_step("it=5 l=0.3", custom) == 5
+
+
+def test_log_dict_losses_are_placed_at_the_latest_step(tmp_path: Path) -> None:
+    """HF Trainer prints the loss in a dict without a step: the loss curve places it at the bar's step."""
+    record = records.RunRecord.create("r-dict", {"nodes": []})
+    tracker = attempts.ProgressTracker(record)
+    lines = [" 10%|█ | 1/10 [00:01<00:09]", "{'loss': 2.5, 'epoch': 0.1}", " 20%|██ | 2/10 [00:02<00:08]"]
+    lines += ["{'loss': 2.25, 'epoch': 0.2}", "{'loss': 2.25, 'epoch': 0.2}"]  # a second rank's copy
+    for i, line in enumerate(lines):
+        tracker.observe("n1", 0, line, now=100.0 + i)
+    events = [{"phase": "start", "attempt": 0, "time": 99.0}, {"phase": "end", "attempt": 0, "time": 120.0}]
+    found = goodput.attempts_from(events, attempts.read_progress(record.root))
+    assert goodput.loss_curve(found) == [(0, 1, 2.5), (0, 2, 2.25)]
+    assert found[0].max_step == 2
 
 
 def test_checkpoint_steps() -> None:
@@ -132,8 +184,47 @@ def test_progress_tracker_writes_one_record_per_new_step(tmp_path: Path) -> None
     [
         ({"node": "n", "kind": "lost"}, "lost"),
         ({"node": "n", "kind": "line", "category": "gpu-fault"}, "gpu-fault"),
-        ({"node": "n", "kind": "exit", "signal": "SIGSEGV"}, "crash (SIGSEGV)"),
-        ({"node": "n", "kind": "line", "category": "oom", "rule": "rank-sigkill"}, "crash (SIGKILL)"),
+        (
+            {"node": "n", "kind": "gpu", "category": "gpu-fault", "text": "amdgpu: GPU reset begin!"},
+            "gpu-fault",
+        ),
+        ({"node": "n", "kind": "stall", "category": "straggler"}, "straggler"),
+        ({"node": "n", "kind": "lost", "rule": "unresponsive"}, "lost"),
+        # The kernel's OOM killer on that node: the rank it names, or a SIGKILL blamed on its log line.
+        ({"node": "n", "kind": "line", "category": "oom", "rule": "host-oom-killer"}, "oom-kill"),
+        (
+            {
+                "node": "n",
+                "kind": "exit",
+                "category": "oom",
+                "signal": "SIGKILL",
+                "text": "killed by SIGKILL — out of memory, per the kernel log: Out of memory: Killed process 7",
+            },
+            "oom-kill",
+        ),
+        # No node-level evidence: a rank SIGKILLed from outside, a signal alone, a Python exception.
+        (
+            {
+                "node": "n",
+                "kind": "exit",
+                "category": "crash",
+                "signal": "SIGKILL",
+                "text": "killed by SIGKILL",
+            },
+            None,
+        ),
+        ({"node": "n", "kind": "line", "category": "crash", "rule": "rank-sigkill"}, None),
+        ({"node": "n", "kind": "exit", "signal": "SIGSEGV"}, None),
+        (
+            {
+                "node": "n",
+                "kind": "line",
+                "category": "crash",
+                "rule": "python-traceback",
+                "text": "IndexError: index out of range in self",
+            },
+            None,
+        ),
         ({"node": "n", "kind": "exit", "signal": "SIGTERM"}, None),  # a teardown signal: a consequence
         ({"node": "n", "kind": "line", "category": "oom", "rule": "gpu-out-of-memory"}, None),  # the job's
         ({"node": "n", "kind": "line", "category": "config"}, None),
@@ -146,7 +237,7 @@ def test_which_root_causes_strike_the_node(root: Any, cause: str | None) -> None
 
 def test_ledger_counts_strikes_in_the_window_and_after_the_last_clear(tmp_path: Path) -> None:
     root = {"node": "node3", "kind": "exit", "signal": "SIGKILL", "text": "x" * 5000}
-    ledger.append([ledger.strike("node3", "r1", "crash (SIGKILL)", root, now=100.0)])
+    ledger.append([ledger.strike("node3", "r1", "gpu-fault", root, now=100.0)])
     ledger.append([ledger.strike("node3", "r2", "lost", root, now=1000.0)])
     with ledger.path().open("a") as f:
         f.write('{"torn": \n')  # a crash mid-write never breaks reading
@@ -284,3 +375,21 @@ def test_goodput_textfile_for_prometheus(tmp_path: Path) -> None:
     text = path.read_text()
     assert f'rlaunch_run_goodput_ratio{{cluster="sim4",run_id="{record.run_id}"}} {gp.ratio}' in text
     assert "rlaunch_run_restart_seconds" in text and "rlaunch_run_lost_steps" in text
+
+
+def test_a_real_hf_trainer_log_gives_its_steps_and_loss_curve() -> None:
+    """What trl's SFTTrainer (a transformers Trainer; tests/corpus/trl_sft) printed here on CPU, 6 steps, logging
+    every step: the training bar counts, the datasets bars ("Tokenizing train dataset", ...) do not, and each
+    {'loss': '5.477', ...} dict (transformers 5 quotes the values) is a point at its step although tqdm drew the
+    bar's last count late."""
+    record = records.RunRecord.create("r-trl", {"nodes": []})
+    tracker = attempts.ProgressTracker(record)
+    log = (ROOT / "tests" / "fixtures" / "corpus" / "trl_sft_cpu.log").read_text()
+    printed = [float(m) for m in re.findall(r"\{'loss': '([\d.]+)'", log)]
+    for i, line in enumerate(log.split("\n")):
+        tracker.observe("node1", 0, line, now=100.0 + i)
+    events = [{"phase": "start", "attempt": 0, "time": 99.0}, {"phase": "end", "attempt": 0, "time": 200.0}]
+    found = goodput.attempts_from(events, attempts.read_progress(record.root))
+    assert found[0].max_step == 6
+    assert goodput.loss_curve(found) == [(0, step, loss) for step, loss in enumerate(printed, start=1)]
+    assert len(printed) == 6

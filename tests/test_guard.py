@@ -318,7 +318,49 @@ def test_follower_keeps_job_alive_until_its_stdin_closes(make_job: Callable[...,
     follower.close_stdin()
     exit_record = follower.until(lambda r: r["k"] == "exit")[-1]
     assert exit_record["state"]["state"] == "lost-launcher"
+    # The guard says which sign it went by: here the head's end of the connection closed.
+    assert "the head's connection closed" in exit_record["state"]["reason"]
     assert follower.proc.wait(timeout=30) == 0
+    job.assert_nothing_left()
+
+
+def test_silent_open_connection_is_judged_by_missed_beats(make_job: Callable[..., Job]) -> None:
+    """Beats stop while the follower's stdin stays open (a stalled head): lost after the timeout, said so."""
+    job = make_job(["bash", "-c", SETSID_JOB], heartbeat_timeout=2)
+    job.start()
+    follower = job.follow()
+    follower.send("hb")
+    exit_record = follower.until(lambda r: r["k"] == "exit")[-1]
+    reason = exit_record["state"]["reason"]
+    assert exit_record["state"]["state"] == "lost-launcher"
+    assert "beats missed" in reason and "connection stayed open" in reason
+    follower.close_stdin()
+    assert follower.proc.wait(timeout=30) == 0
+    job.assert_nothing_left()
+
+
+def test_follower_reads_heartbeats_while_its_output_is_not_read(make_job: Callable[..., Job]) -> None:
+    """A head slow to read the records (the follower's stdout pipe full) still keeps its guard: the follower reads
+    the head's words in a thread of its own."""
+    job = make_job(["bash", "-c", "yes tick-tick-tick | head -c 2000000; sleep 300"], heartbeat_timeout=2)
+    job.start()
+    wait_for(lambda: (job.rundir / "out.log").stat().st_size >= 2000000, 30, "the job's output")
+    # Never read: 2 MB of lines fill the pipe (64 KiB, pipe(7)) and block the follower's writes.
+    follower = subprocess.Popen(
+        [sys.executable, str(GUARD), "follow", str(job.rundir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    job.followers.append(follower)
+    assert follower.stdin is not None
+    for _ in range(16):  # 4 s of heartbeats: twice heartbeat_timeout
+        follower.stdin.write(b"hb\n")
+        follower.stdin.flush()
+        time.sleep(0.25)
+    assert job.guard_alive() and job.state()["state"] == "running"
+    assert follower.poll() is None  # still blocked writing, not ended
+    rc, final = job.guard("stop", "--grace", "0.5")
+    assert rc == 0 and final["state"] == "stopped"
+    follower.kill()
+    follower.wait(timeout=30)
     job.assert_nothing_left()
 
 

@@ -197,7 +197,10 @@ def test_precision_is_the_users_and_bf16_without_bf16_hardware_is_bad_input(in_t
     assert cfg["bf16"] is True and "fp16" not in cfg  # kept, nothing added
     with pytest.raises(planning.PlanError) as err:
         plan_for(in_tmp, {}, profile="cpu")
-    assert str(err.value).startswith("cfg/sft.yaml: bf16: bf16: true but profile cpu (no GPU) has no bf16")
+    line = 1 + (in_tmp / "cfg" / "sft.yaml").read_text().splitlines().index("bf16: true")
+    assert str(err.value).startswith(
+        f"cfg/sft.yaml:{line}: bf16: bf16: true but profile cpu (no GPU) has no bf16"
+    )
     write_yaml(in_tmp / "cfg" / "sft.yaml", bf16=True, use_cpu=True)
     assert rendered(plan_for(in_tmp, {}, profile="cpu"), "a")["bf16"] is True
     write_yaml(in_tmp / "cfg" / "sft.yaml", fp16=True)

@@ -3,7 +3,7 @@ on simulated SSH nodes (slow): to completion on 3 nodes, and a kill of one node'
 which rlaunch resumes and the per-step losses equal an uninterrupted run's, bitwise.
 
 Real parts only: torch CPU + gloo, DeepSpeed ZeRO-3, LLaMA-Factory 0.9.5, the tiny local model of tests/assets.py.
-The only stand-in is tests/stubs/torchaudio (LLaMA-Factory imports it at module level; see its docstring).
+No stand-ins: LLaMA-Factory imports from the project's own venv (scripts/setup.sh installs its torchaudio).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from assets import TinyAssets, build_tiny_assets
 from cluster.inventory import from_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
-STUBS = ROOT / "tests" / "stubs"
 # DeepSpeed JIT-builds deepspeed_shm_comm on first use (~24 s); one cache for every run, kept between sessions.
 TORCH_EXTENSIONS = ROOT / ".cache" / "torch_extensions"
 TEMPLATE = ROOT / "templates" / "llamafactory_lora_sft.yaml"
@@ -69,7 +68,6 @@ def lf_yaml(tiny: TinyAssets, dest: Path, **overrides: Any) -> Path:
 def node_env(shared_dir: Path) -> dict[str, str]:
     return {
         "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": str(STUBS),  # test-only torchaudio stand-in
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "HF_HOME": str(shared_dir / "hf_home"),

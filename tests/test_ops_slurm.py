@@ -196,7 +196,10 @@ def test_nodes_drain_marks_a_struck_node_for_the_healthcheck(ops: Setup, tmp_pat
     from launcher import ledger
 
     home = tmp_path / "home"
-    ledger.append([ledger.strike(ops.cluster.node, "run-1", "gpu-fault", {"text": "GPU reset"})], base=home)
+    ledger.append(
+        [ledger.strike(ops.cluster.node, "run-1", "gpu-fault", {"kind": "gpu", "text": "GPU reset"})],
+        base=home,
+    )
     env = {**ops.cluster.env, "RLAUNCH_HOME": str(home), "PYTHONPATH": str(OPS.parent)}
     rlaunch = [str(VENV_PYTHON), "-m", "launcher.cli", "nodes"]
     quiet = subprocess.run([*rlaunch, "--drain", "2"], env=env, capture_output=True, text=True, timeout=60)

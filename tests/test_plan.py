@@ -262,3 +262,53 @@ def test_apply_rules_is_pure() -> None:
     env = {"NCCL_TIMEOUT": "60"}
     apply_rules(env, gpus=(0,), nproc=1, job_timeout=None, job_kind="torchrun")
     assert env == {"NCCL_TIMEOUT": "60"}
+
+
+def test_every_attempt_runs_in_the_same_run_directory_with_its_own_guard_files() -> None:
+    """Issue 20: a program's relative checkpoint (the DDP tutorial's snapshot.pt) lives in its working directory,
+    which must be the same for every attempt on a host; the guard's files go to a per-attempt folder."""
+    inv = inventory()
+    first = build_plan(inv, run_id="run1", sources=SOURCES, head_env={})
+    third = build_plan(inv, run_id="run1", sources=SOURCES, head_env={}, attempt=2)
+    assert third.run_id == "run1-r2" and third.attempt == 2
+    for a, b in zip(first.nodes, third.nodes, strict=True):
+        assert a.run_dir == b.run_dir == f"/scratch/rl/run1/{a.host}"
+        assert (
+            a.guard_dir == f"{a.run_dir}/.rlaunch/attempt-0"
+            and b.guard_dir == f"{a.run_dir}/.rlaunch/attempt-2"
+        )
+        for node in (a, b):
+            job = json.loads(next(f for f in node.files if f.path == "job.json").content)
+            assert job["cwd"] == node.run_dir
+            assert job["node_lock"] == f"/scratch/rl/.node-{node.host}.lock" and job["run_id"] == "run1"
+            placed = {f.path: f.attempt for f in node.files}
+            assert placed["train.py"] is False  # the job's files beside its working directory, as before
+            assert placed["job.json"] and placed["guard.py"] and placed["env.sh"]
+            assert f"--log-dir={node.guard_dir}/torchrun-logs" in node.argv
+            assert node.argv[-3] == f"{node.run_dir}/train.py"
+
+
+MOVED = "can move a failed node's ranks"
+
+
+@pytest.mark.parametrize(
+    ("over", "warned"),
+    [
+        ({"restart": {"max_restarts": 2, "exclude_failed_node": True}}, True),
+        ({"restart": {"max_restarts": 2}, "spares": [{"host": "node04", "gpus": 4}]}, True),
+        ({"restart": {"max_restarts": 2}}, False),  # same nodes again: the run directories are still there
+        ({"restart": {"max_restarts": 0, "exclude_failed_node": True}}, False),
+        (
+            {
+                "restart": {"max_restarts": 2, "exclude_failed_node": True},
+                "job": {"kind": "torchrun", "script": "train.py", "checkpoint_dir": "/shared/ckpt"},
+            },
+            False,
+        ),
+    ],
+)
+def test_plan_warns_when_a_restart_could_move_ranks_away_from_their_local_files(
+    over: dict[str, Any], warned: bool
+) -> None:
+    plan = plan_of(**over)
+    assert any(MOVED in w and "job.checkpoint_dir" in w for w in plan.warnings) is warned

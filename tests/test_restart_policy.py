@@ -28,7 +28,7 @@ def attempts(*specs: tuple[dict | None, str | None, int | None], code: int = 1) 
 
 
 def test_kinds_follow_the_ledger_and_the_rule_categories() -> None:
-    assert kind_of(SIGKILL) == "node"  # the ledger strikes a node for a signal death: so does the policy
+    assert kind_of(SIGKILL) == "node"  # a signal death is no code bug (the ledger strikes only with evidence)
     assert kind_of(LOST) == "node"
     assert kind_of({"kind": "line", "node": "n1", "category": "gpu-fault"}) == "node"
     assert kind_of(NCCL) == "network"
@@ -173,3 +173,16 @@ def test_the_status_line_keeps_the_kind_order_after_a_json_round_trip() -> None:
     assert budget_line(sorted_back).startswith(
         "restarts: 0 made, 3 left (per kind: code 1, node 3, network 2, hang 1, other 1)"
     )
+
+
+def test_a_worker_killed_by_a_signal_in_torchruns_wrapper_line_is_a_node_fault() -> None:
+    """The root cause is often torchrun's wrapper line, not the exit event: its negative exitcode is a signal."""
+    line = {
+        "kind": "line",
+        "node": "n2",
+        "category": "crash",
+        "rule": "torchrun-worker-failed",
+        "text": "api.py:1002] failed (exitcode: -9) local_rank: 0 (pid: 21597) of binary: python",
+    }
+    assert kind_of(line) == "node"
+    assert kind_of({**line, "text": "api.py:1002] failed (exitcode: 1) local_rank: 0 (pid: 2)"}) == "code"

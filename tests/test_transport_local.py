@@ -195,3 +195,34 @@ def test_many_threads_share_the_transport(nodes: Nodes) -> None:
     for t in threads:
         t.join(60)
     assert results == [True] * 30
+
+
+def test_try_write_never_blocks_on_a_command_that_stops_reading(nodes: Nodes) -> None:
+    """A heartbeat must not wait for one node (issue 23): once the command stops reading its stdin and the link
+    fills (pipe, or the SSH channel's window), try_write says False at once; a reading command keeps taking."""
+    code = "import sys, time; print('ready', flush=True); time.sleep(60)"  # never reads its stdin
+    lines: list[tuple[str, str]] = []
+    stuck = nodes.transport.start(
+        nodes.hosts[0], [PY, "-u", "-c", code], lambda s, line: lines.append((s, line))
+    )
+    reading = nodes.transport.start(
+        nodes.hosts[1],
+        [PY, "-u", "-c", "import sys\nfor line in sys.stdin: print('got', line.strip(), flush=True)"],
+        lambda s, line: lines.append((s, line)),
+    )
+    try:
+        assert wait_for(lambda: ("stdout", "ready") in lines)
+        chunk = b"x" * 4000 + b"\n"
+        taken = 0
+        for _ in range(5000):  # 20 MB: far above a pipe (64 KiB) or an SSH window (2 MiB) plus sshd's buffers
+            if not stuck.try_write(chunk):
+                break
+            taken += 1
+        else:
+            raise AssertionError("try_write kept taking data that nobody reads")
+        assert taken > 0 and stuck.poll() is None
+        assert reading.try_write(b"hb\n")
+        assert wait_for(lambda: ("stdout", "got hb") in lines)
+    finally:
+        stuck.close()
+        reading.close()

@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
-from launcher.cli import detach, doctor, nodes, run, validate
+from launcher.cli import detach, doctor, fleet, nodes, run, validate
 from launcher.cli.app import main
 
-VERB_MODULES = (run, detach, doctor, validate, nodes)  # imported for their @main.command() registrations
+VERB_MODULES = (
+    run,
+    detach,
+    doctor,
+    validate,
+    nodes,
+    fleet,
+)  # imported for their @main.command() registrations
 
 __all__ = ["VERB_MODULES", "main"]

@@ -18,7 +18,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from cluster.inventory import Inventory, InventoryError, load_inventory
+from cluster.inventory import Inventory, InventoryError, Overrides, load_inventory
 from cluster.transport import TransportError
 from launcher import __version__
 from launcher.errors import BadInput, ExitCode, RlaunchError
@@ -92,8 +92,40 @@ def inventory_options(fn: F) -> F:
     return fn
 
 
-def load(path: str, hostfile: str | None, from_slurm: bool) -> Inventory:
-    return load_inventory(path, hostfile=hostfile, from_slurm=dict(os.environ) if from_slurm else None)
+def override_options(fn: F) -> F:
+    """`--env K=V`, `--nproc-per-node N` and `-- ARGS...` (replacing job.args), as torchrun and `sky launch`
+    take them; applied once, to the inventory (cluster/inventory.py `Overrides`)."""
+    fn = click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")(fn)
+    fn = click.option(
+        "--nproc-per-node",
+        type=click.IntRange(1, 256),
+        default=None,
+        help="Ranks per node (job.nproc_per_node).",
+    )(fn)
+    fn = click.option(
+        "--env",
+        "env_items",
+        multiple=True,
+        metavar="K=V",
+        help="Set an environment variable on every node (repeatable; over `env:`). Secrets are refused: "
+        "list them under `secrets:`.",
+    )(fn)
+    return fn
+
+
+def overrides_of(
+    env_items: tuple[str, ...], nproc_per_node: int | None, job_args: tuple[str, ...]
+) -> Overrides:
+    """The command line's overrides; `-- ARGS` replaces job.args when at least one is given."""
+    return Overrides(
+        env=Overrides.parse_env(env_items), nproc_per_node=nproc_per_node, args=tuple(job_args) or None
+    )
+
+
+def load(path: str, hostfile: str | None, from_slurm: bool, overrides: Overrides | None = None) -> Inventory:
+    return load_inventory(
+        path, hostfile=hostfile, from_slurm=dict(os.environ) if from_slurm else None, overrides=overrides
+    )
 
 
 EPILOG = """\b
@@ -133,12 +165,26 @@ def main() -> None:
 @guarded
 def init(path: str, force: bool) -> None:
     """Write a commented starter cluster.yaml."""
+    import os
+    import tempfile
+
     from launcher import templates
 
     target = Path(path)
-    if target.exists() and not force:
+    if os.path.lexists(target) and not force:  # lexists: a dangling symlink is "there" too (issue 21)
         raise UserError(f"{path} already exists (use --force to overwrite)")
-    target.write_text(templates.read("cluster_starter.yaml"))
+    # A fresh file renamed over the name: a symlink at `path` is replaced, never written through.
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w") as f:
+            f.write(templates.read("cluster_starter.yaml"))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     click.echo(f"wrote {path}: edit nodes and job, then `rlaunch plan {path}`")
 
 
@@ -148,17 +194,34 @@ def init(path: str, force: bool) -> None:
 @inventory_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
 @click.option("--run-id", default=None, help="Plan for this run id (default: a new one).")
+@override_options
 @guarded
-def plan(inventory: str, hostfile: str | None, from_slurm: bool, as_json: bool, run_id: str | None) -> None:
-    """Dry run: what every node will receive and run, and every ROCm mapping applied."""
+def plan(
+    inventory: str,
+    hostfile: str | None,
+    from_slurm: bool,
+    as_json: bool,
+    run_id: str | None,
+    env_items: tuple[str, ...],
+    nproc_per_node: int | None,
+    job_args: tuple[str, ...],
+) -> None:
+    """Dry run: what every node will receive and run, and every ROCm mapping applied.
+
+    \b
+    Takes `up`'s overrides: rlaunch plan cluster.yaml --env K=V --nproc-per-node 2 -- --steps 10
+    """
     from launcher import plan as planning
     from launcher import records, render
 
-    inv = load(inventory, hostfile, from_slurm)
+    overrides = overrides_of(env_items, nproc_per_node, job_args)
+    inv = load(inventory, hostfile, from_slurm, overrides)
     result = planning.build_plan(
         inv, run_id=run_id or records.new_run_id(), sources=planning.load_sources(inv), head_env=os.environ
     )
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=1))
+        click.echo(json.dumps({**result.to_json(), "overrides": overrides.describe()}, indent=1))
     else:
+        for line in overrides.describe():
+            click.echo(f"override: {line}")
         render.plan_table(result)

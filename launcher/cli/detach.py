@@ -8,6 +8,7 @@ import click
 
 from launcher.cli.app import EXIT_FAILED, EXIT_INFRA, EXIT_OK, guarded, main
 from launcher.cli.run import _event_printer, _line_printer, _status
+from launcher.states import is_active
 
 
 @main.command()
@@ -35,7 +36,7 @@ def attach(run_id: str | None, as_json: bool, from_start: bool) -> None:
     except KeyboardInterrupt:
         _status(f"detached from run {record.run_id}; it goes on (`rlaunch attach {record.run_id}` to return)")
         sys.exit(EXIT_OK)
-    if state.get("state") in supervise.ACTIVE:
+    if is_active(state.get("state")):
         _status(
             f"run {record.run_id}: its supervisor is gone; `rlaunch supervise {record.run_id}` restores it"
         )

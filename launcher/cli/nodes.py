@@ -19,6 +19,32 @@ def _when(t: float | None) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _one_slurm_node(host: str) -> str | None:
+    """Why `host` is not exactly one Slurm node, or None. scontrol reads a node name as a host list: `ALL` is every
+    node of the cluster and `n[1-64]` a range (scontrol(1) "NodeName"), so a ledger host (any string a hostfile or
+    a hand edit put there) is drained only when `scontrol show node -o HOST` names exactly that one node."""
+    import subprocess
+
+    if host.upper() == "ALL" or not host or any(c in host for c in "[],*? =\t\n"):
+        return f"{host!r} is not one node name (Slurm reads it as a keyword or a host list)"
+    try:
+        done = subprocess.run(
+            ["scontrol", "show", "node", "-o", host], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"scontrol show node {host}: {exc}"
+    names = [
+        word.split("=", 1)[1]
+        for line in done.stdout.splitlines()
+        for word in line.split()[:1]
+        if word.startswith("NodeName=")
+    ]
+    if done.returncode != 0 or names != [host]:
+        found = ", ".join(names[:5]) or (done.stderr or done.stdout).strip()[:200] or "nothing"
+        return f"scontrol show node {host} does not name exactly that node (it gave: {found})"
+    return None
+
+
 def _drain(nodes: list) -> None:
     """`scontrol update state=drain` for each node, reason `rlaunch: …`: ops/slurm/rlaunch-healthcheck resumes
     such nodes once they pass again, and leaves nodes drained for any other reason alone."""
@@ -28,6 +54,10 @@ def _drain(nodes: list) -> None:
 
     failed = []
     for node in nodes:
+        refused = _one_slurm_node(node.host)
+        if refused:
+            failed.append(f"{node.host}: {refused}")
+            continue
         reason = ledger.drain_reason(node)
         argv = ["scontrol", "update", f"nodename={node.host}", "state=drain", f"reason={reason}"]
         try:
@@ -60,7 +90,8 @@ def _drain(nodes: list) -> None:
     type=click.IntRange(min=1),
     metavar="N",
     default=None,
-    help="Drain in Slurm (scontrol) every node with N or more strikes, with an `rlaunch:` reason.",
+    help="Drain in Slurm (scontrol) every node with N or more strikes on node-level evidence (lost, GPU, exit "
+    "signal, straggler; not a line the job printed), with an `rlaunch:` reason.",
 )
 @guarded
 def nodes(as_json: bool, clear: str | None, window: float | None, drain_at: int | None) -> None:
@@ -84,7 +115,8 @@ def nodes(as_json: bool, clear: str | None, window: float | None, drain_at: int 
         raise UserError("--window: expected a positive number of seconds")
     summary = ledger.summarize(ledger.read(), window_s=window)
     if drain_at is not None:
-        _drain(ledger.over_limit(sorted(summary), summary, drain_at))
+        # Only strikes on node-level evidence drain: a strike from a line the job printed could be any text.
+        _drain(ledger.over_limit(sorted(summary), summary, drain_at, node_level=True))
         return
     rows = [s.to_json() for s in sorted(summary.values(), key=lambda s: (-s.strikes, s.host))]
     if as_json:

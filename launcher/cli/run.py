@@ -19,6 +19,8 @@ from launcher.cli.app import (
     inventory_options,
     load,
     main,
+    override_options,
+    overrides_of,
 )
 from launcher.errors import ExitCode
 
@@ -27,6 +29,8 @@ _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_
 
 
 def _line_printer(as_json: bool):
+    from launcher.render import terminal_text
+
     colors: dict[str, str] = {}
     tty = sys.stdout.isatty()
 
@@ -38,7 +42,7 @@ def _line_printer(as_json: bool):
             if tty:
                 color = colors.setdefault(host, _PALETTE[len(colors) % len(_PALETTE)])
                 tag = click.style(tag, fg=color.replace("bright_", "") if "bright" in color else color)
-            sys.stdout.write(f"{tag} {text}\n")
+            sys.stdout.write(f"{tag} {terminal_text(text)}\n")
         sys.stdout.flush()
 
     return emit
@@ -48,7 +52,18 @@ def _status(text: str) -> None:
     click.echo(click.style("rlaunch: ", bold=True) + text, err=True)
 
 
+# Warnings the user cannot act on as such, kept in the run record (events.jsonl, the report) but not printed: c10d
+# prints "The hostname of the client socket cannot be retrieved" once per node and start whenever getnameinfo
+# fails, and the store connects all the same (launcher/health/rules.py store-hostname-unresolved); should the
+# rendezvous then fail, its own fatal event is printed with that rule's hint beside it in the record.
+QUIET_WARNINGS = frozenset({"store-hostname-unresolved"})
+
+
 def _event_printer(event: dict[str, Any]) -> None:
+    from launcher.render import terminal_text
+
+    if event.get("severity") == "warning" and event.get("rule") in QUIET_WARNINGS:
+        return
     if event.get("severity") in ("fatal", "warning") and event.get("kind") != "info":
         color = "red" if event["severity"] == "fatal" else "yellow"
         where = f"{event.get('node')}" + (f" rank {event['rank']}" if event.get("rank") is not None else "")
@@ -56,7 +71,7 @@ def _event_printer(event: dict[str, Any]) -> None:
             click.style(
                 f"rlaunch: {event['severity']} {event.get('category') or event.get('kind')}", fg=color
             )
-            + f" on {where}: {event.get('text', '')[:300]}",
+            + f" on {where}: {terminal_text(str(event.get('text', ''))[:300])}",
             err=True,
         )
 
@@ -87,6 +102,7 @@ def _event_printer(event: dict[str, Any]) -> None:
     help="Whose healthy lines the terminal shows: all | global ranks 0,3 | node02:* | node02:1 "
     "(default: the first node's local rank 0; flagged lines of every rank always show; `logs` has every line).",
 )
+@override_options
 @guarded
 def up(
     inventory: str,
@@ -99,17 +115,22 @@ def up(
     doctor: bool,
     prom: str | None,
     ranks: str | None,
+    env_items: tuple[str, ...],
+    nproc_per_node: int | None,
+    job_args: tuple[str, ...],
 ) -> None:
     """Preflight every node, push config, start the job everywhere (or nowhere), stream logs, watch health.
 
     \b
+    Overrides (also for `plan`): --env K=V (repeatable), --nproc-per-node N, `-- ARGS...` replaces job.args.
+    Secrets never go on the command line: list them under `secrets:` and export them in this shell.
     Ctrl-C, SIGTERM, `rlaunch down` or a lost launcher (heartbeat) stop the job on every node.
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
     from launcher import lifecycle
     from launcher.run import LaunchError, interrupt_once
 
-    inv = load(inventory, hostfile, from_slurm)
+    inv = load(inventory, hostfile, from_slurm, overrides_of(env_items, nproc_per_node, job_args))
     interrupt_once(_status)  # SIGTERM takes Ctrl-C's teardown path; a repeated signal never cuts it short
     printer = _line_printer(as_json)
     started = time.time()
@@ -128,7 +149,8 @@ def up(
         fail(str(exc).replace("[", r"\["), exc.code)
     if detach:
         _status(
-            f"{outcome.summary}: `rlaunch attach {run_id}`, `rlaunch status {run_id}`, `rlaunch down {run_id}`"
+            f"{outcome.summary}: `rlaunch attach {run_id}`, `rlaunch status {run_id} --watch`, "
+            f"`rlaunch logs {run_id} -f`, `rlaunch down {run_id}`"
         )
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
@@ -157,8 +179,7 @@ def up(
         summary_table(
             rows, ["node", "state", "exit_code", "signal", "seconds", "lost"], title=f"run {run_id}"
         )
-        verdict = "succeeded" if outcome.code == EXIT_OK else "FAILED"
-        _status(f"{verdict} in {time.time() - started:.1f} s: {outcome.summary}")
+        _status(finish_line(outcome.code == EXIT_OK, time.time() - started, outcome.summary))
         if goodput:
             from launcher.cli.nodes import goodput_line
 
@@ -167,9 +188,21 @@ def up(
             _status(
                 "note: a rank aborted after training had completed (end-of-run abort); outputs are complete"
             )
-        if outcome.stopped_by:  # which restart rule ended the run (docs/restarts.md), last
+        _status(next_commands(run_id))
+        if outcome.stopped_by:  # which restart rule ended the run (docs/restarts.md): the last line
             _status(outcome.stopped_by)
     sys.exit(outcome.code)
+
+
+def finish_line(ok: bool, seconds: float, summary: str) -> str:
+    """`succeeded in 14.7 s`, `FAILED in 9.1 s: node2: crash — …`: the summary without the verdict said twice (the
+    watcher's summary of a good run is "succeeded", perhaps with a note in parentheses)."""
+    verdict = "succeeded" if ok else "FAILED"
+    rest = summary[len(verdict) :].strip() if summary.lower().startswith(verdict.lower()) else summary
+    head = f"{verdict} in {seconds:.1f} s"
+    if not rest:
+        return head
+    return f"{head} {rest}" if rest.startswith("(") else f"{head}: {rest}"
 
 
 def _goodput(run_id: str, prom: str | None) -> dict[str, Any] | None:
@@ -216,6 +249,7 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
         for host, reply in sorted(replies.items()):
             click.echo(f"{host}: {unclean.get(host) or reply.state or 'stopped'}")
         _status(f"run {rid} stopped" + (f"; not clean: {', '.join(sorted(unclean))}" if unclean else ""))
+        _status(next_commands(rid))
     sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
 
 
@@ -254,13 +288,28 @@ def stop(run_id: str | None, save: bool, deadline: str, as_json: bool) -> None:
     sys.exit(ExitCode.OK if result["saved"] else ExitCode.FAILED)
 
 
+STATUS_OK = ("running", "succeeded", "starting")
+
+
 @main.command()
 @click.argument("run_id", required=False)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (with --watch: one per refresh).")
 @click.option("--all", "all_runs", is_flag=True, help="List every recorded run.")
+@click.option(
+    "--watch", "-w", is_flag=True, help="Refresh until the run ends (Ctrl-C stops watching, not the run)."
+)
+@click.option("--interval", type=click.FloatRange(min=0.5), default=2.0, show_default=True,
+              help="Seconds between refreshes with --watch.")  # fmt: skip
 @guarded
-def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
-    """State of a run (default: the latest): per node, live from the node guards while it runs."""
+def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, interval: float) -> None:
+    """State of a run (default: the latest): step, loss, steps/s, ETA, attempt, goodput; per node, live.
+
+    \b
+    rlaunch status [RUN] [--watch] [--json]      rlaunch status --all
+    Exit: 0 running, starting or succeeded · 1 failed, stopped or abandoned · 2 bad input (unknown run)
+    · 3 infrastructure (the run's node targets are missing or unusable). A node that does not answer shows
+    as `unknown` in the table.
+    """
     from launcher import lifecycle, records
     from launcher.render import summary_table
 
@@ -282,34 +331,116 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
         else:
             summary_table(rows, ["run", "state", "cluster", "nodes", "summary"])
         return
+    if watch and not as_json:
+        info = _watch(run_id, interval)
+    else:
+        while True:
+            info = lifecycle.status(run_id)
+            if as_json:
+                click.echo(json.dumps(info, default=str), nl=True)
+            if not (watch and info.get("state") in ("running", "starting")):
+                break
+            time.sleep(interval)
+        if not as_json:
+            from launcher.render import out
+
+            out.print(_status_view(info))
+    sys.exit(EXIT_OK if info.get("state") in STATUS_OK else EXIT_FAILED)
+
+
+def _watch(run_id: str | None, interval: float) -> dict[str, Any]:
+    """rich's Live redraws the same view in place (no scrolling); it ends with the run or Ctrl-C."""
+    from rich.live import Live
+
+    from launcher import lifecycle
+    from launcher.render import out
+
     info = lifecycle.status(run_id)
-    if as_json:
-        click.echo(json.dumps(info, default=str))
-        return
-    click.echo(
-        f"run {info['run_id']}: {info.get('state')}"
-        + (f" — {info['summary']}" if info.get("summary") else "")
+    try:
+        with Live(_status_view(info), console=out, refresh_per_second=4, transient=False) as live:
+            while info.get("state") in ("running", "starting"):
+                time.sleep(interval)
+                info = lifecycle.status(run_id)
+                live.update(_status_view(info))
+    except KeyboardInterrupt:
+        pass  # watching stops; the run goes on
+    return info
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+def progress_line(p: dict[str, Any]) -> str:
+    """`step 120/300 · loss 2.31 · 4.2 steps/s · ETA 43s · attempt 1 (0 restarts)`."""
+    parts = []
+    if p.get("step") is not None:
+        parts.append(f"step {p['step']}" + (f"/{p['total']}" if p.get("total") else ""))
+    else:
+        parts.append("no progress yet" + (f" (of {p['total']} steps)" if p.get("total") else ""))
+    if p.get("loss") is not None:
+        parts.append(f"loss {p['loss']:.4g}")
+    if p.get("steps_per_s"):
+        parts.append(f"{p['steps_per_s']:.3g} steps/s")
+    if p.get("eta_s") is not None:
+        parts.append(f"ETA {_duration(p['eta_s'])}")
+    parts.append(f"attempt {p.get('attempt', 0) + 1} ({p.get('restarts', 0)} restarts)")
+    return " · ".join(parts)
+
+
+def next_commands(run_id: str) -> str:
+    """What to type next about a run: every run id the CLI prints comes with these."""
+    return (
+        f"next: rlaunch logs {run_id} --tail 50 · rlaunch status {run_id} --watch · rlaunch report {run_id}"
     )
+
+
+def _status_view(info: dict[str, Any]) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    lines: list[Any] = [
+        Text(
+            f"run {info['run_id']}: {info.get('state')}"
+            + (f" — {info['summary']}" if info.get("summary") else "")
+        )
+    ]
+    if info.get("progress"):
+        lines.append(Text(progress_line(info["progress"])))
     for r in info.get("replaced", []):
-        click.echo(f"{r['spare']} replaced {r['node']} (attempt {r['attempt']}: {r['cause']})")
+        lines.append(Text(f"{r['spare']} replaced {r['node']} (attempt {r['attempt']}: {r['cause']})"))
     if info.get("goodput"):
         from launcher.cli.nodes import goodput_line
 
-        click.echo(goodput_line(info["goodput"]))
+        lines.append(Text(goodput_line(info["goodput"])))
     if info.get("restart_policy"):
         from launcher.restart_policy import budget_line
 
-        click.echo(budget_line(info["restart_policy"]))
+        lines.append(Text(budget_line(info["restart_policy"])))
     if info.get("stragglers"):
-        click.echo(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
+        lines.append(
+            Text(f"stragglers: {', '.join(info['stragglers'])} (slower per step than the other nodes)")
+        )
     if info.get("supervised") is True:
-        click.echo(f"supervised by pid {info.get('supervisor_pid')} (log: {info.get('supervisor_log')})")
+        lines.append(
+            Text(f"supervised by pid {info.get('supervisor_pid')} (log: {info.get('supervisor_log')})")
+        )
     elif info.get("supervised") is False:
-        click.echo(
-            f"UNSUPERVISED: supervisor pid {info.get('supervisor_pid')} is gone; the job runs on, ending itself on "
-            f"a local failure; `rlaunch attach {info['run_id']}` or `rlaunch supervise {info['run_id']}` restores it"
+        lines.append(
+            Text(
+                f"UNSUPERVISED: supervisor pid {info.get('supervisor_pid')} is gone; the job runs on, ending itself "
+                f"on a local failure; `rlaunch attach {info['run_id']}` or `rlaunch supervise {info['run_id']}` "
+                "restores it"
+            )
         )
     if info["nodes"]:
+        columns = ["node", "state", "alive", "processes", "error"]
         rows = [
             {
                 "node": h,
@@ -320,11 +451,20 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
             }
             for h, n in info["nodes"].items()
         ]
-        summary_table(rows, ["node", "state", "alive", "processes", "error"])
     elif info.get("outcome"):
+        columns = ["node", "state", "exit_code", "signal", "seconds"]
         rows = [{"node": h, **n} for h, n in info["outcome"]["nodes"].items()]
-        summary_table(rows, ["node", "state", "exit_code", "signal", "seconds"])
-    sys.exit(EXIT_OK if info.get("state") in ("running", "succeeded", "starting") else EXIT_FAILED)
+    else:
+        rows, columns = [], []
+    if rows:
+        table = Table(box=None, header_style="bold")
+        for c in columns:
+            table.add_column(c)
+        for row in rows:
+            table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        lines.append(table)
+    lines.append(Text(next_commands(info["run_id"]), style="dim"))
+    return Group(*lines)
 
 
 @main.command(context_settings={"ignore_unknown_options": False})
@@ -334,6 +474,8 @@ def status(run_id: str | None, as_json: bool, all_runs: bool) -> None:
 @click.option("--node", help="Only this node.")
 @click.option("--grep", help="Only lines matching this regular expression.")
 @click.option("--rank", type=int, default=None, help="Only this global rank's lines (torchrun's prefixes).")
+@click.option("--tail", "-n", "tail", type=click.IntRange(min=0), default=None,
+              help="Only the last N lines of each node.")  # fmt: skip
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON lines (with `classify`: one object per flagged line)."
 )
@@ -345,12 +487,13 @@ def logs(
     node: str | None,
     grep: str | None,
     rank: int | None,
+    tail: int | None,
     as_json: bool,
 ) -> None:
     """Show a run's logs (default: the latest): every line of every rank, read from the nodes; or classify a file.
 
     \b
-    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE]
+    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE] [--tail N]
     rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
     """
     if run_id == "classify":
@@ -361,25 +504,42 @@ def logs(
     import re
 
     from launcher import lifecycle
+    from launcher.render import terminal_text
 
     if grep:
         try:
             re.compile(grep)
         except re.error as exc:
             fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
-    for host, line in lifecycle.read_logs(run_id, node, grep, rank):
-        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {line}")
+    lines = lifecycle.read_logs(run_id, node, grep, rank)
+    if tail is not None:
+        lines = _tail(lines, tail)
+    for host, line in lines:
+        click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {terminal_text(line)}")
     if follow:
         lifecycle.follow_logs(
             run_id,
-            lambda h, t: click.echo(json.dumps({"node": h, "text": t}) if as_json else f"{h}| {t}"),
+            lambda h, t: click.echo(
+                json.dumps({"node": h, "text": t}) if as_json else f"{h}| {terminal_text(t)}"
+            ),
             node=node,
             grep=grep,
         )
 
 
+def _tail(lines: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
+    """The last n lines of each node, in the order read (node by node)."""
+    from collections import deque
+
+    per_node: dict[str, deque[str]] = {}
+    for host, line in lines:
+        per_node.setdefault(host, deque(maxlen=n)).append(line)
+    return [(host, line) for host, kept in per_node.items() for line in kept]
+
+
 def _classify(file: str | None, as_json: bool) -> None:
     from launcher.health.classify import classify_file
+    from launcher.render import terminal_text
 
     if not file:
         fail("usage: rlaunch logs classify FILE [--json]", EXIT_BAD_INPUT)
@@ -400,6 +560,6 @@ def _classify(file: str | None, as_json: bool) -> None:
             click.echo(
                 f"{file}:{flag.line}: "
                 + click.style(f"{flag.severity} {flag.category}", fg=color)
-                + f": {flag.text}"
+                + f": {terminal_text(flag.text)}"
             )
     sys.exit(EXIT_FAILED if any(f.severity == "fatal" for f in flags) else EXIT_OK)

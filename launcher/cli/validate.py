@@ -117,8 +117,8 @@ def validate(
     \b
     Exit: 0 every check passed (skips allowed) · 1 a check failed · 2 bad input · 3 nodes unreachable
     """
+    from launcher.errors import BadInput
     from launcher.render import err, out
-    from launcher.run import LaunchError
     from launcher.validate import baseline as baselines
     from launcher.validate import report, stages
 
@@ -164,10 +164,8 @@ def validate(
         run = stages.run_validation(inv, stage, opts)
     except stages.ValidateInputError as exc:
         raise UserError(str(exc)) from None
-    except LaunchError as exc:  # code 2: another run holds these nodes
-        if exc.code == 2:
-            raise UserError(str(exc)) from None
-        raise
+    except BadInput as exc:  # e.g. another run holds these nodes
+        raise UserError(str(exc)) from None
 
     for warning in run.warnings:
         err.print(f"warning: {warning}", markup=False, highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -111,10 +112,56 @@ def checks(facts_by_host: Mapping[str, Facts], inventory: Inventory | None = Non
     out.append(_clock_check(live))
     out.append(_disk_check(live))
     out.append(_dataset_check(live))
+    out.append(_entry_import_check(live))
     from launcher.doctor.net import net_checks  # it builds on the helpers above
 
     out.extend(net_checks(live, inventory))
     return out
+
+
+def _entry_import_check(live: Mapping[str, Facts]) -> Check:
+    """The job's entry module imports on every node (launcher/node/facts.py IMPORT_PROBE): a package can be
+    installed, with a version, and still fail to import (LLaMA-Factory 0.9.5 without torchaudio). An import that
+    did not finish in time is noted, not failed: slow is not broken."""
+    failing: dict[str, str] = {}
+    slow: list[str] = []
+    modules: set[str] = set()
+    for host, f in live.items():
+        tool = (f.raw.get("tools") or {}).get("imports") if isinstance(f.raw.get("tools"), dict) else None
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("error"):
+            slow.append(f"{host}: {tool['error']}")
+            continue
+        reply = _last_json(str(tool.get("stdout") or ""))
+        if not isinstance(reply, dict):
+            tail = (str(tool.get("stderr") or "").strip().splitlines() or ["no output"])[-1]
+            failing[host] = f"the import probe died (exit {tool.get('rc')}): {tail[:200]}"
+            continue
+        for name, result in reply.items():
+            modules.add(name)
+            if isinstance(result, dict) and not result.get("ok"):
+                failing[host] = f"import {name}: {result.get('error')}"
+    if not modules and not failing and not slow:
+        return Check("entry_import", "error", "skip", "no entry module to import for this job kind")
+    note = f" (not finished: {'; '.join(slow)})" if slow else ""
+    return _check(
+        "entry_import",
+        "error",
+        failing,
+        f"{', '.join(sorted(modules)) or 'the entry'} imports on every node{note}",
+        "install what the import needs in the node's python (for LLaMA-Factory: the torchaudio build of the node's "
+        "torch, from the same index), then run doctor again",
+    )
+
+
+def _last_json(text: str) -> Any:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
 
 
 def _same_check(name: str, severity: Severity, fix: str, live: Mapping[str, Facts]) -> Check:
@@ -327,7 +374,9 @@ def _writable_check(name: str, key: str, live: Mapping[str, Facts], what: str) -
         if not probe:
             continue
         seen = True
-        if not probe.get("ok"):
+        if probe.get("unsafe"):  # another user owns or can write a directory on it (docs/security.md)
+            failing[host] = str(probe.get("error"))
+        elif not probe.get("ok"):
             failing[host] = f"{probe.get('path')} not writable: {probe.get('error')}"
     return _check(
         name,

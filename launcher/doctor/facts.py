@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,6 +135,15 @@ def parse_facts(host: str, raw: Mapping[str, Any], sent_at: float = 0.0, receive
         v["gpu_vram_gib"] = _summary(vram, source, "VRAM")
 
     _torch_facts(v, tools.get("torch"))
+    if _cpu_node(v, tools, file_probe):
+        # No ROCm at all and a torch without GPU support: one clear "none" per row, not five "unknown (amd-smi:
+        # not found on PATH; rocm-smi: ...)" that look like a broken GPU node. gpu_count 0 still fails gpu_count
+        # for a node the inventory lists GPUs on.
+        why = "a CPU node: no ROCm, no amd-smi/rocm-smi/rocminfo, torch without GPU support"
+        v["rocm"] = Fact("none", source=why)
+        v["gpu_count"] = Fact(0, source=why)
+        for name in ("gpu_arch", "gpu_name", "gpu_vram_gib"):
+            v[name] = Fact("-", source=why)
 
     packages = raw.get("packages") if isinstance(raw.get("packages"), dict) else {}
     for name in ("deepspeed", "transformers", "llamafactory"):
@@ -183,17 +193,45 @@ def _torch_facts(v: dict[str, Fact], tool: dict[str, Any] | None) -> None:
         for name in ("torch", "torch_build", "rccl"):
             v[name] = unknown(why)
         return
+    source = torch_source(tool)
     v["torch"] = (
-        Fact(_text(probe.get("version"))) if _text(probe.get("version")) else unknown("no __version__")
+        Fact(_text(probe.get("version")), source=source)
+        if _text(probe.get("version"))
+        else unknown("no __version__")
     )
     if _text(probe.get("hip")):
-        v["torch_build"] = Fact(f"rocm (hip {probe['hip']})")
+        v["torch_build"] = Fact(f"rocm (hip {probe['hip']})", source=source)
     elif _text(probe.get("cuda")):
-        v["torch_build"] = Fact(f"cuda {probe['cuda']}")
+        v["torch_build"] = Fact(f"cuda {probe['cuda']}", source=source)
     else:
-        v["torch_build"] = Fact("cpu")
+        v["torch_build"] = Fact("cpu", source=source)
     rccl = _text(probe.get("rccl"))
-    v["rccl"] = Fact(rccl) if rccl else unknown(str(probe.get("rccl_error") or "not reported"))
+    v["rccl"] = Fact(rccl, source=source) if rccl else unknown(str(probe.get("rccl_error") or "not reported"))
+
+
+def torch_source(tool: Mapping[str, Any] | None) -> str | None:
+    """Where the node's torch facts came from when it was not a fresh `import torch` (launcher/node/facts.py):
+    its per-node cache (with the time it was learnt) or torch/version.py read as text by the fast checks."""
+    if not tool:
+        return None
+    if isinstance(tool.get("cached_at"), int | float):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(tool["cached_at"])))
+        return f"cached (learnt {when})"
+    if tool.get("from_files"):
+        return "torch/version.py (not imported)"
+    return None
+
+
+def _cpu_node(v: dict[str, Fact], tools: Mapping[str, Any], rocm_file: Mapping[str, Any]) -> bool:
+    """Every GPU tool is absent (not found on PATH: not failing, not timing out), there is no ROCm version file,
+    and torch is a CPU build that sees no device: nothing GPU-like to report, as opposed to GPU facts unknown."""
+    absent = all(
+        "not found on PATH" in str((tools.get(k) or {}).get("error") or "")
+        for k in ("amd_smi_static", "amd_smi_version", "rocm_smi")
+    )
+    rocminfo = tools.get("rocminfo")
+    absent = absent and (rocminfo is None or "not found on PATH" in str(rocminfo.get("error") or ""))
+    return absent and not rocm_file.get("text") and v.get("torch_build", unknown("")).value == "cpu"
 
 
 def _clock_offset(node_start: Any, sent_at: float, received_at: float) -> Fact:

@@ -10,6 +10,7 @@ from typing import Any
 
 from cluster.transport import Result, Transport, zip_hosts
 from launcher.doctor.facts import Facts, parse_facts
+from launcher.node.protocol import script_argv
 
 # ---------------------------------------------------------------------------------------------------------
 # Gathering (one round trip per node, in parallel through the transport)
@@ -74,7 +75,9 @@ def gather(
         node_args.setdefault("node", host)
         python = (python_for or {}).get(host, "python3")
         sent = time.time()
-        result = transport.run(host, [python, "-"], stdin=with_args(script, node_args), timeout=timeout)
+        result = transport.run(
+            host, script_argv(python, "-"), stdin=with_args(script, node_args), timeout=timeout
+        )
         times[host] = (sent, time.time())
         return result
 
@@ -103,7 +106,9 @@ def gather_markers(
     args = {"mode": "markers", "ckpt_dir": ckpt_dir, "token": token}
     group = transport.run_all(
         hosts,
-        lambda h: [(python_for or {}).get(h, "python3"), "-", "--json-args", json.dumps({**args, "node": h})],
+        lambda h: script_argv(
+            (python_for or {}).get(h, "python3"), "-", "--json-args", json.dumps({**args, "node": h})
+        ),
         stdin_for=lambda h: script,
         timeout=timeout,
     )

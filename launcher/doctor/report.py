@@ -53,6 +53,19 @@ class DoctorReport:
             out.append((name, cells, differs))
         return out
 
+    def sources(self) -> list[str]:
+        """One line per way a node's torch facts were learnt other than a fresh import (issue 23: say so)."""
+        by_source: dict[str, list[str]] = {}
+        for host in self.nodes:
+            source = self.facts[host].get("torch").source
+            if source:
+                by_source.setdefault(source, []).append(host)
+        return [
+            f"torch facts {source}: {', '.join(hosts[:5])}"
+            + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
+            for source, hosts in by_source.items()
+        ]
+
     def to_json(self) -> str:
         return json.dumps(
             {
@@ -100,7 +113,13 @@ def format_report(report: DoctorReport) -> str:
     passed = sum(c.status == "pass" for c in report.checks)
     skipped = sum(c.status == "skip" for c in report.checks)
     out.append(f"{passed} passed, {len(report.failed)} failed, {skipped} skipped")
+    out.extend(report.sources())
     return "\n".join(out)
+
+
+# The module a job kind's ranks really start from, imported on every node (launcher/node/facts.py IMPORT_PROBE):
+# `-m llamafactory.launcher` runs llamafactory.train.tuner.run_exp (hiyouga/LLaMA-Factory v0.9.5 launcher.py).
+ENTRY_IMPORTS: dict[str, tuple[str, ...]] = {"llamafactory": ("llamafactory.train.tuner",)}
 
 
 def doctor_args(
@@ -111,8 +130,9 @@ def doctor_args(
     dataset: str | dict[str, Any] | None = None,
     tool_timeout: float = 10.0,
     torch_timeout: float = 60.0,
+    import_timeout: float = 110.0,
 ) -> Callable[[str], dict[str, Any]]:
-    """Per-node probe arguments for an inventory: env, dirs, master listen/connect, dataset."""
+    """Per-node probe arguments for an inventory: env, dirs, master listen/connect, dataset, entry imports."""
     master = inv.master_node
     port = inv.master.port if isinstance(inv.master.port, int) else None
     hosts = [n.host for n in inv.nodes]
@@ -129,6 +149,9 @@ def doctor_args(
             "torch_timeout": torch_timeout,
             "connect_window": min(10.0, tool_timeout),
         }
+        if inv.job.kind in ENTRY_IMPORTS and not fast:  # the fast checks never import torch (issue 23)
+            args["imports"] = list(ENTRY_IMPORTS[inv.job.kind])
+            args["import_timeout"] = import_timeout
         if inv.job.checkpoint_dir and not fast:
             args["ckpt_dir"] = inv.job.checkpoint_dir
         if dataset and not fast:
@@ -139,6 +162,13 @@ def doctor_args(
             if host == master.host:
                 args["listen"] = True
                 args["expect_peers"] = hosts
+                # With more nodes than ssh.max_parallel, the probes run in batches: peers of a later batch
+                # start after the earlier ones finished, so the master listens through every batch (it stops
+                # as soon as every peer connected). Found at 128 simulated nodes (issue 23, bench/scale.py).
+                batches = -(-len(hosts) // max(1, inv.ssh.max_parallel))
+                args["connect_window"] = (
+                    args["connect_window"] * (batches + 1) if batches > 1 else args["connect_window"]
+                )
         return args
 
     return for_host
@@ -158,11 +188,22 @@ def run_doctor(
     """Gather facts from every node, run the checks (the fast subset when `fast`), return the report."""
     hosts = [n.host for n in inv.nodes]
     python_for = {n.host: inv.python_for(n) for n in inv.nodes}
+    # The master's probe first: it listens while every other node connects, batches of ssh.max_parallel included.
+    order = [inv.master_node.host] + [h for h in hosts if h != inv.master_node.host]
     token = uuid.uuid4().hex  # marks this run's files and master-port handshake
     args = doctor_args(
-        inv, token, fast=fast, dataset=dataset, tool_timeout=tool_timeout, torch_timeout=torch_timeout
+        inv,
+        token,
+        fast=fast,
+        dataset=dataset,
+        tool_timeout=tool_timeout,
+        torch_timeout=torch_timeout,
+        import_timeout=max(
+            tool_timeout, timeout - 10
+        ),  # inside the per-node deadline, so the reply still comes
     )
-    facts = gather(transport, hosts, script, args, timeout, python_for=python_for)
+    gathered = gather(transport, order, script, args, timeout, python_for=python_for)
+    facts = {h: gathered[h] for h in hosts}
     result = fast_preflight_checks(facts, inv) if fast else checks(facts, inv)
     if not fast and inv.job.checkpoint_dir:
         live = [h for h in hosts if not facts[h].error]

@@ -16,8 +16,11 @@ from launcher.health.rules import classify
 # "default" unless set; torch/distributed/elastic/multiprocessing/tail_log.py). PyTorch's own
 # excepthook and rank-aware logging add "[rank<global_rank>]:" (torch/distributed/distributed_c10d.py,
 # torch/_logging/_internal.py). They can stack: "[default0]:[rank4]: Traceback ...".
-_LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]*?(\d+)\]:")
-_GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d+)\]:")
+# Bounded digit counts, as in launcher/node/edge.py: int() refuses more than 4300 digits (issue 21).
+_LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(\d{1,9})\]:")
+# PyTorch writes "[rank1]: " (one space) before each line a rank prints, a traceback's "  File" lines included:
+# the space is the prefix's, so what is left is the line as the rank printed it (pyexc.py reads its indentation).
+_GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d{1,9})\]: ?")
 
 
 @dataclass(frozen=True)

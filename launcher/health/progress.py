@@ -2,9 +2,11 @@
 
 Two inputs, both plain data so that a run can be replayed:
 
-- progress lines (``step=N``, ``step N``, DeepSpeed ``[Rank 0] step=N``, HF Trainer / LLaMA-Factory log dicts
-  ``{'loss': ...}``, tqdm ``12/100 [..., 2.1it/s]``, or ``health.progress_regex``), from which the job's step
-  interval is learned (over the recent steps);
+- progress lines (``step=N``, ``step N``, ``Epoch N``, ``iter N``, ``[N/M]``, DeepSpeed ``[Rank 0] step=N`` and
+  ``steps: N``, HF Trainer / LLaMA-Factory log dicts ``{'loss': ...}``, the training tqdm bar ``12/100 [...]`` but
+  not start-up bars such as datasets' ``Map``, or ``health.progress_regex``), from which the job's step interval is
+  learned (over the recent steps). ``parse_progress`` is the one parser: goodput, ``status`` and the run report
+  read steps and losses through it too;
 - per-rank samples from the node guard (cumulative CPU seconds and I/O bytes of each rank's process).
 
 A **hang** is no progress for ``max(hang_factor × interval, hang_floor)`` while every rank has been quiescent
@@ -39,13 +41,110 @@ from dataclasses import dataclass, field
 
 from launcher.node import gpuact
 
-PROGRESS_PATTERNS = (
-    re.compile(
-        r"\bstep[\s=:]+(\d+)", re.IGNORECASE
-    ),  # "step=12", "step 12", "Step: 12", DeepSpeed's "step=12,"
-    re.compile(r"\|\s*(\d+)/\d+\s*\[[^\]]*(?:it/s|s/it)"),  # tqdm: "| 12/100 [00:05<00:40,  2.10it/s]"
-    re.compile(r"^\{.*'(?:loss|train_loss|eval_loss)': "),  # HF Trainer / LLaMA-Factory log dicts (no step)
+# The one progress parser (issue 20): the hang rule, goodput, `status` and the report all read a line's step and loss
+# here. Digit runs are bounded (\d{1,12}) so that no line can make int() chew on thousands of digits.
+_N = r"(\d{1,12})(?!\d)"
+_FLOAT = r"(-?\d{1,12}(?:\.\d{0,20})?(?:e[-+]?\d{1,3})?|nan|-?inf)"
+# Most specific first. A program prints one of these shapes consistently; the first that matches names the step.
+# Each comes with a lower-case word the line must contain, so most lines cost a few substring tests.
+STEP_PATTERNS = (
+    # DeepSpeed's ThroughputTimer "global_step=12", HF trainer state
+    ("global_step", re.compile(r"\bglobal_step['\"]?\s*[=:]?\s*" + _N, re.IGNORECASE)),
+    # "step=12", "step 12", "Step: 12", "'step': 12", DeepSpeed's "[Rank 0] step=12,", "Step [100/600]"
+    ("step", re.compile(r"\bstep\b['\"]?\s*[=:]?\s*\[?\s*" + _N, re.IGNORECASE)),
+    (
+        "epoch",
+        re.compile(r"\bepoch\b['\"]?\s*[=:]?\s*\[?\s*" + _N + r"(?![.\d])", re.IGNORECASE),
+    ),  # "Epoch 7 | ..."
+    ("iter", re.compile(r"\biter(?:ation)?\b\s*[=:]?\s*" + _N, re.IGNORECASE)),  # "iter 30", "iteration: 30"
+    ("]", re.compile(r"\[\s*" + _N + r"\s*/\s*\d{1,12}\s*\]")),  # "[30/100]"
+    # "steps: 30", last: after "Epoch N" the tutorial's "| Steps: 64" is a count, not progress
+    ("steps", re.compile(r"\bsteps\s*[=:]\s*" + _N, re.IGNORECASE)),
 )
+_WORDS = ("step", "epoch", "iter", "oss")
+_COUNT = re.compile(r"\d/\d")  # tqdm's "12/100 [" and "[12/100]"
+# tqdm: "Label:  12%|█▏        | 12/100 [00:05<00:40,  2.10it/s]" (the label and the percentage are optional).
+TQDM = re.compile(r"(?:^|\s)" + _N + r"/(\d{1,12}) \[(?:[\d:]{1,12}|\?)<")
+_BAR = re.compile(r"\d{1,3}%\|.*$")
+# The training bar is unlabelled (HF Trainer, LLaMA-Factory) or says so; every other labelled bar is start-up work:
+# datasets' "Map", "Filter", "Running tokenizer on dataset", LLaMA-Factory's "Converting format of dataset",
+# Transformers' "Loading checkpoint shards", downloads, "Generating train split".
+TRAINING_LABELS = ("epoch", "train", "iter", "step")
+# HF Trainer / LLaMA-Factory log dicts; only the training "loss" key is a point of the loss curve.
+LOG_DICT = re.compile(r"^\s*\{.*'(?:loss|train_loss|eval_loss)': ")
+LOSS = re.compile(r"""\bloss['"]?\s*[=:]?\s*['"]?""" + _FLOAT + r"\b", re.IGNORECASE)
+# Prose about steps, not progress: "resumed from step-6 at step 6", "Loading snapshot", "Epoch 5 | Training snapshot
+# saved at snapshot.pt", "Saving model checkpoint to ...".
+PROSE = re.compile(r"\b(?:resum\w*|restor\w*|loading|loaded|saving|saved|snapshot)\b", re.IGNORECASE)
+# tqdm redraws with "\r" and no newline, and torchrun's tee writes each partial chunk with its "[defaultN]:" prefix:
+# one log line can hold many bar states and a log dict. Each piece is read; the last step wins.
+_PIECES = re.compile(r"\r|\[[A-Za-z_][\w-]{0,30}?\d{1,6}\]:")
+
+
+@dataclass(frozen=True)
+class ProgressLine:
+    """What a progress line says: its step (None for a line without one, e.g. a log dict) and training loss."""
+
+    step: int | None
+    loss: float | None = None
+    bar: bool = False  # the step is a tqdm bar's drawn count (it may lag the real step)
+
+
+def _piece(text: str, low: str, custom: re.Pattern[str] | None) -> ProgressLine | None:
+    loss_match = LOSS.search(text) if "oss" in low else None
+    loss = float(loss_match.group(1)) if loss_match else None
+    if custom is not None and (m := custom.search(text)):
+        groups = [g for g in m.groups() if g is not None]
+        digits = (
+            groups[0] if groups and groups[0].isdecimal() and len(groups[0]) <= 12 else None
+        )  # "²".isdigit()
+        return ProgressLine(int(digits) if digits else None, loss)
+    if "{" in text and LOG_DICT.search(text):
+        return ProgressLine(None, loss)
+    if "/" in text and " [" in text and (m := TQDM.search(text)):
+        name = _BAR.sub("", text[: m.start(1)]).strip().rstrip(":").strip().lower()
+        if name and not name.startswith(TRAINING_LABELS):
+            return None  # a start-up bar
+        return ProgressLine(int(m.group(1)), loss, bar=True)
+    for word, pattern in STEP_PATTERNS:
+        if word in low and (m := pattern.search(text)):
+            return None if PROSE.search(text) else ProgressLine(int(m.group(1)), loss)
+    return None
+
+
+def parse_progress(text: str, custom: re.Pattern[str] | None = None) -> ProgressLine | None:
+    """The step and loss a line reports, or None when it shows no training progress (see STEP_PATTERNS)."""
+    # Substring tests first: this runs for every line of every rank, and most lines are neither.
+    low = text.lower()
+    if custom is None and not any(w in low for w in _WORDS) and not ("/" in text and _COUNT.search(text)):
+        return None
+    if "\r" in text or ("]:" in text and ("it/s" in text or "%|" in text)):
+        pieces = _PIECES.split(text)
+    else:
+        pieces = [text]
+    step: int | None = None
+    loss: float | None = None
+    bar = False
+    found = False
+    for piece in pieces:
+        parsed = _piece(piece, piece.lower() if len(pieces) > 1 else low, custom)
+        if parsed is None:
+            continue
+        found = True
+        if parsed.step is not None:
+            step, bar = parsed.step, parsed.bar
+        loss = parsed.loss if parsed.loss is not None else loss
+    return ProgressLine(step, loss, bar) if found else None
+
+
+def progress_step(text: str, custom: re.Pattern[str] | None = None) -> int | bool | None:
+    """The step number a progress line reports; True for a progress line without a number; None otherwise."""
+    parsed = parse_progress(text, custom)
+    if parsed is None:
+        return None
+    return parsed.step if parsed.step is not None else True
+
+
 INTERVALS_KEPT = 32
 SAMPLES_KEPT_S = 120.0
 
@@ -69,15 +168,6 @@ class Settings:
     gpu_busy_pct: float = gpuact.GFX_BUSY_PCT
     gpu_mem_pct: float = gpuact.UMC_ACTIVE_PCT
     gpu_idle_power_ratio: float = gpuact.IDLE_POWER_RATIO
-
-
-def progress_step(text: str, custom: re.Pattern[str] | None = None) -> int | bool | None:
-    """The step number a progress line reports; True for a progress line without a number; None otherwise."""
-    for pattern in (custom, *PROGRESS_PATTERNS) if custom is not None else PROGRESS_PATTERNS:
-        m = pattern.search(text)
-        if m:
-            return int(m.group(1)) if m.groups() and m.group(1) is not None else True
-    return None
 
 
 @dataclass

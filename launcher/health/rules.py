@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from launcher.health import vocabulary
+
 try:  # the regex parser, to find each rule's required literals (Python 3.11+ names; older ones below)
     from re import _constants as _c
     from re import _parser
@@ -111,6 +113,16 @@ def _longest_literal(items: list) -> str:
             if not (len(inner) == 1 and inner[0][0] is _c.BRANCH):
                 best = max(best, _longest_literal(inner), key=len)
     return max(best, current, key=len)
+
+
+def _vocabulary(*families: str) -> tuple[Rule, ...]:
+    """The rules generated from the emitters' own error lists (launcher/health/vocabulary.py), one per family and
+    (category, severity); their needles are the rows' literal texts."""
+    return tuple(
+        _rule(name, regex, category, severity, hint, needles=needles)
+        for family in families
+        for name, regex, category, severity, hint, needles in vocabulary.family_rules(family)
+    )
 
 
 # Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines trace error codes
@@ -243,7 +255,8 @@ RULES: tuple[Rule, ...] = (
           r"|Memory cgroup out of memory|oom_reaper: reaped process|oom[-_]kill event"
           r"|task \d+: Out Of Memory|OOM Killed", "oom", "fatal",
           "the kernel OOM killer killed a process: host RAM (or the job's memory cgroup) exhausted"),
-    _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory"
+    # libstdc++'s std::bad_alloc (operator new failed: host memory), as the terminate handler's what() prints it (round 9)
+    _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory|what\(\):\s+std::bad_alloc\b"
           r"|posix_memalign\(&data, gAlignment, nbytes\) == 0\. 12 vs 0", "oom", "fatal",
           "PyTorch could not allocate host memory (c10 alloc_cpu.cpp): host RAM or the job's memory limit is exhausted"),
     _rule("rank-sigkill", r"exitcode\s*:?\s*-9\b|Signal 9 \(SIGKILL\)", "crash", "fatal",
@@ -261,6 +274,8 @@ RULES: tuple[Rule, ...] = (
           r"""['"](train_|eval_)?loss['"]\s*:\s*['"]?(nan|-?inf(inity)?)\b"""
           r"|\bloss is (nan|inf)|\bloss (became|is not|was) (nan|finite|not finite)|\bnan loss\b"
           r"|(?<![\w])(\w+_)?loss\s*[:=]?\s*['\"]?(nan|-?inf)\b|found NaN in local forward loss|non-finite loss"
+          # scripts' own loss prints, any name with "loss" in it: "DLoss:nan", "loss_disc=nan" (added after round 9)
+          r"|\b\w*loss\w*\s*[:=]\s*(nan|-?inf)\b"
           r"|loss\w*['\"]?\s*[:=]\s*tensor\((nan|-?inf)\b"
           r"|\b(loss|model) diverged\b|\boutputs? (is|are) nan\b|\bnan\b.{0,40}\bstop(ping)? training|\bstop(ping)? training\b.{0,40}\bnan\b",
           "divergence", "fatal", "the loss is NaN/Inf: training diverged",
@@ -298,6 +313,11 @@ RULES: tuple[Rule, ...] = (
     # columns of "nan"; two in a row is what no healthy row has
     _rule("loss-columns-not-finite", r"\bnan {2,}nan\b", "divergence", "warning",
           "a progress row shows NaN losses: training is diverging", needles=("nan  ",)),
+    # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
+    # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
+    # (added after round 9)
+    _rule("fairseq-loss-scale-collapsing", r"overflow detected, setting loss scale to: 0\.000\d", "divergence", "warning",
+          "fairseq's fp16 loss scale is nearly at its minimum: the run is diverging (use bf16 or a lower LR)"),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
@@ -314,10 +334,10 @@ RULES: tuple[Rule, ...] = (
           "a kernel touched an unmapped address (bug, bad build, or hardware)"),
     # ROCR hsa_status_string: "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid." (and the
     # invalid code object / ISA name ones): the kernels were built for another GPU, e.g. a wrong HSA_OVERRIDE_GFX_VERSION
-    _rule("hsa-invalid-isa", r"HSA_STATUS_ERROR_INVALID_(ISA|ISA_NAME|CODE_OBJECT)\b", "version-mismatch", "fatal",
-          "the code object's ISA does not match the GPU: a build or HSA_OVERRIDE_GFX_VERSION for another gfx target"),
-    _rule("hsa-status-error", r"HSA_STATUS_ERROR_\w+", "gpu-fault", "fatal",
-          "the HSA runtime aborted a queue (illegal access or hardware exception)"),
+    # ROCr's full hsa_status_t list, each status named by what it means (version-mismatch, oom, config, gpu-fault)
+    *_vocabulary("hsa"),
+    _rule("hsa-status-error", r"HSA_STATUS_ERROR\w*", "gpu-fault", "fatal",
+          "the HSA runtime aborted a queue (an HSA status not in the table above, or the generic HSA_STATUS_ERROR)"),
     _rule("gpu-hang-hw-exception", r"HW Exception by GPU node-\d+", "gpu-fault", "fatal",
           "the GPU raised a hardware exception or hung; check dmesg for ring timeouts / resets on that node"),
     _rule("amdgpu-ring-timeout-recovered", r"ring \S+ timeout, but soft recovered", "gpu-fault", "warning",
@@ -375,11 +395,10 @@ RULES: tuple[Rule, ...] = (
           "hardware error record from the kernel (corrected errors are informational)"),
     _rule("xgmi-error", r"XGMI\S*:? .*(fail|error)", "gpu-fault", "warning",
           "an XGMI (GPU-to-GPU link) error or failure in the kernel log"),
-    _rule("hip-illegal-address", r"an illegal memory access was encountered|unspecified launch failure"
-          r"|the launch timed out and was terminated|device-side assert triggered|invalid device pointer"
-          r"|hipErrorIllegalAddress|hipErrorLaunchFailure|hipErrorLaunchTimeOut|hipErrorAssert"
-          r"|hipErrorInvalidDevicePointer", "gpu-fault", "fatal",
-          "a GPU kernel failed (bad address, assert or timeout); rerun with AMD_SERIALIZE_KERNEL=3 to locate it"),
+    # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
+    # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
+    # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
+    *_vocabulary("hip", "clr", "rocr", "amdgpu", "rccl", "miopen", "blas", "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
@@ -452,7 +471,9 @@ RULES: tuple[Rule, ...] = (
           r"|First PG on this rank (that detected no heartbeat|to signal dumping)",
           "collective-timeout", "warning", "a rank saw a collective timeout; the flight recorder is dumping",
           cascade=True),
-    _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out|To avoid data inconsistency, we are taking the entire",
+    # older ProcessGroupNCCL (torch 1.x): "To avoid data inconsistency, the entire process is terminated." (added after round 9)
+    _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out"
+          r"|To avoid data inconsistency, (?:we are taking the entire|the entire process is terminated)",
           "collective-timeout", "fatal",
           "PyTorch is taking the process down after a failed/timed-out collective", cascade=True),
     _rule("deepep-timeout", r"DeepEP timeout check failed", "collective-timeout", "fatal",
@@ -582,6 +603,11 @@ RULES: tuple[Rule, ...] = (
     _rule("torchrun-closing-workers", r"Sending process \d+ closing signal SIG\w+"
           r"|Unable to shutdown process \d+ via", "crash", "info",
           "torchrun is stopping the remaining workers after a failure", cascade=True),
+    # libstdc++ vterminate.cc (the verbose terminate handler): "terminate called after throwing an instance of '%s'"
+    # then "  what():  %s". The message line after an uncaught C++ exception; a specific rule above names it when the
+    # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
+    _rule("cxx-exception-what", r"^\s*what\(\):\s", "crash", "warning",
+          "the message of an uncaught C++ exception that aborted the process", needles=("what():",)),
     *FALLBACK_RULES,
 )
 # fmt: on
@@ -647,27 +673,39 @@ _SPECIFIC_ONLY = _SCAN_NEEDLES - _FALLBACK_NEEDLES
 _SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 
 
+# Which rules a needle can stand for: a line that holds minimal needle m can match only the rules one of whose needles
+# contains m. The scan finds every minimal needle in the line (a lookahead at each position; no minimal needle is a
+# prefix of another, so at most one starts at a position), and only those rules are tried, in table order. With ~200
+# rules, a line that enters the loop no longer pays a Python-level needle test per rule.
+_FIND = re.compile(f"(?=({_literal_trie(_SCAN_NEEDLES)}))")
+_CANDIDATES: dict[str, tuple[int, ...]] = {
+    m: tuple(
+        i for i, rule in enumerate(RULES) if rule.needles is not None and any(m in n for n in rule.needles)
+    )
+    for m in _SCAN_NEEDLES
+}
+# The one rule without needles: the anchored glog "E1019 ..." prefix.
+_NO_NEEDLE_RULES = tuple(i for i, rule in enumerate(RULES) if rule.needles is None)
+
+
 def classify(line: str) -> Match | None:
     """The first rule that matches ``line``, or None for a healthy or unknown line."""
     low = line.lower()
-    found = _SCAN.search(low)
-    if found is None:  # no literal of any rule: only a glog-style "E1019 ..." error prefix can still match
+    # No literal of any rule (the fast path, most lines): only a glog-style "E1019 ..." error prefix can still match.
+    if _SCAN.search(low) is None:
         if _ERROR_LEVEL_PREFIX.match(line) is None:
             return None
-        rules = FALLBACK_RULES
-    elif found.group() in _SPECIFIC_ONLY or _ANY_NEEDLE.search(low) is not None:
-        rules = RULES
+        candidates: set[int] = set(_NO_NEEDLE_RULES)
     else:
-        rules = FALLBACK_RULES
+        candidates = set()
+        for found in _FIND.finditer(low):
+            candidates.update(_CANDIDATES[found.group(1)])
+        if _ERROR_LEVEL_PREFIX.match(line) is not None:
+            candidates.update(_NO_NEEDLE_RULES)
     if HEALTHY.search(line):
         return None
-    for rule in rules:
-        if rule.needles is not None and not any(n in low for n in rule.needles):
-            continue
-        if rule.pattern.search(line):
-            return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
-    return None
-    for rule in RULES:
+    for index in sorted(candidates):
+        rule = RULES[index]
         if rule.needles is not None and not any(n in low for n in rule.needles):
             continue
         if rule.pattern.search(line):

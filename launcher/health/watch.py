@@ -35,6 +35,7 @@ line is still an end-of-run abort, and the runner holds teardown that long for s
 
 from __future__ import annotations
 
+import re
 import signal as signals
 import time as clock
 from collections.abc import Iterable
@@ -44,6 +45,7 @@ from enum import Enum
 from launcher.health.events import Event
 from launcher.health.netinit import transport_of_line
 from launcher.health.progress import Progress
+from launcher.health.pyexc import Tracebacks
 from launcher.health.rules import (
     OOM_EVIDENCE_RULES,
     RULES_BY_NAME,
@@ -76,6 +78,14 @@ NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the 
 # Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
 # errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
 HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
+
+# A rank that died of an uncaught Python exception exits with status 1 (CPython); torchrun says so in its wrapper
+# line "failed (exitcode: 1) local_rank: N", its failure table "exitcode  : 1 (pid: ...)", the deepspeed launcher
+# in "exits with return code = 1"; a job without torchrun simply exits 1. Then that rank's own exception, read from
+# its traceback (pyexc.py), is the root cause (issue 20), named "uncaught-exception".
+EXIT_STATUS_1 = re.compile(r"exit ?code\s*:?\s*1\b|exits with return code = 1\b")
+LOCAL_RANK = re.compile(r"local_rank:\s*(\d{1,6})\b")
+UNCAUGHT = "uncaught-exception"
 
 
 @dataclass(frozen=True)
@@ -205,6 +215,11 @@ class Watcher:
     # the killed process by pid, and the process is gone by then.
     _pid_ranks: dict[tuple[str, int], int] = field(default_factory=dict)
     _oom_killed: dict[tuple[str, int], int] = field(default_factory=dict)  # (node, pid) -> index in events
+    # Each rank's traceback lines (pyexc.py): its own exception becomes the root cause when it exits with status 1.
+    tracebacks: Tracebacks = field(default_factory=Tracebacks)
+    _news: list[Event] = field(
+        default_factory=list
+    )  # events found while recording another, returned by tick()
 
     # ---- inputs -------------------------------------------------------------------------------
 
@@ -217,6 +232,7 @@ class Watcher:
         """One line of output. Records activity; returns the event if a rule flags the line."""
         self.start(time)
         key = (node, rank)
+        self.tracebacks.feed(time, key, text)
         match = classify(text)
         if is_progress(text, match):  # stack frames and retry loops' "still waiting" do not count
             self._last_output[key] = time
@@ -254,6 +270,10 @@ class Watcher:
         still teaches the step cadence (progress.py): without it no hang was ever found behind edge forwarding."""
         self.start(time)
         key = (node, rank)
+        if text is not None:
+            self.tracebacks.feed(
+                time, key, text
+            )  # a traceback's frames arrive as context of its flagged line
         if progress:
             self._last_output[key] = max(time, self._last_output.get(key, time))
             self._stall_reported = False
@@ -391,7 +411,12 @@ class Watcher:
 
     def tick(self, now: float) -> list[Event]:
         """Time passes. A stall is the whole job silent for ``stall_timeout``: with HF Trainer only
-        the main process prints, so one quiet rank proves nothing. The quietest node is named."""
+        the main process prints, so one quiet rank proves nothing. The quietest node is named. Also returns the
+        events found while another was recorded (a rank's uncaught exception, named when its exit is seen)."""
+        news, self._news = self._news, []
+        return news + self._tick(now)
+
+    def _tick(self, now: float) -> list[Event]:
         self.start(now)
         if (
             self._end_of_run_since is not None
@@ -515,11 +540,16 @@ class Watcher:
         A post-training abort may be forgiven by a completion line that another node's follower has not
         delivered yet (``clock_slack``). A line of a kind that a cleanly finishing torchrun also prints (exit
         barrier and store errors) waits for its node's exit code: an exit 0 forgives it. Specific causes (OOM,
-        GPU fault, a signal) never wait, and the hold ends as soon as that node exits non-zero."""
+        GPU fault, a signal) never wait, and the hold ends as soon as that node exits non-zero. A cascade line waits
+        the same while for the cause it is a consequence of."""
         if failure.kind != "line":
             return False
         if failure.rule == "end-of-run-abort":
             return now - failure.time < self.clock_slack
+        if precedence(failure) == PRECEDENCE_CASCADE:
+            # A survivor's line ("Connection closed by peer") often outruns the failed rank's own report (its
+            # torchrun's "failed (exitcode: 1)", which names the rank's exception): wait briefly for the cause.
+            return now - failure.time < self.confirm_s - 0.5
         if failure.category not in HOLD_CATEGORIES or now - failure.time >= self.confirm_s - 0.5:
             return False
         return not any(e.kind == "exit" and e.node == failure.node and e.is_fatal for e in self.events)
@@ -630,11 +660,50 @@ class Watcher:
         return self._record(event)
 
     def _record(self, event: Event) -> Event:
+        if event.is_fatal and self.state is State.STOPPING and self.stop_reason == "requested":
+            # A deliberate stop (`rlaunch down`, Ctrl-C): what the ranks print while dying of it (torchrun's
+            # SignalException, a rank's "got signal: 15") is its consequence, not a failure to report or restart.
+            event = replace(event, severity="info", text=f"while stopping on request: {event.text}")
         self.events.append(event)
         if event.is_fatal and self.state not in TERMINAL and self.state is not State.STOPPING:
             self.state = State.STOPPING
             self.stop_reason = "failure"
+        if event.is_fatal and event.category == "crash" and event.rule != UNCAUGHT and self._exited_1(event):
+            self._name_uncaught_exception(event)
         return event
+
+    def _exited_1(self, event: Event) -> bool:
+        if event.kind == "exit":
+            return event.code == 1 and event.signal is None
+        return event.kind == "line" and EXIT_STATUS_1.search(event.text) is not None
+
+    def _name_uncaught_exception(self, exit_event: Event) -> None:
+        """A rank exited with status 1: its own last exception (or, when the exit names no rank, the node's
+        earliest recent one) is recorded as a specific cause. An exception that a rule calls cascade (a gloo
+        "Connection closed by peer" raised in a survivor) stays cascade, and one a specific rule already flagged
+        as fatal (an OOM) is its own event already."""
+        node, rank = exit_event.node, exit_event.rank
+        if rank is None and (m := LOCAL_RANK.search(exit_event.text)):
+            local = int(m.group(1))
+            ranks = self.ranks.get(node, [])
+            rank = ranks[local] if local < len(ranks) else None
+        candidates = self.tracebacks.recent(node, rank, exit_event.time)
+        if not candidates and rank is not None:
+            candidates = self.tracebacks.recent(node, None, exit_event.time)
+        chosen = None
+        for who, exc in candidates:
+            match = classify(exc.line)
+            if match is None or not (match.cascade or match.severity == "fatal"):
+                chosen = (who, exc)
+                break
+        for who, _ in candidates:
+            self.tracebacks.forget(node, who)  # each exception is judged once
+        if chosen is None:
+            return
+        who, exc = chosen
+        event = Event(exc.time, node, who, "line", "crash", "fatal", exc.describe(), rule=UNCAUGHT)
+        event = self._forgive_end_of_run(event)
+        self._news.append(self._record(event))
 
     def _settle(self, time: float) -> None:
         """Move to a terminal state once every node's launcher has exited."""
@@ -661,6 +730,8 @@ class Watcher:
 def describe(event: Event) -> str:
     """ "node2 rank 3: crash — exited with signal SIGKILL" """
     who = event.node if event.rank is None else f"{event.node} rank {event.rank}"
+    if event.rule == UNCAUGHT:  # "node2 rank 3: IndexError: index out of range in self (x.py:123)"
+        return f"{who}: {event.text}"
     what = event.category or event.kind
     text = event.text if len(event.text) <= 200 else event.text[:197] + "..."
     return f"{who}: {what} — {text}"

@@ -17,14 +17,18 @@ from launcher.rocm import BF16_ARCHS
 class JobConfigError(ValueError):
     """The user's job config (LLaMA-Factory yaml, DeepSpeed json) cannot work: bad input, exit 2.
 
-    `file` is the head-node path the user wrote; the plan turns this into a one-line PlanError naming it.
+    `file` is the head-node path the user wrote and `line` the 1-based line of `field` in it, when known; the plan
+    turns this into a one-line PlanError naming them (file:line: field: message).
     """
 
-    def __init__(self, message: str, file: str | None = None, field: str | None = None):
+    def __init__(
+        self, message: str, file: str | None = None, field: str | None = None, line: int | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.file = file
         self.field = field
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class FileSpec:
     content: bytes
     mode: int = 0o644
     secret: bool = False  # holds env or secrets: pushed 0600, shown redacted
+    attempt: bool = False  # pushed into the attempt's own folder (the guard's files), not the run directory
 
     @property
     def sha256(self) -> str:
@@ -50,13 +55,15 @@ class NodeContext:
     world_size: int
     master_addr: str
     master_port: int
-    run_dir: str  # the node's run directory (remote path)
+    # The node's run directory (remote path): the job's working directory, the same for every attempt.
+    run_dir: str
     python: str
     collective_timeout: float | None
     arch: str | None  # gfx arch from the profile, None when unknown or CPU
     dataloader_workers: int
     sources: dict[str, bytes] = field(default_factory=dict)
     resume_from: str | None = None  # remote path of the checkpoint to resume from (restart)
+    attempt_dir: str = ""  # this attempt's own folder under run_dir (torchrun's logs and error files)
 
     @property
     def bf16(self) -> bool:
@@ -96,7 +103,7 @@ def torchrun_argv(ctx: NodeContext, entry: list[str]) -> list[str]:
         f"--master-port={ctx.master_port}",
         "--max-restarts=0",
         "--tee=3",
-        f"--log-dir={ctx.remote('torchrun-logs')}",
+        f"--log-dir={ctx.attempt_dir or ctx.run_dir}/torchrun-logs",
         *entry,
     ]
 

@@ -16,8 +16,10 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -115,12 +117,17 @@ def differences(mine: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     return out
 
 
-TOKENIZE = """
-import json, sys
+# The child imports LLaMA-Factory with the job's PYTHONPATH, so it cannot run with -I: its first line drops '' and
+# relative sys.path entries (launcher/node/protocol.py SAFE_PATH), and its arguments (the whole yaml, tokens
+# included) come from a 0600 file, not the command line every local user can read in `ps` (issue 21).
+TOKENIZE = """import sys; sys.path[:] = [p for p in sys.path if p.startswith('/')]
+import json, os
 from llamafactory.data import get_dataset, get_template_and_fix_tokenizer
 from llamafactory.hparams import get_train_args
 from llamafactory.model import load_tokenizer
-args = json.loads(sys.argv[1])
+with open(sys.argv[1], encoding="utf-8") as f:
+    args = json.load(f)
+os.unlink(sys.argv[1])
 model_args, data_args, training_args, finetuning_args, _ = get_train_args(args)
 tokenizer_module = load_tokenizer(model_args)
 template = get_template_and_fix_tokenizer(tokenizer_module["tokenizer"], data_args)
@@ -141,7 +148,14 @@ def tokenize(config: dict[str, Any], path: Path, scratch: Path) -> None:
         if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
     }
     stage = DATASET_STAGE.get(str(config.get("stage") or "sft"), "sft")
-    code = subprocess.run([sys.executable, "-c", TOKENIZE, json.dumps(args), stage], env=env).returncode
+    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, args_file = tempfile.mkstemp(dir=scratch, prefix="args-", suffix=".json")  # 0600, O_EXCL
+    with os.fdopen(fd, "w") as f:
+        json.dump(args, f)
+    try:
+        code = subprocess.run([sys.executable, "-c", TOKENIZE, args_file, stage], env=env).returncode
+    finally:
+        Path(args_file).unlink(missing_ok=True)
     if code:
         sys.exit(f"{PREFIX} LLaMA-Factory's preprocessing failed (exit {code}); its output is above")
 
@@ -159,8 +173,53 @@ def write(path: Path, name: str, value: dict[str, Any]) -> None:
     os.replace(tmp, path / name)
 
 
+def unsafe_path(path: Path) -> str | None:
+    """The checkpoint_dir rule (launcher/node/ckpt.py, docs/security.md) for tokenized_path: every component owned
+    by us or root and not group/world-writable unless root-owned and sticky. A dataset another user can write is
+    what the job trains on (issue 21: a planted dataset with a computed fingerprint was reused)."""
+    me = os.geteuid()
+    for full in (os.path.abspath(path), os.path.realpath(path)):
+        current = "/"
+        for part in [""] + [p for p in full.split("/") if p]:
+            current = os.path.join(current, part) if part else "/"
+            try:
+                st = os.lstat(current)
+            except OSError:
+                break
+            writable = st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode)
+            if st.st_uid not in (me, 0) or (writable and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX)):
+                return (
+                    f"refusing tokenized_path {path}: {current} is owned by uid {st.st_uid}, mode "
+                    f"{stat.S_IMODE(st.st_mode):04o} (it must be yours or root's and not writable by others)"
+                )
+    return None
+
+
+def produced(path: Path) -> str:
+    """One sha256 over every file LLaMA-Factory saved under `path` (names and contents; ours excluded): stored
+    with the fingerprint and verified before a reuse, so files changed after the save are never trained on."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel = file.relative_to(path).as_posix()
+        if rel in (FINGERPRINT, READY) or rel.endswith(".tmp"):
+            continue
+        digest.update(f"{rel}\0{sha256_file(file)}\n".encode())
+    links = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_symlink())
+    digest.update(json.dumps(links).encode())
+    return digest.hexdigest()
+
+
+def reusable(path: Path, mine: dict[str, Any]) -> bool:
+    """The stored dataset matches this run's inputs *and* its files are the ones that were saved."""
+    old = stored(path)
+    return old is not None and old.get("id") == mine["id"] and old.get("produced") == produced(path)
+
+
 def first_node(config: dict[str, Any], path: Path, mine: dict[str, Any]) -> None:
     old = stored(path)
+    if old is not None and old.get("id") == mine["id"] and not reusable(path, mine):
+        print(f"{PREFIX} {path}: its files changed since they were saved: tokenizing again", flush=True)
+        old = {**old, "id": None}
     if old is not None and old.get("id") == mine["id"]:
         print(
             f"{PREFIX} reusing {path} (fingerprint {mine['id'][:12]} matches: data, tokenizer and cutoff unchanged)"
@@ -177,7 +236,7 @@ def first_node(config: dict[str, Any], path: Path, mine: dict[str, Any]) -> None
     print(f"{PREFIX} tokenizing once into {path} (fingerprint {mine['id'][:12]})", flush=True)
     scratch = Path(os.environ.get("RLAUNCH_RUN_DIR", ".")) / "pretokenize-output"
     tokenize(config, path, scratch)
-    write(path, FINGERPRINT, mine)
+    write(path, FINGERPRINT, {**mine, "produced": produced(path)})
     write(path, READY, {**mine, "run": os.environ.get("RLAUNCH_RUN_ID")})  # last: the other nodes start on it
     print(f"{PREFIX} saved {path}", flush=True)
 
@@ -210,6 +269,9 @@ def main(argv: list[str]) -> None:
     assert sep == "--", argv
     config = yaml.safe_load(Path(yaml_path).read_text())
     path = Path(config["tokenized_path"])
+    refused = unsafe_path(path)
+    if refused:
+        sys.exit(f"{PREFIX} {refused}")
     mine = fingerprint(config)
     if int(node_rank) == 0:
         first_node(config, path, mine)

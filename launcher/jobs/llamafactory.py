@@ -14,19 +14,33 @@ added or changed, each listed in the plan as `key: before → after (why)` (laun
   resume_from_checkpoint  on a restart: the checkpoint the runner chose (launcher/node/ckpt.py), with
                           overwrite_output_dir false so trainer_log.jsonl keeps the steps before the restart
 Values that cannot work across nodes are warnings with the fix, or bad input where the run would certainly fail.
+
+"Runs as written" is literal: when nothing changes the pushed yaml is the user's file byte for byte; otherwise the
+keys above are edited with a round-trip YAML library (ruamel.yaml), so comments, blank lines, key order and the way
+values are written (`1.0e-4`, `null`) stay as the user wrote them, and only the changed keys' lines differ.
+
+Relative paths: LLaMA-Factory opens every path-valued argument relative to its working directory, which on the
+nodes is the node's job directory (the `cwd` of the plan's job.json), not where the user ran rlaunch. `plan` names
+each such key with what it becomes there (PATH_KEYS); `up` checks on every node that what must exist does
+(launcher/node/lfpaths.py, run between push and start).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import posixpath
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError as RoundTripError
 
+from cluster import yamlpos
 from cluster.inventory import Inventory, JobSpec
 from launcher import envrules
 from launcher.jobs.base import FileSpec, JobConfigError, JobRender, NodeContext, extra_files, torchrun_argv
@@ -51,6 +65,37 @@ PRETOKENIZE_SOURCE = f"<rlaunch>/{PRETOKENIZE}"
 RUN_DIR_DS = f"<run dir>/{DS_CONFIG_FILE}"  # how the per-node path of the pushed json is shown in the plan
 # HF TrainingArguments defaults, used when the yaml leaves them out.
 _HF_MICRO, _HF_ACCUM = 8, 1
+# A collective timeout longer than this blocks a hung job for good (LLaMA-Factory's examples: 180000000 s).
+LONG_TIMEOUT_S = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class PathKey:
+    """A path-valued LLaMA-Factory argument: `must_exist` when LLaMA-Factory reads it at start (a missing one fails
+    on every node); `hub` when the value may also be a Hugging Face hub id ("org/name"), which is no path at all."""
+
+    key: str
+    must_exist: bool
+    hub: bool = False
+    source: str = ""
+
+
+# LLaMA-Factory 0.9.5's path-valued arguments (hiyouga/LLaMA-Factory v0.9.5, src/llamafactory/hparams/), and two of
+# older releases that users' yamls still carry. `deepspeed` and `output_dir` are handled on their own (the json is
+# pushed; output_dir has its own warning).
+PATH_KEYS: tuple[PathKey, ...] = (
+    PathKey("dataset_dir", True, source="data_args.py, default 'data'; ONLINE and REMOTE: are hubs"),
+    PathKey("media_dir", False, source="data_args.py, defaults to dataset_dir"),
+    PathKey("tokenized_path", False, source="data_args.py: loaded when it exists, else written there"),
+    PathKey("model_name_or_path", True, hub=True, source="model_args.py"),
+    PathKey("adapter_name_or_path", True, hub=True, source="model_args.py, comma-separated"),
+    PathKey("reward_model", True, hub=True, source="finetuning_args.py"),
+    PathKey("cache_dir", False, source="model_args.py"),
+    PathKey("kt_weight_path", True, source="model_args.py"),
+    PathKey("kt_optimize_rule", True, source="model_args.py of LLaMA-Factory 0.9.4"),
+    PathKey("ray_storage_path", False, source="training_args.py of LLaMA-Factory 0.9.2-0.9.4"),
+)
+DEFAULT_DATASET_DIR = "data"
 
 
 class LlamaFactoryConfigError(JobConfigError):
@@ -75,6 +120,82 @@ def parse_yaml(text: bytes, name: str) -> dict[str, Any]:
 def parse_user_config(job: JobSpec, ctx: NodeContext) -> dict[str, Any]:
     assert job.config is not None
     return parse_yaml(ctx.sources[job.config], job.config)
+
+
+def line_of(raw: bytes, key: str) -> int | None:
+    """The 1-based line of a top-level key in the user's yaml (cluster/yamlpos.py), None when not there."""
+    try:
+        return yamlpos.load(raw.decode("utf-8")).line_of((key,)) if key else None
+    except (yamlpos.YamlError, UnicodeDecodeError):
+        return None
+
+
+def _where(job: JobSpec, ctx: NodeContext, key: str) -> str:
+    """`file:line: ` of a key of the user's yaml, for warnings that point at it like errors do."""
+    assert job.config is not None
+    line = line_of(ctx.sources[job.config], key)
+    return f"{job.config}:{line}: " if line else f"{job.config}: "
+
+
+def _looks_local(value: str, hub: bool) -> bool:
+    """A value of a key that also takes hub ids is a path when it cannot be one: hub ids are "name" or "org/name"
+    (huggingface_hub validate_repo_id), so an absolute path, ./ ../ ~, or more than one slash is local."""
+    if not hub:
+        return True
+    return value.startswith(("/", ".", "~")) or value.count("/") > 1
+
+
+def local_paths(config: dict[str, Any]) -> list[tuple[PathKey, str, bool]]:
+    """(key, value, defaulted) for every local path the yaml makes LLaMA-Factory open, hub ids and hub dataset
+    dirs (ONLINE, REMOTE:<repo>: data/parser.py get_dataset_list) left out; `defaulted`: the yaml leaves
+    dataset_dir unset while naming datasets, so LLaMA-Factory's default `data` applies."""
+    from launcher.jobs.lfdata import names
+
+    out: list[tuple[PathKey, str, bool]] = []
+    for spec in PATH_KEYS:
+        raw = config.get(spec.key)
+        defaulted = False
+        if spec.key == "dataset_dir" and raw is None and names(config):
+            raw, defaulted = DEFAULT_DATASET_DIR, True
+        if not isinstance(raw, str) or not raw.strip():
+            continue
+        if spec.key == "dataset_dir" and (raw == "ONLINE" or raw.startswith("REMOTE:")):
+            continue
+        parts = [p.strip() for p in raw.split(",")] if spec.key == "adapter_name_or_path" else [raw.strip()]
+        out += [(spec, p, defaulted) for p in parts if p and _looks_local(p, spec.hub)]
+    return out
+
+
+def is_relative(value: str) -> bool:
+    """Relative to the working directory (a `~` path is the node's home: absolute, if not shared)."""
+    return not posixpath.isabs(value) and not value.startswith("~")
+
+
+def job_dir_shown(ctx: NodeContext) -> str:
+    """The node's job directory (the plan's cwd) with the node's name as `<node>`, one text for every node."""
+    parts = ctx.run_dir.split("/")
+    return "/".join("<node>" if p == ctx.node.host else p for p in parts)
+
+
+def startup_paths(raw: bytes) -> dict[str, Any] | None:
+    """What every node must be able to open when LLaMA-Factory starts with this yaml (launcher/node/lfpaths.py
+    checks it there, relative paths from the job directory as LLaMA-Factory resolves them): dataset_dir's
+    dataset_info.json and the named datasets' files (unless a tokenized_path may stand in for them), and the
+    must-exist keys. None when there is nothing to check."""
+    from launcher.jobs.lfdata import names
+
+    try:
+        config = parse_yaml(raw, LF_CONFIG_FILE)
+    except LlamaFactoryConfigError:
+        return None
+    found = local_paths(config)
+    dataset_dir = next((v for k, v, _ in found if k.key == "dataset_dir"), None)
+    spec: dict[str, Any] = {
+        "dataset_dir": dataset_dir if dataset_dir and not config.get("tokenized_path") else None,
+        "names": names(config),
+        "paths": [[k.key, v] for k, v, _ in found if k.must_exist and k.key != "dataset_dir"],
+    }
+    return spec if spec["dataset_dir"] or spec["paths"] else None
 
 
 def ds_candidates(value: str, yaml_path: Path, cwd: Path) -> list[Path]:
@@ -208,6 +329,14 @@ def render_config(
     if ctx.collective_timeout is not None:
         why = "the job's collective timeout (job.timeout / NCCL_TIMEOUT), the same on every rank"
         _set(rendered, changes, "ddp_timeout", int(ctx.collective_timeout), why)
+    elif (own := _long_timeout(config.get("ddp_timeout"))) is not None:
+        # envrules warns about a long job.timeout; the yaml's own ddp_timeout is the same risk (issue: 30 of
+        # LLaMA-Factory's example yamls carry ddp_timeout: 180000000).
+        warnings.append(
+            f"{_where(job, ctx, 'ddp_timeout')}ddp_timeout {config['ddp_timeout']} ({own}) means a hung rank blocks "
+            "the job for that long; rlaunch's stall detection (health.stall_timeout) is then the only guard: set "
+            "job.timeout (rlaunch writes it as ddp_timeout on every rank) or a ddp_timeout of minutes"
+        )
 
     if job.checkpoint_dir:
         why = "job.checkpoint_dir: the directory rlaunch resumes from on restart"
@@ -215,9 +344,11 @@ def render_config(
     out = rendered.get("output_dir")
     if isinstance(out, str) and not posixpath.isabs(out):
         warnings.append(
-            f"llamafactory: output_dir {out} is relative: on each node it lands in that node's run directory "
-            f"({posixpath.join(posixpath.dirname(ctx.run_dir), '<node>', out)}), not one place; write an absolute path on storage every node shares"
+            f"llamafactory: output_dir {out} is relative: on each node it lands in that node's job directory "
+            f"({posixpath.join(job_dir_shown(ctx), out)}), not one place; write an absolute path on storage every "
+            "node shares"
         )
+    warnings += _relative_path_warnings(job, ctx, rendered)
     if inv.restart.max_restarts and not job.checkpoint_dir:
         warnings.append(
             f"llamafactory: restart.max_restarts is {inv.restart.max_restarts} but job.checkpoint_dir is not set, so "
@@ -242,6 +373,32 @@ def render_config(
             "keep trainer_log.jsonl: the resumed steps append",
         )
     return rendered, files, changes, notes, warnings
+
+
+def _long_timeout(value: Any) -> str | None:
+    """A ddp_timeout (seconds) past LONG_TIMEOUT_S, shown in days or years; None for anything shorter."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= LONG_TIMEOUT_S:
+        return None
+    year = 365 * 86400
+    return f"{value / year:.1f} years" if value >= year else f"{value / 86400:.0f} days"
+
+
+def _relative_path_warnings(job: JobSpec, ctx: NodeContext, config: dict[str, Any]) -> list[str]:
+    """Each relative path-valued key, with what it becomes on the nodes: LLaMA-Factory opens it from its working
+    directory, the node's job directory, which holds only what rlaunch pushed."""
+    out = []
+    for spec, value, defaulted in local_paths(config):
+        if not is_relative(value):
+            continue
+        where = f"{job.config}: " if defaulted else _where(job, ctx, spec.key)
+        said = f"{spec.key} {value}" + (" (unset: LLaMA-Factory's default)" if defaulted else "")
+        need = "; it must exist there when training starts (`up` checks)" if spec.must_exist else ""
+        out.append(
+            f"{where}{said} is relative: LLaMA-Factory opens it from its working directory, on each node the "
+            f"node's job directory ({posixpath.join(job_dir_shown(ctx), value)}){need}; make it absolute on "
+            "shared storage"
+        )
+    return out
 
 
 def _tokenized_path(job: JobSpec, rendered: dict[str, Any], changes: list[Change]) -> None:
@@ -270,6 +427,7 @@ def _check_precision(job: JobSpec, inv: Inventory, ctx: NodeContext, config: dic
             "(fp16: true on a GPU)",
             file=job.config,
             field=wants[0],
+            line=line_of(ctx.sources[job.config], wants[0]) if job.config else None,
         )
 
 
@@ -298,15 +456,57 @@ def _workers(
         )
 
 
+def _round_trip() -> YAML:
+    """ruamel.yaml's round-trip mode keeps comments, blank lines, key order, quotes and the text of numbers
+    (`1.0e-4` stays `1.0e-4`); wide lines are not re-wrapped, and null stays `null` (ruamel writes an empty value
+    by default)."""
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 1 << 16
+    rt.representer.add_representer(
+        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null")
+    )
+    return rt
+
+
+def render_text(raw: bytes, rendered: dict[str, Any], changes: list[Change]) -> tuple[bytes, str | None]:
+    """The yaml to push: the user's bytes when rlaunch changes nothing in it, else the user's text with only the
+    changed keys edited (set in place, added at the end, or removed). The edit is proven against the arguments
+    rlaunch means (parsed back as LLaMA-Factory's OmegaConf/PyYAML loader reads it); should it ever differ, the
+    arguments are written plainly instead, with the reason (the second value) for a warning."""
+    keys = list(dict.fromkeys(c.key for c in changes if c.where == LF_CONFIG_FILE))
+    if not keys:
+        return raw, None
+    rt = _round_trip()
+    try:
+        doc = rt.load(raw.decode("utf-8"))
+        for key in keys:
+            if key in rendered:
+                doc[key] = rendered[key]
+            else:
+                doc.pop(key, None)
+        buffer = io.StringIO()
+        rt.dump(doc, buffer)
+        text = buffer.getvalue().encode()
+        if yaml.safe_load(text) == rendered:
+            return text, None
+        why = "the comment-keeping edit did not read back as intended"
+    except (RoundTripError, UnicodeDecodeError, AttributeError, TypeError) as exc:
+        why = f"comments could not be kept ({type(exc).__name__})"
+    plain = yaml.safe_dump(rendered, sort_keys=False, allow_unicode=True).encode()
+    return plain, f"{why}: pushed as plain YAML without your comments"
+
+
 class LlamaFactoryJob:
     """Arguments after the yaml in `job.args` reach LLaMA-Factory as `key=value` overrides (its read_args)."""
 
     def render(self, job: JobSpec, inv: Inventory, ctx: NodeContext) -> JobRender:
         rendered, files, changes, notes, warnings = render_config(job, inv, ctx)
-        text = (
-            "# rendered by rlaunch from " + str(job.config) + "\n" + yaml.safe_dump(rendered, sort_keys=False)
-        )
-        files = [*files, FileSpec(LF_CONFIG_FILE, text.encode()), *extra_files(job, ctx)]
+        assert job.config is not None
+        text, fallback = render_text(ctx.sources[job.config], rendered, changes)
+        if fallback:
+            warnings.append(f"llamafactory: {job.config}: {fallback}")
+        files = [*files, FileSpec(LF_CONFIG_FILE, text), *extra_files(job, ctx)]
         env = {"RLAUNCH_OUTPUT_DIR": str(rendered["output_dir"])} if rendered.get("output_dir") else {}
         argv = torchrun_argv(ctx, [*LF_ENTRY, ctx.remote(LF_CONFIG_FILE), *job.args])
         if job.pretokenize:

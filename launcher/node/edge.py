@@ -29,6 +29,20 @@ import re
 import sys
 import time
 
+
+def _beside(name: str):
+    """A module pushed beside this file into RUNDIR (the guard loads this file by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __package__:  # imported by the head or tests as launcher.node.edge
+    from launcher.node import protocol
+else:  # loaded by the guard from RUNDIR: the guard's own protocol.py, else the one pushed beside this file
+    protocol = sys.modules.get("protocol") or _beside("protocol")  # type: ignore[assignment]
+
 # RCCL's INIT lines naming its network transport (launcher/health/netinit.py has the same patterns; a contract test
 # checks they agree): forwarded from every rank, since the rule table leaves every "NCCL INFO" line healthy.
 NET_INIT = re.compile(
@@ -41,8 +55,10 @@ HEAD_DEFER_S = 5.0
 MAX_LINE_BYTES = 8192
 # torchrun's "[default3]:" prefix (the local rank); same pattern as launcher/health/classify.py's _LOCAL_PREFIX,
 # which a test keeps equal.
-LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]*?(\d+)\]:")
-GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d+)\]:")
+# Bounded digit counts (issue 21): Python's int() refuses strings of more than 4300 digits (the int_max_str_digits
+# limit, Python 3.11+), so one printed `[default<5000 digits>]:` ended the node's follower. A rank has at most 9.
+LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(\d{1,9})\]:")
+GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d{1,9})\]:")
 
 
 def load_rules(rundir: str):
@@ -135,6 +151,8 @@ class EdgeHealth:
         self.completed = False
         self.pending = None  # the first finding, waiting for its confirmation / the head's deferral
         self.stopped_since: dict = {}
+        self.bad_lines = 0  # lines the rules raised on: skipped one by one, never the end of edge health
+        self.on_bad_line = None  # called once, with the first error's text (the guard logs it)
 
     def head_following(self, now: float) -> bool:
         try:
@@ -144,24 +162,34 @@ class EdgeHealth:
 
     def observe_lines(self, now: float) -> None:
         for raw in self.reader.read():
-            local, text = strip_prefixes(raw)
-            match = self.rules.classify(text)
-            if self.rules.is_progress(text, match):
-                self.first_progress = now if self.first_progress is None else self.first_progress
-                self.last_progress = now
-            if self.rules.is_completion_marker(text):
-                self.completed = True
-            if match is None or match.severity != "fatal" or self.completed or self.pending:
-                continue
-            self.pending = {
-                "kind": "line",
-                "rule": match.rule,
-                "category": match.category,
-                "local_rank": local,
-                "text": text.strip()[:500],
-                "time": now,
-                "due": now + LINE_CONFIRM_S,
-            }
+            try:
+                self.observe_line(now, raw)
+            except Exception as exc:  # one hostile line (issue 21: 4,300+ digits) must not end edge health
+                self.bad_lines += 1
+                if self.bad_lines == 1 and self.on_bad_line is not None:
+                    why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    self.on_bad_line("edge health skips lines it cannot read (counted): " + why)
+
+    def observe_line(self, now: float, raw: str) -> None:
+        """One line of out.log through the rules (the first fatal finding waits for its confirmation)."""
+        local, text = strip_prefixes(raw)
+        match = self.rules.classify(text)
+        if self.rules.is_progress(text, match):
+            self.first_progress = now if self.first_progress is None else self.first_progress
+            self.last_progress = now
+        if self.rules.is_completion_marker(text):
+            self.completed = True
+        if match is None or match.severity != "fatal" or self.completed or self.pending:
+            return
+        self.pending = {
+            "kind": "line",
+            "rule": match.rule,
+            "category": match.category,
+            "local_rank": local,
+            "text": text.strip()[:500],
+            "time": now,
+            "due": now + LINE_CONFIRM_S,
+        }
 
     def observe_procs(self, now: float, procs: list) -> None:
         """`procs`: the guard's /proc stats of the job's processes ({"pid", "state", ...})."""
@@ -280,7 +308,7 @@ class Forwarder:
         match = self.rules.classify(text)
         if self.rules.is_progress(text, match):
             self.progress[key] = now
-        record = {"k": "line", "t": now, "off": offset, "text": raw}
+        record = {"k": protocol.K_LINE, "t": now, "off": offset, "text": raw}
         if match is not None:
             record["f"] = {"rule": match.rule, "severity": match.severity}
         elif self.rules.is_completion_marker(text):
@@ -305,7 +333,7 @@ class Forwarder:
         if not self.counts and not self.progress:
             return None
         record = {
-            "k": "activity",
+            "k": protocol.K_ACTIVITY,
             "t": now,
             "off": self.offset,
             "lines": self.counts,

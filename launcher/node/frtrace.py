@@ -18,8 +18,10 @@ group (last collective enqueued / started / completed, the one it is in) and its
 
 import io
 import json
+import math
 import os
 import pickle
+import pickletools
 import re
 import stat
 import sys
@@ -27,6 +29,14 @@ import time
 
 MAX_BYTES = 64 << 20  # a 2000-entry dump with stacks is a few MB
 RECENT = 256  # collectives per rank sent back to the head
+# Counted before unpickling (issue 21: 2 MiB of EMPTY_SET opcodes peaked at 503 MiB): a real 2000-entry dump builds
+# tens of thousands of containers; no dump holds a set (ProcessGroupNCCL writes dicts, lists, strings, numbers).
+MAX_CONTAINERS = 1_000_000
+CONTAINER_OPS = frozenset(
+    {"EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "DICT", "LIST", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "MARK"}
+)
+SET_OPS = frozenset({"EMPTY_SET", "ADDITEMS", "FROZENSET"})
+CLAMP = 1 << 62  # integers sent to the head stay machine-sized
 
 
 class NoGlobals(pickle.Unpickler):
@@ -39,16 +49,44 @@ class NoGlobals(pickle.Unpickler):
         raise pickle.UnpicklingError("refused persistent id")
 
 
+def check_opcodes(data: bytes) -> None:
+    """Walk the pickle's opcodes (pickletools.genops builds nothing) and refuse what would build too much."""
+    containers = 0
+    for op, _arg, _pos in pickletools.genops(data):
+        if op.name in SET_OPS:
+            raise ValueError(f"a set ({op.name}): not a flight-recorder dump")
+        if op.name in CONTAINER_OPS:
+            containers += 1
+            if containers > MAX_CONTAINERS:
+                raise ValueError(f"more than {MAX_CONTAINERS} containers")
+        if op.name == "STOP":
+            return
+
+
 def load(data: bytes) -> dict:
-    dump = json.loads(data) if data.lstrip()[:1] == b"{" else NoGlobals(io.BytesIO(data)).load()
+    if data.lstrip()[:1] == b"{":
+        dump = json.loads(data)
+    else:
+        check_opcodes(data)
+        dump = NoGlobals(io.BytesIO(data)).load()
     if not isinstance(dump, dict) or not isinstance(dump.get("entries", []), list):
         raise ValueError("not a flight-recorder dump (no entries list)")
     return dump
 
 
 def number(value: object) -> int | None:
-    # JSON dumps write 0 where the pickle has None (a time not yet discovered).
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value else None
+    # JSON dumps write 0 where the pickle has None (a time not yet discovered). Clamped: int(inf) raises, and a
+    # 4300-digit integer would reach the head.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return max(-CLAMP, min(CLAMP, int(value)))
+
+
+def small(value: object) -> int | None:
+    """A plain int field (a process group's last collective), clamped, or None."""
+    return max(-CLAMP, min(CLAMP, value)) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def text(value: object) -> str:
@@ -61,7 +99,8 @@ def summarise(rank: int, dump: dict) -> dict:
     for e in dump.get("entries") or []:
         if not isinstance(e, dict) or e.get("is_p2p") or number(e.get("collective_seq_id")) is None:
             continue
-        pg = str(e.get("pg_id", 0)) if isinstance(e.get("pg_id", 0), int) else "?"
+        pg_id = small(e.get("pg_id", 0))
+        pg = str(pg_id) if pg_id is not None else "?"
         name, state = text(e.get("profiling_name")), text(e.get("state"))
         done = state == "completed" or bool(e.get("retired"))
         entries.append(
@@ -72,13 +111,13 @@ def summarise(rank: int, dump: dict) -> dict:
     for pg in sorted({e[0] for e in entries} | {str(k) for k in status if isinstance(k, (str, int))}):
         mine = [e for e in entries if e[0] == pg]
         st = status.get(pg) if isinstance(status.get(pg), dict) else {}
-        enqueued = st.get("last_enqueued_collective")
-        completed = st.get("last_completed_collective")
-        if not isinstance(enqueued, int):
+        enqueued = small(st.get("last_enqueued_collective"))
+        completed = small(st.get("last_completed_collective"))
+        if enqueued is None:
             enqueued = max((e[1] for e in mine), default=-1)
-        if not isinstance(completed, int):
+        if completed is None:
             completed = max((e[1] for e in mine if e[5]), default=-1)
-        started = st.get("last_started_collective")
+        started = small(st.get("last_started_collective"))
         # The collective the rank is in: the last it entered, not seen completing. (Not completed + 1: the record
         # of a finished collective is retired a moment after the call returns, so `completed` can lag by one.)
         current = (
@@ -86,7 +125,7 @@ def summarise(rank: int, dump: dict) -> dict:
         )
         pgs[pg] = {
             "enqueued": enqueued,
-            "started": started if isinstance(started, int) else -1,
+            "started": started if started is not None else -1,
             "completed": completed,
             "in": [current[1], current[2]] if current else None,
             "last": next(([e[1], e[2]] for e in reversed(mine) if e[1] == enqueued), None),
@@ -111,7 +150,7 @@ def read_dump(path: str) -> bytes:
 
 def dump_files(prefix: str) -> dict[int, str]:
     folder, base = os.path.split(prefix)
-    pattern = re.compile(re.escape(base) + r"(\d+)$")
+    pattern = re.compile(re.escape(base) + r"(\d{1,9})$")
     try:
         names = os.listdir(folder or ".")
     except OSError:
@@ -174,6 +213,8 @@ def main() -> None:
                 sizes[r] = size
     out = []
     for rank, path in sorted(dump_files(prefix).items()):
+        if rank not in ranks:  # only this job's ranks on this node: another file under the prefix is not ours
+            continue
         try:
             summary = summarise(rank, load(read_dump(path)))
         except Exception as exc:  # a hostile or torn file: say so, never fail the whole answer

@@ -4,7 +4,7 @@ Pushed to every node and run with the node's own Python (standard library only, 
 
     python guard.py start  RUNDIR              daemonize, run job.json's argv, print {"guard_pid", "job_pid"}
     python guard.py run    RUNDIR              start without leaving the caller's session (a child, not a daemon),
-                                               print {"k": "started", ...}, then follow (for srun steps)
+                                               print a "started" record, then follow (for srun steps)
     python guard.py follow RUNDIR [--offset N]  stream out.log lines, process lists and the final state as JSON lines
     python guard.py stop   RUNDIR [--grace S]   tear the job down, print the final state; exit 0 if nothing remains
     python guard.py status RUNDIR               print {"state", "alive", "descendants"}
@@ -32,11 +32,11 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -52,6 +52,7 @@ else:  # run as a script from the run directory, where protocol.py is pushed bes
     except ImportError:  # a run directory pushed by an older rlaunch: no GPU activity, the CPU/IO rule alone
         gpuact = None  # type: ignore[assignment]
 
+HEAD_CLOSED = "head_closed"  # touched by a heartbeating follower whose stdin closed: the head's end went away
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = (
     protocol.EXIT_OK,
     protocol.EXIT_FAILED,
@@ -243,6 +244,9 @@ def usage(st: dict) -> dict:
     out: dict = {"rank": rank_of(st)}
     if out["rank"] is None:
         return out
+    out["start"] = st[
+        "starttime"
+    ]  # the stack collector re-checks it before py-spy attaches (PIDs are reused)
     try:
         with open("/proc/{}/stat".format(st["pid"]), "rb") as f:
             raw = f.read().decode("utf-8", "replace")
@@ -374,6 +378,8 @@ def load_job(rundir: str) -> dict:
             "grace": float(job.get("grace", 10)),
             "poll_interval": float(job.get("poll_interval") or 0.2),
             EDGE_KEY: job.get(EDGE_KEY) if isinstance(job.get(EDGE_KEY), dict) else None,
+            "node_lock": job.get("node_lock") if isinstance(job.get("node_lock"), str) else None,
+            "run_id": job.get("run_id") if isinstance(job.get("run_id"), str) else None,
         }
     except (TypeError, ValueError) as e:
         raise ValueError(f"job.json: {e}") from e
@@ -436,6 +442,8 @@ class Guard:
             open_nofollow(path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
         self.edge = load_edge(rundir, job)
+        if self.edge is not None:
+            self.edge.on_bad_line = log
         self.procs: list = []
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
@@ -500,14 +508,36 @@ class Guard:
                 log(f"job {pid} ended: exit_code={self.state['exit_code']} signal={self.state['signal']}")
 
     def heartbeat_expired(self) -> bool:
+        return self.head_lost() is not None
+
+    def head_lost(self) -> str | None:
+        """Why the head counts as gone, or None. Two signs, told apart in the reason: the follower saw the head's
+        end of the connection close (RUNDIR/head_closed newer than the last beat), or beats stopped while the
+        connection stayed open (a stalled head or a silent network). Either way the guard waits the whole
+        heartbeat_timeout since the last beat, BEATS_PER_TIMEOUT beats: a late beat or a follower that
+        reconnects is never taken for a lost head."""
         timeout = self.job["heartbeat_timeout"]
         if timeout <= 0:
-            return False
+            return None
+        now = time.time()
         try:
-            age = time.time() - os.stat(path_in(self.rundir, "heartbeat")).st_mtime
+            beat = os.stat(path_in(self.rundir, "heartbeat")).st_mtime
         except OSError:
-            return True
-        return age > timeout
+            return "no heartbeat file: the head never followed"
+        age = now - beat
+        if age <= timeout:
+            return None
+        try:
+            closed: float | None = os.stat(path_in(self.rundir, HEAD_CLOSED)).st_mtime
+        except OSError:
+            closed = None
+        if closed is not None and closed >= beat:
+            return f"the head's connection closed {now - closed:.1f} s ago; no heartbeat for {age:.1f} s (timeout {timeout:g} s)"
+        missed = int(age * protocol.BEATS_PER_TIMEOUT / timeout)
+        return (
+            f"no heartbeat for {age:.1f} s ({missed} beats missed, timeout {timeout:g} s) while the head's connection stayed open: "
+            "the head stalled or the network went silent"
+        )
 
     def grace(self) -> float:
         override = read_json(path_in(self.rundir, "stop_request.json"))
@@ -531,8 +561,9 @@ class Guard:
                 state = SUCCEEDED if self.state["exit_code"] == 0 else FAILED
                 self.finish(state, "job exited")
                 return
-            if self.heartbeat_expired():
-                self.finish(LOST_LAUNCHER, "no heartbeat for {:.1f} s".format(self.job["heartbeat_timeout"]))
+            lost = self.head_lost()
+            if lost is not None:
+                self.finish(LOST_LAUNCHER, lost)
                 return
             decision = self.edge_decision()
             if decision is not None:
@@ -708,13 +739,17 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
 # Commands
 
 
-def take_node_lock(rundir: str) -> tuple:
+def take_node_lock(rundir: str, job: dict | None = None) -> tuple:
     """One run per node (and user) at a time, kept by the node itself: the guard holds an flock on
     <workdir>/.node-<host>.lock for the job's life (two `up`s from two heads, or `--force`, cannot both start here).
-    The run dir is <workdir>/<run id>/<host>. A previous run's guard may still be finishing its teardown, so the
+    job.json names the lock and the run ("node_lock", "run_id"); without them (an older plan) the run dir is
+    <workdir>/<run id>/<host>. A previous run's (or attempt's) guard may still be finishing its teardown, so the
     lock is awaited for NODE_LOCK_WAIT_S. Returns (descriptor, None) or (None, why)."""
     host, run_id = os.path.basename(rundir), os.path.basename(os.path.dirname(rundir))
     path = os.path.join(os.path.dirname(os.path.dirname(rundir)), f".node-{host}.lock")
+    if job and isinstance(job.get("node_lock"), str) and isinstance(job.get("run_id"), str):
+        path, run_id = job["node_lock"], job["run_id"]
+        host = os.path.basename(path)[len(".node-") : -len(".lock")]
     try:
         fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
     except OSError as e:
@@ -759,11 +794,11 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         pid, _, _ = guard_identity(rundir)
         print(json.dumps({"error": f"a live guard (pid {pid}) already owns {rundir}"}))
         return EXIT_INFRA
-    node_lock, busy = take_node_lock(rundir)
+    node_lock, busy = take_node_lock(rundir, job)
     if busy:
         print(json.dumps({"error": busy}))
         return EXIT_INFRA
-    for stale in ("stop_request.json", "heartbeat"):
+    for stale in ("stop_request.json", "heartbeat", HEAD_CLOSED):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path_in(rundir, stale))
     read_end, write_end = os.pipe()
@@ -792,10 +827,14 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
         reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
         if reply is None or "error" in reply:
             emit(
-                {"k": "error", "t": time.time(), "error": (reply or {}).get("error", "guard did not report")}
+                {
+                    "k": protocol.K_ERROR,
+                    "t": time.time(),
+                    "error": (reply or {}).get("error", "guard did not report"),
+                }
             )
             return EXIT_FAILED
-        emit({"k": "started", "t": time.time(), **reply})
+        emit({"k": protocol.K_STARTED, "t": time.time(), **reply})
         return cmd_follow(rundir, 0)
     os.waitpid(first, 0)
     reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
@@ -950,8 +989,8 @@ def make_forwarder(rundir: str, show: str | None):
         module = edge_module(rundir)
         rules = None if module is None else module.load_rules(rundir)
         return None if rules is None else module.Forwarder(rules, show)
-    except Exception:
-        log("forwarding every line: " + traceback.format_exc().splitlines()[-1])
+    except Exception as exc:
+        log(f"forwarding every line: {type(exc).__name__}: {exc}")
         return None
 
 
@@ -965,7 +1004,9 @@ def cmd_follow(rundir: str, offset: int, show: str | None = None) -> int:
         pid, start, _ = guard_identity(rundir)
     try:
         if pid is None:
-            emit({"k": "exit", "t": time.time(), "state": {"state": None, "reason": "no state.json"}})
+            emit(
+                {"k": protocol.K_EXIT, "t": time.time(), "state": {"state": None, "reason": "no state.json"}}
+            )
             return EXIT_FAILED
         follow_loop(
             rundir, pid, start, LogTail(path_in(rundir, "out.log"), offset), make_forwarder(rundir, show)
@@ -1008,7 +1049,8 @@ class GpuWatch:
             os.lseek(self.kmsg_fd, 0, os.SEEK_END)  # only what happens from now on
         except OSError:
             self.kmsg_fd = None
-        self.tool = next((t for t in self.TOOLS if shutil.which(t[0])), None)
+        found = ((name, protocol.find_tool(name), argv) for name, argv in self.TOOLS)
+        self.tool = next(((name, [exe, *argv[1:]]) for name, exe, argv in found if exe), None)
         now = time.time()
         self.next_sample = now  # at once: the GPUs idle while the job imports give each its idle power
         self.next_snapshot = now + 5.0
@@ -1145,20 +1187,31 @@ def follow_loop(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: ob
 
 
 def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object, gpu: GpuWatch) -> None:
-    heartbeat = path_in(rundir, "heartbeat")
     try:
         stdin_fd: int | None = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
         stdin_fd = None
-    stdin_buf = b""
+    if stdin_fd is not None:
+        # Its own thread: a head slow to read our records (stdout full) must not keep its heartbeats unread.
+        threading.Thread(target=read_head_words, args=(rundir, stdin_fd, pid, start), daemon=True).start()
     next_procs = 0.0
+    bad_lines = 0
     while True:
         finished = not is_alive(pid, start)
         for off, text in tail.read(final=finished):
             if fwd is None:
-                emit({"k": "line", "t": time.time(), "off": off, "text": text})
+                emit({"k": protocol.K_LINE, "t": time.time(), "off": off, "text": text})
             else:
-                for record in fwd.line(time.time(), off, text):
+                try:
+                    records = fwd.line(time.time(), off, text)
+                except Exception as exc:  # one line the rules cannot read: forward it whole, unclassified
+                    bad_lines += 1
+                    if bad_lines == 1:
+                        log(
+                            f"follower: a line the edge rules could not read was forwarded as is: {exc!r:.200}"
+                        )
+                    records = [{"k": protocol.K_LINE, "t": time.time(), "off": off, "text": text}]
+                for record in records:
                     emit(record)
         if fwd is not None and (finished or time.time() >= next_procs):
             summary = fwd.summary(time.time())
@@ -1169,7 +1222,7 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
             state = dict(state or {})
             if state.get("state") == RUNNING:
                 state.update(state=GUARD_LOST, reason="guard died without writing a final state")
-            emit({"k": "exit", "t": time.time(), "state": state})
+            emit({"k": protocol.K_EXIT, "t": time.time(), "state": state})
             return
         now = time.time()
         if now >= next_procs:
@@ -1178,38 +1231,47 @@ def _follow(rundir: str, pid: int, start: int | None, tail: LogTail, fwd: object
             snapshot = gpu.poll(now)
             described = describe_with_usage(procs)
             gpu.annotate(procs, described)
-            emit({"k": "procs", "t": now, "procs": described})
+            emit({"k": protocol.K_PROCS, "t": now, "procs": described})
             next_procs = now + PROCS_EVERY_S
             # Every process of the job ever seen (the pids file) and those seen now: an OOM-killed rank is gone by
             # the time its kernel line is read.
             pids = frozenset([r[0] for r in records] + [st["pid"] for st in procs])
             for text in gpu.kernel_lines(pids):
-                emit({"k": "kernel", "t": now, "text": text})
+                emit({"k": protocol.K_KERNEL, "t": now, "text": text})
             if snapshot is not None:
-                emit({"k": "gpu", "t": now, **snapshot})
-        if stdin_fd is None:
-            time.sleep(0.2)
-            continue
-        ready, _, _ = select.select([stdin_fd], [], [], 0.2)
-        if not ready:
-            continue
+                emit({"k": protocol.K_GPU, "t": now, **snapshot})
+        time.sleep(0.2)
+
+
+def read_head_words(rundir: str, fd: int, pid: int, start: int | None) -> None:
+    """The head's words on the follower's stdin (protocol.py): a heartbeat touches RUNDIR/heartbeat, stop
+    signals the guard. At EOF a follower that carried heartbeats touches RUNDIR/head_closed, so the guard says
+    which sign it judged the head lost by (Guard.head_lost)."""
+    heartbeat = path_in(rundir, "heartbeat")
+    beaten = False  # only a follower that carried heartbeats speaks for the head when its stdin closes
+    buf = b""
+    while True:
         try:
-            chunk = os.read(stdin_fd, 4096)
+            chunk = os.read(fd, 4096)
         except OSError as e:
-            if e.errno in (errno.EAGAIN, errno.EINTR):
+            if e.errno == errno.EAGAIN:  # a non-blocking stdin: wait for it instead of spinning
+                select.select([fd], [], [], 1.0)
                 continue
-            chunk = b""
+            chunk = b"" if e.errno != errno.EINTR else b"\n"
         if not chunk:
-            stdin_fd = None  # EOF: stop heartbeating, keep streaming
-            continue
-        stdin_buf += chunk
-        while b"\n" in stdin_buf:
-            line, stdin_buf = stdin_buf.split(b"\n", 1)
+            if beaten:
+                touch(path_in(rundir, HEAD_CLOSED))
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
             word = line.strip().decode("ascii", "replace")
-            if word == "hb":
+            if word == protocol.HEARTBEAT:
                 touch(heartbeat)
-            elif word == "stop":
+                beaten = True
+            elif word == protocol.STOP_WORD:
                 signal_same(pid, start, signal.SIGTERM)
+        buf = buf[-4096:]  # a head that never sends a newline cannot grow this
 
 
 def main(argv: list | None = None) -> int:

@@ -11,6 +11,8 @@ stream one JSON object per line, each with "k" (a record kind below) and "t" (th
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 GUARD_FILE = "guard.py"
 PROTOCOL_FILE = "protocol.py"
@@ -22,6 +24,13 @@ FOLLOW = "follow"  # stream records from --offset (--show: whose healthy lines t
 STOP = "stop"  # tear down (--grace S); reply: the final state, plus "remaining" pids
 STATUS = "status"  # reply: the state, plus "alive" and "descendants"
 VERBS = (START, RUN, FOLLOW, STOP, STATUS)
+
+# ---- words the head writes to a follower's stdin, one a line ---------------------------------------------------
+HEARTBEAT = "hb"  # the head is alive: the follower touches RUNDIR/heartbeat
+STOP_WORD = "stop"  # SIGTERM the guard (the same as the stop verb, over the open channel)
+# The head beats this many times per heartbeat_timeout, from a thread of its own (launcher/guardctl.Heartbeats):
+# the guard gives up only after that many beats in a row went missing, so one late beat is never a lost head.
+BEATS_PER_TIMEOUT = 4
 
 # ---- records of the follow stream ("k") ---------------------------------------------------------------------
 K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
@@ -50,6 +59,36 @@ TERMINAL_STATES = frozenset({SUCCEEDED, FAILED, STOPPED, LOST_LAUNCHER, GUARD_LO
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = 0, 1, 2, 3
 
 
+# How rlaunch starts Python on a node (docs/security.md, issue 21). `python -c CODE` and `python -` put the current
+# directory first on sys.path ('' , see the `python -c` entry of the `sys.path` docs), and srun and the local
+# transport run in the submit/caller's directory: a `json.py` planted there ran as root in push, facts and the env
+# probe. Standard-library node scripts therefore run isolated (`-I`: neither cwd nor the script's directory on
+# sys.path, PYTHON* variables and the user site ignored; Python >= 3.4, unlike `-P`, which is 3.11+).
+ISOLATED = "-I"
+# Code that must import the job's own packages (torch) as the job would, PYTHONPATH included, starts with this line
+# instead: it drops '' and every relative entry before any import can look there (`sys` is built in).
+SAFE_PATH = "import sys; sys.path[:] = [p for p in sys.path if p.startswith('/')]\n"
+
+
+def find_tool(name: str):
+    """A node tool (amd-smi, rocm-smi, py-spy): beside the node's python, then in /opt/rocm/bin, then on PATH with
+    empty, `.` and relative entries dropped (they mean the current directory; issue 21). The copy beside the python
+    and ROCm's own are what the job uses; a PATH lookup first ran whatever an earlier PATH directory held."""
+    import shutil
+
+    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    return shutil.which(name, path=path) if path else None
+
+
+def script_argv(python: str, *rest: str) -> list:
+    """`python -I ARGS...`: the argv for a standard-library node script (`-c CODE ...`, `- ...`)."""
+    return [python, ISOLATED, *rest]
+
+
 def guard_argv(
     python: str,
     run_dir: str,
@@ -63,7 +102,7 @@ def guard_argv(
     """The argv that runs `verb` of the guard in `run_dir` with the node's `python`."""
     if verb not in VERBS:
         raise ValueError(f"unknown guard verb {verb!r}")
-    argv = [python] + (["-u"] if unbuffered else []) + [f"{run_dir}/{GUARD_FILE}", verb, run_dir]
+    argv = [python, ISOLATED] + (["-u"] if unbuffered else []) + [f"{run_dir}/{GUARD_FILE}", verb, run_dir]
     if offset is not None:
         argv += ["--offset", str(int(offset))]
     if grace is not None:

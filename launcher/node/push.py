@@ -1,4 +1,6 @@
-"""Preflight and push in one round trip, run on a node as `python -c <this file> RUN_DIR` with a JSON payload on stdin.
+"""Preflight and push in one round trip, run on a node as `python -c <this file> RUN_DIR [ATTEMPT_DIR]` with a JSON
+payload on stdin. RUN_DIR is the job's working directory (the same for every attempt of a run); files marked
+"attempt" go to ATTEMPT_DIR (the attempt's guard files, a folder inside RUN_DIR).
 
 Standard library only (the node has just the user's Python). Checks the interpreter, that the run directory can be
 created and written, free disk, and (on the master) that the rendezvous port is free; then writes every file
@@ -110,21 +112,23 @@ def write_file(run_dir, spec):
 
 def main():
     run_dir = sys.argv[1]
+    attempt_dir = sys.argv[2] if len(sys.argv) > 2 else run_dir
     payload = json.loads(sys.stdin.buffer.read() or b"{}")
     # Checked before creating (so nothing is made through a stranger's link) and after (a directory someone
     # created in a sticky /tmp between the two checks is caught: only its owner could change it later).
-    problem = unsafe_path(run_dir)
-    if problem:
-        fail(problem)
-    try:
-        makedirs_private(run_dir)
-    except OSError as exc:
-        fail(f"cannot create run directory {run_dir}: {exc.strerror}")
-    problem = unsafe_path(run_dir)
-    if problem:
-        fail(problem)
-    if not os.access(run_dir, os.W_OK):
-        fail(f"run directory {run_dir} is not writable")
+    for where in dict.fromkeys((run_dir, attempt_dir)):
+        problem = unsafe_path(where)
+        if problem:
+            fail(problem)
+        try:
+            makedirs_private(where)
+        except OSError as exc:
+            fail(f"cannot create run directory {where}: {exc.strerror}")
+        problem = unsafe_path(where)
+        if problem:
+            fail(problem)
+        if not os.access(where, os.W_OK):
+            fail(f"run directory {where} is not writable")
     st = os.statvfs(run_dir)
     free_mb = st.f_bavail * st.f_frsize // (1 << 20)
     if free_mb < payload.get("min_free_mb", 0):
@@ -134,7 +138,7 @@ def main():
         fail(f"master port {port} is already in use (another job? set master.port or use `auto`)")
     try:
         for spec in payload.get("files", []):
-            write_file(run_dir, spec)
+            write_file(attempt_dir if spec.get("attempt") else run_dir, spec)
     except OSError as exc:
         fail("cannot write {}: {}".format(getattr(exc, "filename", run_dir), exc.strerror))
     print(

@@ -12,10 +12,10 @@ Prints one JSON object {"ranks": [{"pid", "rank", "tool", "text", "error"}]}.
 """
 
 import json
-import linecache
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -36,23 +36,63 @@ SYSCALLS = {
     "271": "ppoll",
     "281": "epoll_pwait",
 }
-FRAME = re.compile(r"^(\s+)(\S.*) \((.+):(\d+)\)\s*$")
+FRAME = re.compile(r"^(\s+)(\S.*) \((.+):(\d{1,9})\)\s*$")
 
 
-def find_py_spy() -> str | None:
-    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
-    found = shutil.which("py-spy")
-    if found:
-        return found
-    return beside if os.access(beside, os.X_OK) else None
+MAX_PROC_READ = 64 << 10  # a /proc file we show (stat, comm, wchan, syscall, cmdline)
+MAX_SOURCE_BYTES = 4 << 20  # a source file a frame names: read only if regular and at most this big
 
 
-def read(path: str) -> str:
+def find_tool(name: str):
+    """`name` beside the node's python, then in /opt/rocm/bin, then on PATH with empty, `.` and relative entries
+    dropped (they mean the current directory): a PATH lookup first ran whatever a directory early on PATH held."""
+    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
+    return shutil.which(name, path=path) if path else None
+
+
+def find_py_spy():
+    return find_tool("py-spy")
+
+
+def read(path: str, limit: int = MAX_PROC_READ) -> str:
     try:
         with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace").strip()
+            return f.read(limit).decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+def starttime(pid: int):
+    """Field 22 of /proc/PID/stat (proc(5)), or None when the process is gone."""
+    raw = read(f"/proc/{pid}/stat")
+    fields = raw[raw.rfind(")") + 2 :].split() if ")" in raw else []
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
+
+
+def source_line(path: str, number: int) -> str:
+    """Line `number` of `path`, read only from a regular file of bounded size: a frame naming /dev/zero (or a FIFO,
+    or a huge file) once made the collector read without limit (issue 21)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES or not 0 < number <= 1_000_000:
+            return ""
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            for index, raw in enumerate(f, 1):
+                if index == number:
+                    return raw[:1000].decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return ""
 
 
 def with_source(pid: int, text: str) -> str:
@@ -67,7 +107,8 @@ def with_source(pid: int, text: str) -> str:
         m = FRAME.match(line)
         if m and fresh:
             fresh = False
-            source = linecache.getline(os.path.join(cwd, m.group(3)), int(m.group(4))).strip()
+            digits = m.group(4)
+            source = source_line(os.path.join(cwd, m.group(3)), int(digits)) if len(digits) < 8 else ""
             if source:
                 out.append(f"{m.group(1)}    > {source}")
     return "\n".join(out)
@@ -82,8 +123,8 @@ def proc_dump(pid: int) -> str:
         return ""
     for tid in tids:
         base = f"/proc/{pid}/task/{tid}"
-        stat = read(f"{base}/stat")
-        state = stat[stat.rfind(")") + 2 :].split(" ", 1)[0] if ")" in stat else "?"
+        raw = read(f"{base}/stat")
+        state = raw[raw.rfind(")") + 2 :].split(" ", 1)[0] if ")" in raw else "?"
         name = "MainThread" if tid == pid else read(f"{base}/comm")
         call = read(f"{base}/syscall").split(" ", 1)[0]
         call = SYSCALLS.get(call, f"syscall {call}") if call.isdigit() else call or "?"
@@ -99,9 +140,14 @@ def main() -> None:
     targets = json.loads(sys.stdin.read() or "[]")
     py_spy = find_py_spy()
     running = {}
+    reused = set()
     for t in targets:
         if py_spy is None:
             break
+        start = t.get("start")
+        if isinstance(start, int) and starttime(int(t["pid"])) != start:
+            reused.add(int(t["pid"]))  # gone, or its PID now names another process: never attach to that
+            continue
         try:
             running[t["pid"]] = subprocess.Popen(
                 [py_spy, "dump", "--pid", str(t["pid"])],
@@ -115,6 +161,10 @@ def main() -> None:
     for t in targets:
         pid, entry = int(t["pid"]), {"pid": t["pid"], "rank": t.get("rank"), "tool": None, "text": ""}
         proc = running.get(pid)
+        if pid in reused:
+            entry.update(tool=None, error="the rank's process is gone (its PID start time changed)")
+            ranks.append(entry)
+            continue
         if proc is not None:
             try:
                 out, err = proc.communicate(timeout=max(0.1, deadline - time.time() - 0.5))

@@ -18,6 +18,7 @@ from typing import Any
 
 from cluster.inventory import Inventory, from_mapping
 from launcher import lifecycle, records
+from launcher.errors import BadInput
 from launcher.run import LaunchError
 from launcher.validate.checks import Record, parse_allreduce, parse_probe
 
@@ -46,6 +47,7 @@ class WorkloadResult:
     run_id: str | None = None
     lines: list[str] = field(default_factory=list)
     infra: dict[str, str] = field(default_factory=dict)
+    unreachable: dict[str, str] = field(default_factory=dict)  # host → transport failure kind (never reached)
 
     @property
     def ok(self) -> bool:
@@ -142,7 +144,7 @@ def run_workload(
     """Run a node script under torchrun on `hosts`, quietly; every output line is kept for the checks (options:
     those of `run_attempts`).
 
-    A LaunchError with code 2 (the nodes are busy with another run) propagates: that is the user's call."""
+    A BadInput (the nodes are busy with another run) propagates: that is the user's call."""
     return run_attempts(base, name, hosts, script, args, **options)[-1]
 
 
@@ -178,10 +180,14 @@ def run_attempts(
         run_id, outcome = lifecycle.up(
             inv, on_line=collect, on_status=collect.on_status, run_id=_run_id(name), ranks="all"
         )
+    except BadInput:
+        raise  # the nodes are busy with another run, or the input cannot work: the user's call
     except LaunchError as exc:
-        if exc.code == 2:
-            raise
-        return [WorkloadResult(name, list(hosts), exc.code, str(exc), infra=dict(exc.failed))]
+        return [
+            WorkloadResult(
+                name, list(hosts), exc.code, str(exc), infra=dict(exc.failed), unreachable=dict(exc.failures)
+            )
+        ]
     results = []
     record = records.RunRecord.open(run_id)
     for attempt, lines in enumerate(collect.attempts[:-1]):

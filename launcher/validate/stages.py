@@ -20,6 +20,7 @@ from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport, make_transport
 from launcher.errors import ExitCode
 from launcher.node import protocol
+from launcher.node.protocol import SAFE_PATH, script_argv
 from launcher.rocm import BF16_ARCHS, PROFILE_ARCH
 from launcher.validate import checks as C
 from launcher.validate.baseline import (
@@ -45,7 +46,9 @@ DATALOADER_WORKERS = 2
 INJECTIONS = ("wrong-checkpoint",)
 
 # Run with the node's python: never raises, so a node without torch is reported, not a crash.
-ENV_SCRIPT = """
+ENV_SCRIPT = (
+    SAFE_PATH
+    + """
 import json, sys
 out = {"python": sys.version.split()[0], "executable": sys.executable}
 try:
@@ -59,6 +62,7 @@ else:
     out["bf16"] = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 print(json.dumps(out))
 """
+)
 RMTREE_SCRIPT = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
 
 
@@ -201,7 +205,7 @@ class Session:
     def _note_unreachable(self, result: WorkloadResult) -> None:
         if result.infra:
             with self._lock:
-                self.unreachable.update(h for h, why in result.infra.items() if _is_unreachable(why))
+                self.unreachable.update(result.unreachable)  # the transport's kind, not words in a message
 
     def run_attempts(
         self,
@@ -266,15 +270,8 @@ class Session:
         for host in sorted(self.ckpt_hosts):
             node = next(n for n in self.inv.nodes if n.host == host)
             self.transport.run(
-                host, [self.inv.python_for(node), "-c", RMTREE_SCRIPT, self.ckpt_root], timeout=60
+                host, script_argv(self.inv.python_for(node), "-c", RMTREE_SCRIPT, self.ckpt_root), timeout=60
             )
-
-
-def _is_unreachable(why: str) -> bool:
-    text = why.lower()
-    return any(
-        w in text for w in ("unreachable", "timed out", "refused", "no route", "connect", "authentication")
-    )
 
 
 def skipped(names: Sequence[str], node: str, why: str) -> list[Check]:

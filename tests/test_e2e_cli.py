@@ -1,0 +1,273 @@
+"""What a torchrun or SkyPilot user reaches for first, on real OpenSSH nodes (issue 24): command-line overrides
+reaching the nodes, `exec` on every node with one failing, `status --json` during a run, `gc` / `keep_runs`.
+
+One torchrun run serves status and gc. Nodes' process tables and directory listings are read from the nodes'
+namespaces, never from rlaunch's word.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import assert_nothing_left, job_pids, wait_for
+
+from cluster.inventory import Overrides, load_inventory
+from launcher import lifecycle
+
+pytestmark = pytest.mark.ssh
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = str(ROOT / "examples" / "train.py")
+WORKDIR = "/tmp/rlaunch"
+
+
+@pytest.fixture(autouse=True)
+def run_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "rlaunch-home"
+    monkeypatch.setenv("RLAUNCH_HOME", str(home))
+    return home
+
+
+def write_inventory(tmp_path: Path, cluster: Any, **over: Any) -> Path:
+    data = cluster.inventory_dict(
+        master={"port": "auto"}, health={"heartbeat_timeout": 4, "grace": 2, "stall_timeout": 60}, **over
+    )
+    path = tmp_path / "cluster.yaml"
+    path.write_text(json.dumps(data))  # JSON is YAML
+    return path
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "launcher.cli", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_overrides_reach_the_nodes(sim3: Any, tmp_path: Path) -> None:
+    """`--env` and `-- ARGS` as `up` applies them: the job on every node sees the variable and the new args."""
+    path = write_inventory(
+        tmp_path,
+        sim3,
+        job={
+            "kind": "command",
+            "command": [
+                sys.executable,
+                "-c",
+                "import os, sys; print('FOO=' + os.environ['FOO'], sys.argv[1:])",
+            ],
+            "args": ["from-file"],
+        },
+    )
+    overrides = Overrides(env=Overrides.parse_env(["FOO=from the cli; $(x)"]), args=("a b", "--c"))
+    inv = load_inventory(path, overrides=overrides)
+    lines: list[tuple[str, str]] = []
+    run_id, outcome = lifecycle.up(inv, on_line=lambda h, r, t: lines.append((h, t)))
+    assert outcome.code == 0, outcome.summary
+    printed = {h: t for h, t in lifecycle.read_logs(run_id) if t.startswith("FOO=")}
+    assert printed == {n.name: "FOO=from the cli; $(x) ['a b', '--c']" for n in sim3.nodes}
+    tail = cli("logs", run_id, "--grep", "^FOO=", "--tail", "1")
+    assert tail.returncode == 0 and sorted(tail.stdout.splitlines()) == sorted(
+        f"{n.name}| FOO=from the cli; $(x) ['a b', '--c']" for n in sim3.nodes
+    )
+    # The plan shows the same (the CLI's `plan` takes the same flags).
+    shown = cli("plan", str(path), "--json", "--env", "FOO=x", "--nproc-per-node", "1", "--", "--steps", "3")
+    assert shown.returncode == 0, shown.stderr
+    plan = json.loads(shown.stdout)
+    assert plan["overrides"][0] == "--env FOO=x" and plan["nodes"][0]["env"]["FOO"] == "x"
+    refused = cli("plan", str(path), "--env", "HF_TOKEN=hf_abc")
+    assert refused.returncode == 2 and "hf_abc" not in refused.stderr and "secrets:" in refused.stderr
+
+
+def test_exec_on_every_node_with_one_failing(sim3: Any, tmp_path: Path) -> None:
+    path = write_inventory(tmp_path, sim3)
+    result = cli("exec", str(path), "--", "sh", "-c", 'echo "on $(hostname)"; [ "$(hostname)" != node2 ]')
+    assert result.returncode == 1, result.stderr
+    assert sorted(result.stdout.splitlines()) == [f"{n}: on {n}" for n in ("node1", "node2", "node3")]
+    assert "3 nodes: 2 ok, 1 failed (node2: exit 1)" in result.stderr
+    # argv is quoted: nothing is expanded on the node without --shell
+    quoted = cli("exec", str(path), "--json", "--nodes", "node[1-2]", "--", "echo", "a;b", "$HOME", "*")
+    data = json.loads(quoted.stdout)
+    assert quoted.returncode == 0 and data["ok"] == ["node1", "node2"]
+    assert {h: n["stdout"] for h, n in data["nodes"].items()} == {
+        h: "a;b $HOME *\n" for h in ("node1", "node2")
+    }
+    shell = cli("exec", str(path), "--collate", "--shell", "--", "echo $((6 * 7))")
+    assert shell.returncode == 0 and "node[1-3]\n" in shell.stdout and "\n42\n" in shell.stdout
+    slow = cli("exec", str(path), "--timeout", "1", "--nodes", "node3", "--", "sleep", "30")
+    assert slow.returncode == 1 and "timed out" in slow.stderr
+    wait_for(lambda: not job_pids(sim3, "node3"), 30, "the timed-out command gone from node3")
+
+
+def plant_runs(cluster: Any, names: list[str]) -> None:
+    """Finished runs' directories as earlier `up`s leave them (no live guard holds their lock)."""
+    for node in cluster.nodes:
+        for name in names:
+            d = cluster.node_path(node.name, f"{WORKDIR}/{name}/{node.name}")
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "out.log").write_text("step=1 loss=1.0\n" * 100)
+            (d / "guard.lock").touch()
+
+
+def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any, tmp_path: Path) -> None:
+    old = ["20200101-000000-aaaa", "20200101-000000-aaaa-r1", "20200102-000000-bbbb", "20200103-000000-cccc"]
+    for node in sim3.nodes:  # nothing of earlier tests' runs: this test counts directories
+        root = sim3.node_path(node.name, WORKDIR)
+        for entry in root.iterdir() if root.is_dir() else []:
+            if entry.name[:1].isdigit():
+                subprocess.run(["rm", "-rf", str(entry)], check=True)
+    plant_runs(sim3, old)
+    outside = sim3.node_path("node1", "/tmp/outside-workdir")
+    outside.mkdir(exist_ok=True)
+    (outside / "keep.txt").write_text("not ours")
+    link = sim3.node_path("node1", f"{WORKDIR}/20190101-000000-dddd")
+    if not link.is_symlink():
+        link.symlink_to("/tmp/outside-workdir")
+    path = write_inventory(
+        tmp_path,
+        sim3,
+        keep_runs=None,  # this test's own gc call decides
+        job={
+            "kind": "torchrun",
+            "script": TRAIN,
+            "args": ["--steps", "60", "--sleep", "0.25"],
+            "timeout": 60,
+        },
+    )
+    inv = load_inventory(path)
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.setdefault("out", lifecycle.up(inv)), daemon=True)
+    thread.start()
+    try:
+
+        def progressed() -> dict[str, Any] | None:
+            shown = cli("status", "--json")
+            if shown.returncode != 0 or not shown.stdout.strip():
+                return None
+            info = json.loads(shown.stdout)
+            p = info.get("progress") or {}
+            return info if (p.get("step") or 0) >= 5 and p.get("eta_s") else None
+
+        info = wait_for(progressed, 90, "status --json with a step, a loss and an ETA", result)
+        p = info["progress"]
+        assert info["state"] == "running" and p["total"] == 60 and 5 <= p["step"] < 60
+        assert p["loss"] is not None and p["steps_per_s"] > 0 and p["eta_s"] > 0
+        assert p["attempt"] == 0 and p["restarts"] == 0 and "goodput" in info
+        text = cli("status")
+        assert text.returncode == 0 and "/60 · loss " in text.stdout and "rlaunch logs " in text.stdout
+        running = {n.name: [pid for pid, _ in job_pids(sim3, n.name)] for n in sim3.nodes}
+
+        gc = cli("gc", str(path), "--keep", "1", "--json")
+        assert gc.returncode == 0, gc.stderr
+        done = json.loads(gc.stdout)
+        run_id = info["run_id"]
+        for node in sim3.nodes:
+            assert sorted(done[node.name]["removed"]) == ["20200101-000000-aaaa", "20200102-000000-bbbb"]
+            assert done[node.name]["running"] == [run_id] and done[node.name]["kept"] == [
+                "20200103-000000-cccc"
+            ]
+            listing = sorted(
+                p.name for p in sim3.node_path(node.name, WORKDIR).iterdir() if p.name[0].isdigit()
+            )
+            expected = {"20200103-000000-cccc", run_id} | (
+                {"20190101-000000-dddd"} if node.name == "node1" else set()
+            )
+            assert set(listing) == expected, listing
+            still = [pid for pid, _ in job_pids(sim3, node.name)]
+            assert set(running[node.name]) <= set(still), f"gc touched the running job on {node.name}"
+        assert (outside / "keep.txt").read_text() == "not ours" and link.is_symlink()
+    finally:
+        thread.join(120)
+    assert not thread.is_alive() and result["out"][1].code == 0
+    assert_nothing_left(sim3)
+    link.unlink()
+
+
+def test_keep_runs_at_up_removes_old_finished_runs(sim3: Any, tmp_path: Path) -> None:
+    plant_runs(sim3, ["20200104-000000-eeee", "20200105-000000-ffff"])
+    path = write_inventory(tmp_path, sim3, keep_runs=1)
+    said: list[str] = []
+    run_id, outcome = lifecycle.up(load_inventory(path), on_status=said.append)
+    assert outcome.code == 0
+    assert any(s.startswith("keep_runs 1: removed ") for s in said), said
+    for node in sim3.nodes:
+        names = [p.name for p in sim3.node_path(node.name, WORKDIR).iterdir() if p.name[:1].isdigit()]
+        finished = {n[:20] for n in names if not n.startswith(run_id)}
+        assert len(finished) == 1, names  # the newest finished run stays beside the new one; older ones went
+        assert "20200104-000000-eeee" not in names
+        assert sim3.node_path(node.name, f"{WORKDIR}/{run_id}/{node.name}").is_dir()
+
+
+def make_tree(root: Path) -> None:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "model.py").write_text("print('model')\n" * 100)
+    (root / "train.sh").write_text("#!/bin/sh\necho train\n")
+    (root / "train.sh").chmod(0o755)
+    (root / "hello.txt").write_text("hello from the head\n")
+    (root / "old.txt").write_text("to be deleted\n")
+    (root / "big.bin").write_bytes(os.urandom(2 << 20))
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "run.log").write_text("ignored\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.o").write_bytes(b"\0" * 1000)
+    (root / "data").mkdir()
+    (root / "data" / "shard0").write_bytes(b"x" * 5000)
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+
+
+def test_sync_sends_only_what_changed_and_honours_excludes(sim3: Any, tmp_path: Path) -> None:
+    from cluster.transport import make_transport
+    from launcher import sync
+
+    tree = tmp_path / "project"
+    make_tree(tree)
+    path = write_inventory(
+        tmp_path,
+        sim3,
+        sync={"src": "project", "exclude": ["data/"]},
+        job={"kind": "command", "command": ["sh", "-c", 'cat "$RLAUNCH_SYNC_DIR/hello.txt"']},
+    )
+    inv = load_inventory(path)
+    pushed = {"train.sh", "hello.txt", "old.txt", "big.bin", ".gitignore", "pkg/model.py"}
+    total = sum((tree / p).stat().st_size for p in pushed)
+    with make_transport(inv) as transport:
+        first = sync.push_all(inv, transport)
+        assert first.files == len(pushed) and first.total_bytes == total
+        for host, n in first.nodes.items():
+            assert (n.error, n.sent_files, n.sent_bytes, n.round_trips) == (None, len(pushed), total, 2), host
+            on_node = sim3.node_path(host, inv.sync_dir)
+            files = {str(p.relative_to(on_node)) for p in on_node.rglob("*") if p.is_file()}
+            assert files == pushed | {".rlaunch-sync.json"}, files  # no run.log, build/, data/, .git/
+            assert (on_node / "big.bin").read_bytes() == (tree / "big.bin").read_bytes()
+            assert os.access(on_node / "train.sh", os.X_OK)
+        (tree / "hello.txt").write_text("hello again\n")  # changed
+        (tree / "old.txt").unlink()  # deleted
+        (tree / "new.txt").write_text("new\n")  # added
+        second = sync.push_all(inv, transport)
+        for host, n in second.nodes.items():
+            assert (n.sent_files, n.sent_bytes, n.deleted) == (2, len("hello again\n") + len("new\n"), 1), (
+                host
+            )
+            assert not sim3.node_path(host, f"{inv.sync_dir}/old.txt").exists()
+        third = sync.push_all(inv, transport)
+        assert all((n.sent_files, n.round_trips, n.error) == (0, 1, None) for n in third.nodes.values())
+    run_id, outcome = lifecycle.up(inv)
+    assert outcome.code == 0, outcome.summary
+    said = {h: t for h, t in lifecycle.read_logs(run_id) if t.startswith("hello")}
+    assert said == {n.name: "hello again" for n in sim3.nodes}
+    shown = cli("sync", str(path), "--json")
+    assert shown.returncode == 0 and all(
+        n["sent_files"] == 0 for n in json.loads(shown.stdout)["nodes"].values()
+    )

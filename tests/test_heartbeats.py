@@ -1,0 +1,155 @@
+"""Heartbeats that cannot be starved (issue 23): the head beats from a thread of its own, skips a node whose link
+is full instead of waiting for it, and a watch loop held longer than the heartbeat timeout keeps every guard.
+
+The unit tests fake the layer below the heartbeat thread (the transport's RemoteProcess); the end-to-end test runs
+real guards and torchrun on the local transport."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from e2e_helpers import wait_for
+
+from cluster.inventory import load_inventory
+from cluster.local import LocalTransport
+from cluster.transport import Endpoint, RemoteProcess, TransportError
+from launcher import records
+from launcher.guardctl import Heartbeats, heartbeat_interval
+from launcher.node import protocol
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Channel(RemoteProcess):
+    """A follower's channel as the transport hands it out: takes, is full, or is gone."""
+
+    def __init__(self, host: str, mode: str) -> None:
+        self.host = host
+        self.mode = mode
+        self.got: list[bytes] = []
+
+    def try_write(self, data: bytes) -> bool:
+        if self.mode == "gone":
+            raise TransportError(self.host, "link gone")
+        if self.mode == "full":
+            return False
+        self.got.append(data)
+        return True
+
+    def write(self, data: bytes) -> None:  # a blocking send: the heartbeat thread must never call it
+        raise AssertionError("heartbeats must not use the blocking write")
+
+    def close_stdin(self) -> None: ...
+
+    def poll(self) -> int | None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return None
+
+    def close(self) -> None: ...
+
+
+def test_full_and_dead_links_cost_only_their_own_beat() -> None:
+    channels = {h: Channel(h, m) for h, m in (("n0", "ok"), ("n1", "full"), ("n2", "gone"), ("n3", "ok"))}
+    dead: list[tuple[str, str]] = []
+    beats = Heartbeats(lambda: channels.items(), 0.3, lambda host, why: dead.append((host, why)))
+    for _ in range(3):
+        beats.beat_once()
+    word = (protocol.HEARTBEAT + "\n").encode()
+    assert channels["n0"].got == [word] * 3 and channels["n3"].got == [word] * 3
+    assert beats.stats.sent == 6 and beats.stats.skipped == 3 and beats.stats.rounds == 3
+    assert dead and {h for h, _ in dead} == {"n2"} and "link gone" in dead[0][1]
+
+
+def test_the_thread_beats_while_its_owner_holds_every_lock() -> None:
+    """Nothing the runner holds (its lock, a busy watch loop) is taken by the beat thread."""
+    channel = Channel("n0", "ok")
+    held = threading.Lock()
+    with held:  # stands in for the runner's lock, held by a stuck watch loop
+        beats = Heartbeats(lambda: [("n0", channel)], heartbeat_interval(1.2), lambda h, w: None).start()
+        try:
+            wait_for(lambda: len(channel.got) >= 3, 10, "three beats")
+        finally:
+            beats.stop()
+    assert heartbeat_interval(1.2) == 0.3 and heartbeat_interval(15) == 15 / protocol.BEATS_PER_TIMEOUT
+
+
+def processes_of_run(run_id: str) -> list[int]:
+    marker = f"RLAUNCH_RUN_ID={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner's lock held for 2.5x heartbeat_timeout mid-run (what forensics or a slow channel did to the
+    old watch loop, which also sent the beats): the job still runs to success on both nodes."""
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import Runner
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    job = inv.job.model_copy(update={"args": ["--steps", "300", "--sleep", "0.05"]})
+    health = inv.health.model_copy(update={"heartbeat_timeout": 2.0, "grace": 1.0})
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    record = records.RunRecord.create(plan.run_id, plan.to_json())
+    lines: list[str] = []
+    runner = Runner(
+        plan, LocalTransport(Endpoint.all_from(inv)), record, on_line=lambda h, r, t: lines.append(t)
+    )
+    runner.push()
+    runner.start()
+    runner.attach()
+    result: dict = {}
+    watching = threading.Thread(target=lambda: result.update(outcome=runner.watch()), daemon=True)
+    watching.start()
+    try:
+        wait_for(lambda: any(t.startswith("step=") for t in lines), 180, "the first step")
+        with runner._lock:  # the watch loop and every record delivery wait here
+            time.sleep(5.0)
+            held_while_running = len(processes_of_run(plan.run_id)) >= 6  # 2 torchruns + 4 workers
+        watching.join(timeout=180)
+        assert not watching.is_alive()
+    finally:
+        if watching.is_alive():
+            runner.stop(reason="test cleanup")
+        runner.detach_followers()
+    outcome = result["outcome"]
+    assert held_while_running
+    assert outcome.code == 0, outcome.summary
+    assert {n["state"] for n in outcome.nodes.values()} == {"succeeded"}
+    assert runner.heartbeats().stats.sent > 0
+    wait_for(lambda: not processes_of_run(plan.run_id), 30, "nothing left of the run")
+
+
+def test_ssh_transport_raises_the_soft_descriptor_limit_for_many_nodes() -> None:
+    """A few descriptors per node for the whole run: a soft limit of 1024 must not end a 250-node run."""
+    import resource
+
+    from cluster.ssh import FDS_PER_NODE, SSHTransport
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"hard descriptor limit {hard} leaves no room to test")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        endpoints = {f"n{i}": Endpoint(f"n{i}", "127.0.0.1") for i in range(250)}
+        SSHTransport(endpoints).close()
+        now = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert now >= min(FDS_PER_NODE * 250, hard) and now > 1024
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
