@@ -21,7 +21,7 @@ from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport
 from launcher import attempts, hostlock, ledger, records, restart_policy, spares
 from launcher import plan as planning
-from launcher.errors import BadInput, Infra
+from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.node.protocol import script_argv
@@ -152,7 +152,14 @@ def up(
         inv = _resolve_net(inv, transport, say)
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
-    plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
+    # The cluster's latest run was stopped for preemption (`rlaunch stop --save`, a Slurm requeue): resume its save.
+    from launcher import preempt
+
+    preempted = preempt.resume_point(inv)
+    resume_from = preempted["checkpoint"] if preempted else None
+    plan = planning.build_plan(
+        inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach, resume_from=resume_from
+    )
     try:
         show_specs(plan, ranks)
     except ValueError as exc:
@@ -178,6 +185,8 @@ def up(
                 replaced=[
                     {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
                 ],
+                resumed_after_preemption=preempted,
+                slurm_job_id=preempt.allocation_job_id(head_env) if inv.transport == "slurm" else None,
             )
     except hostlock.HostBusy as exc:
         raise LaunchRefused(str(exc)) from None
@@ -199,8 +208,23 @@ def up(
             _collect_old_runs(inv, transport, run_id, say)
         if inv.sync is not None:
             _sync(inv, plan, transport, say)
+        if preempted:
+            say(
+                f"resuming from {resume_from}: run {preempted['run']} was stopped for preemption at step "
+                f"{preempted['step']} ({preempted['lost_steps'] or 0} step(s) lost)"
+            )
         return run_id, _attempts(
-            inv, plan, sources, head_env, record, transport, detach, on_line, on_event, say
+            inv,
+            plan,
+            sources,
+            head_env,
+            record,
+            transport,
+            detach,
+            on_line,
+            on_event,
+            say,
+            resume_from=resume_from,
         )
     finally:
         if not detach:
@@ -271,6 +295,7 @@ def _attempts(
     first_attempt: int = 0,
     adopt: Mapping[str, int] | None = None,
     on_runner: Callable[[Runner], None] | None = None,
+    resume_from: str | None = None,
 ) -> Outcome:
     """Start, watch, restart. `adopt` (the detached supervisor): the plan's guards already run; follow them from
     these byte offsets instead of starting anything for the first attempt."""
@@ -278,7 +303,6 @@ def _attempts(
     supervising = adopt is not None
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
-    resume_from: str | None = None
     # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
     tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(on_line)
@@ -605,81 +629,6 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
     return record.run_id, replies
 
 
-STOP_SCRIPT = "stopreq.py"
-
-
-def stop(run_id: str | None, *, deadline: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
-    """`rlaunch stop RUN --save`: a stop request on every node (RUN_DIR/stop-request.json, read by the job through
-    rlaunch_job.should_stop), then wait up to `deadline` seconds for the job to save and exit, then tear down what
-    is left, and check the save by the resume rule (the latest complete checkpoint, launcher/node/ckpt.py) against
-    the one before the request. docs/preemption.md."""
-    from launcher import supervise
-
-    record, inv, plan_json = open_run(run_id)
-    state = record.read_state()
-    if not is_active(state.get("state")):
-        raise BadInput(f"run {record.run_id} is {state.get('state')}: nothing to stop")
-    plan = supervise.watch_plan(plan_json)
-    targets = targets_of(record)
-    script = node_script(STOP_SCRIPT)
-    with make_transport(inv) as transport:
-        before = find_checkpoint(inv, plan, transport)
-        asked = time.time()
-        record.update_state(stop_requested={"time": asked, "deadline": asked + deadline, "before": before})
-        by_host = {t.host: t for t in targets}
-        group = transport.run_all(
-            list(by_host),
-            lambda h: script_argv(
-                by_host[h].python, "-c", script, by_host[h].run_dir, str(asked + deadline), "rlaunch stop"
-            ),
-            timeout=30,
-        )
-        unreached = {
-            h: (protocol.reply_of(r.stdout) or {}).get("error") or r.why()
-            for h, r in group.results.items()
-            if not (r.ok and (protocol.reply_of(r.stdout) or {}).get("ok"))
-        }
-        settle_here = bool(state.get("detached")) and not supervise.supervisor_alive(state)
-        while is_active(record.read_state().get("state")) and time.time() < asked + deadline:
-            if settle_here:
-                with contextlib.suppress(Infra, OSError, ValueError):
-                    status(record.run_id)
-            time.sleep(poll)
-        timed_out = is_active(record.read_state().get("state"))
-    if timed_out:
-        down(record.run_id)
-    with make_transport(inv) as transport:
-        after = find_checkpoint(inv, plan, transport)
-    saved = not timed_out and after is not None and after != before
-    gone = time.time()
-    if saved:
-        text = f"stopped for preemption at step {_step_of(after)}, saved ({after})"
-    elif timed_out:
-        text = f"save did not finish within the deadline ({deadline:g} s): the job was torn down"
-    elif not inv.job.checkpoint_dir:
-        text = "stopped; no job.checkpoint_dir, so no save to check"
-    else:
-        text = f"stopped without a new checkpoint (latest complete: {after})"
-    result = {
-        "run_id": record.run_id,
-        "saved": saved,
-        "checkpoint": after,
-        "checkpoint_before": before,
-        "step": _step_of(after) if saved else None,
-        "timed_out": timed_out,
-        "unreached": unreached,
-        "seconds": round(gone - asked, 2),
-        "summary": text,
-    }
-    record.update_state(preemption=result, summary=text)
-    return result
-
-
-def _step_of(path: str | None) -> int | None:
-    m = re.search(r"(\d+)$", path or "")
-    return int(m.group(1)) if m else None
-
-
 def settle(node_states: dict[str, str | None]) -> tuple[RunState, str] | None:
     """The run's state from its nodes' guard states, with why; None while it still runs.
 
@@ -898,4 +847,4 @@ def follow_logs(
             record.close()
 
 
-__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "stop", "up"]
+__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "up"]

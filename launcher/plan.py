@@ -27,6 +27,8 @@ EDGE_FILES = {"edge.py": "<rlaunch>/edge.py", "rules.py": "<rlaunch>/rules.py"}
 JOB_HELPER = (
     "<rlaunch>/rlaunch_job.py"  # `from rlaunch_job import should_stop` beside the job (docs/preemption.md)
 )
+STOPREQ = "<rlaunch>/stopreq.py"  # stop requests: the guard's hook imports it from its attempt directory
+STOP_FILE = "stop-save.json"  # launcher/node/stopreq.py STOP_FILE, in each attempt's guard directory
 GPUACT = "<rlaunch>/gpuact.py"  # GPU activity parsing, imported by the guard when present (launcher/node/gpuact.py)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 # Each attempt's guard files (job.json, env.sh, out.log, state.json, torchrun's error files, flight-recorder dumps)
@@ -269,6 +271,9 @@ def build_plan(
             # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
             **fr_env,
             **_checkpoint_env(inv.job.checkpoint_dir, resume_from),
+            # `rlaunch stop --save` (docs/preemption.md): per attempt, so a request never outlives its attempt.
+            "RLAUNCH_STOP_FILE": f"{guard_dir}/{STOP_FILE}",
+            "RLAUNCH_STOP_SIGNAL": inv.job.stop_signal,
             **({"RLAUNCH_SYNC_DIR": inv.sync_dir} if inv.sync else {}),
             **secrets,
         }
@@ -295,6 +300,11 @@ def build_plan(
                 else []
             ),
             *([FileSpec("rlaunch_job.py", sources[JOB_HELPER], mode=0o644)] if JOB_HELPER in sources else []),
+            *(
+                [FileSpec("stopreq.py", sources[STOPREQ], mode=0o644, attempt=True)]
+                if STOPREQ in sources
+                else []
+            ),
         ]
         _check_unique(files, node.host, inv)
         node_plans.append(
@@ -508,6 +518,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
         PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
         GPUACT: node_files.joinpath("gpuact.py").read_bytes(),
         JOB_HELPER: node_files.joinpath("rlaunch_job.py").read_bytes(),
+        STOPREQ: node_files.joinpath("stopreq.py").read_bytes(),
         EDGE_FILES["edge.py"]: node_files.joinpath("edge.py").read_bytes(),
         EDGE_FILES["rules.py"]: resources.files("launcher.health").joinpath("rules.py").read_bytes(),
     }

@@ -376,3 +376,23 @@ def test_job_output_parsers_bound_their_digit_counts() -> None:
     for name in ("node/edge.py", "health/classify.py", "health/progress.py", "goodput.py"):
         text = (ROOT / "launcher" / name).read_text()
         assert r"(\d+)" not in text, name
+
+
+def test_stop_requests_speak_one_contract() -> None:
+    """`rlaunch stop --save` (docs/preemption.md): the inventory's stop signals are stopreq.py's, none of them one
+    that torchrun's agent turns into "kill the workers" (its TORCHELASTIC_SIGNALS_TO_HANDLE default, docs/facts.md);
+    the plan's stop file is the one the guard hook reads; the requeue code is documented; the guard calls the
+    hook and nothing else of stop logic lives in guard.py."""
+    import typing
+
+    from cluster.inventory import JobSpec
+    from launcher import plan
+    from launcher.node import rlaunch_job, stopreq
+
+    signals = typing.get_args(JobSpec.model_fields["stop_signal"].annotation)
+    assert set(signals) == set(stopreq.SIGNALS)
+    assert not set(signals) & {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGKILL"}
+    assert plan.STOP_FILE == stopreq.STOP_FILE
+    assert rlaunch_job.REQUEUE_EXIT_CODE == 75 and "**75**" in (ROOT / "docs" / "preemption.md").read_text()
+    guard = (ROOT / "launcher" / "node" / "guard.py").read_text()
+    assert guard.count("stopreq.") <= 3 and "SigCgt" not in guard

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from launcher.restart_policy import AttemptResult, Policy
 
 NODE = Path(__file__).resolve().parents[1] / "launcher" / "node"
@@ -36,17 +38,17 @@ def test_the_request_file_is_written_atomically_and_read_by_the_helper(tmp_path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     job = _helper()
-    monkeypatch.setenv("RLAUNCH_RUN_DIR", str(run_dir))
+    monkeypatch.setenv("RLAUNCH_STOP_FILE", str(run_dir / "stop-save.json"))
     assert not job.should_stop() and not job.stop_requested()
     reply = stopreq(str(run_dir), "1700000120", "rlaunch stop")
-    assert reply == {"ok": True, "path": str(run_dir / "stop-request.json")}
-    data = json.loads((run_dir / "stop-request.json").read_text())
+    assert reply == {"ok": True, "path": str(run_dir / "stop-save.json")}
+    data = json.loads((run_dir / "stop-save.json").read_text())
     assert data["deadline"] == 1700000120 and data["reason"] == "rlaunch stop"
-    assert (os.stat(run_dir / "stop-request.json").st_mode & 0o777) == 0o600
-    assert sorted(p.name for p in run_dir.iterdir()) == ["stop-request.json"]  # no temporary file left
+    assert (os.stat(run_dir / "stop-save.json").st_mode & 0o777) == 0o600
+    assert sorted(p.name for p in run_dir.iterdir()) == ["stop-save.json"]  # no temporary file left
     assert job.should_stop()  # no process group here: the node's own view
     assert not job.should_stop(every=2) and job.should_stop(every=2)  # every 2nd call only
-    monkeypatch.delenv("RLAUNCH_RUN_DIR")
+    monkeypatch.delenv("RLAUNCH_STOP_FILE")
     assert not job.stop_requested()
 
 
@@ -65,3 +67,122 @@ def test_a_requested_stop_is_never_restarted() -> None:
     assert policy.decide(history).restart
     stop = policy.decide(history, stop_requested=True)
     assert not stop.restart and stop.rule == "stop_requested" and stop.exit_code == 75
+
+
+def _guard_side():
+    spec = importlib.util.spec_from_file_location("stopreq_mod", NODE / "stopreq.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CATCHES_USR1 = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGUSR1, lambda *a: (print('got', flush=True), sys.exit(7)))\n"
+    "print('ready', flush=True)\ntime.sleep(60)\n"
+)
+
+
+def test_the_guard_signals_only_processes_that_catch_the_stop_signal_and_tears_down_after_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """A real pair of processes: one catches SIGUSR1, one keeps the default action (which would kill it). The hook
+    signals the first once, never the second, and answers a teardown reason only after the deadline."""
+    from launcher.node.guard import read_stat, signal_same
+
+    mod = _guard_side()
+    catcher = subprocess.Popen([sys.executable, "-c", CATCHES_USR1], stdout=subprocess.PIPE, text=True)
+    plain = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert catcher.stdout.readline() == "ready\n" and plain.stdout.readline() == "ready\n"
+        procs = [read_stat(catcher.pid), read_stat(plain.pid)]
+        job = {"env": {"RLAUNCH_STOP_SIGNAL": "SIGUSR1"}}
+        assert mod.poll(str(tmp_path), procs, job, 100.0, signal_same) == (None, None)  # no request yet
+        assert mod.write_request(str(tmp_path), 200.0, "rlaunch stop")["ok"]
+        entry, late = mod.poll(str(tmp_path), procs, job, 150.0, signal_same)
+        assert late is None and entry["signalled"] == [[catcher.pid, procs[0]["starttime"]]]
+        assert catcher.wait(timeout=30) == 7 and catcher.stdout.read() == "got\n"
+        assert plain.poll() is None  # never signalled: SIGUSR1 would have killed it
+        assert mod.poll(str(tmp_path), procs, job, 160.0, signal_same) == (None, None)  # once each
+        entry, late = mod.poll(str(tmp_path), procs, job, 200.5, signal_same)
+        assert entry is None and late.startswith("stop deadline passed (rlaunch stop)")
+        # `none`: the file alone, no signal to anyone.
+        assert mod.signal_number({"env": {"RLAUNCH_STOP_SIGNAL": "none"}}) is None
+    finally:
+        for p in (catcher, plain):
+            p.kill()
+            p.wait(timeout=30)
+
+
+def test_the_helper_catches_the_stop_signal_only_where_it_has_the_default_action() -> None:
+    code = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(NODE)!r})\n"
+        "signal.signal(signal.SIGUSR2, lambda *a: None)\n"
+        "os.environ['RLAUNCH_STOP_SIGNAL'] = 'SIGUSR2'\n"
+        "import rlaunch_job\n"  # installs at import: not over the job's own SIGUSR2 handler
+        "assert signal.getsignal(signal.SIGUSR2) is not rlaunch_job._on_signal\n"
+        "os.environ['RLAUNCH_STOP_SIGNAL'] = 'SIGUSR1'\n"
+        "assert rlaunch_job.install_handler() and not rlaunch_job.install_handler()\n"  # once
+        "assert not rlaunch_job.stop_requested()\n"
+        "os.kill(os.getpid(), signal.SIGUSR1)\n"
+        "assert rlaunch_job.stop_requested() and rlaunch_job.should_stop()\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "RLAUNCH_STOP_SIGNAL": "SIGUSR1"})  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr
+
+
+def test_the_record_says_saved_or_missed_the_deadline() -> None:
+    from launcher.preempt import judge
+
+    common = {"run_id": "r", "asked": 100.0, "deadline": 60.0, "max_step": 37, "has_checkpoint_dir": True}
+    saved = judge(before="/c/checkpoint-30", after="/c/checkpoint-37", ended=120.0, forced=False, **common)
+    assert saved["saved"] and saved["step"] == 37 and saved["lost_steps"] == 0 and not saved["timed_out"]
+    assert saved["summary"] == "stopped for preemption at step 37, saved (/c/checkpoint-37)"
+    late = judge(before="/c/checkpoint-30", after="/c/checkpoint-30", ended=161.0, forced=False, **common)
+    assert not late["saved"] and late["timed_out"] and late["lost_steps"] == 7
+    assert late["summary"] == (
+        "save did not finish within the deadline (60 s): the job was torn down; the latest complete checkpoint is "
+        "/c/checkpoint-30"
+    )
+    nothing = judge(before=None, after=None, ended=200.0, forced=True, **common)
+    assert nothing["lost_steps"] == 37 and "no complete checkpoint" in nothing["summary"]
+
+
+def test_only_the_two_user_signals_are_stop_signals() -> None:
+    import pytest
+
+    from cluster.inventory import InventoryError, from_mapping
+
+    base = {"nodes": [{"host": "n1"}], "job": {"kind": "command", "command": ["true"]}}
+    assert from_mapping(base).job.stop_signal == "SIGUSR1"
+    with pytest.raises(InventoryError, match="stop_signal"):
+        from_mapping({**base, "job": {**base["job"], "stop_signal": "SIGTERM"}})
+
+
+@pytest.mark.slow
+def test_the_hf_callback_saves_through_the_trainer_when_the_request_comes_during_evaluation(
+    tmp_path: Path,
+) -> None:
+    """A real transformers Trainer (tests/jobs/hf_stop.py): the request arrives at the first prediction step of
+    the evaluation at step 4; the callback saves checkpoint-4 through Trainer._save_checkpoint there and then, and
+    the process exits 75 without training on (the issue's "0 of 6 saves": a flag read only at step boundaries)."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "jobs" / "hf_stop.py"), str(NODE), str(out)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RLAUNCH_STOP_FILE": str(tmp_path / "stop-save.json"), "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 75, proc.stderr[-2000:]
+    assert "rlaunch: stop requested: saved checkpoint-4, exiting to be requeued" in proc.stdout
+    assert "finished without a stop" not in proc.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-4"]
+    assert json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())["global_step"] == 4
+    latest = subprocess.run(
+        [sys.executable, "-c", (NODE / "ckpt.py").read_text(), str(out), "1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert json.loads(latest.stdout)["latest"] == str(out / "checkpoint-4")  # complete by the resume rule

@@ -272,19 +272,26 @@ def _seconds(text: str) -> float:
 @click.option(
     "--deadline", default="120s", show_default=True, help="Seconds to save before the normal teardown."
 )
+@click.option(
+    "--requeue/--no-requeue",
+    default=None,
+    help="`scontrol requeue` the Slurm job after the save (default: when the run runs under Slurm).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @guarded
-def stop(run_id: str | None, save: bool, deadline: str, as_json: bool) -> None:
-    """Stop a run (default: the latest) after a save: the job reads the request with rlaunch_job.should_stop."""
-    from launcher import lifecycle
+def stop(run_id: str | None, save: bool, deadline: str, requeue: bool | None, as_json: bool) -> None:
+    """Stop a run (default: the latest) after a save: every rank saves once and exits 75 (docs/preemption.md)."""
+    from launcher import preempt
 
-    result = lifecycle.stop(run_id, deadline=_seconds(deadline))
+    result = preempt.stop(run_id, deadline=_seconds(deadline), requeue=requeue, say=_status)
     if as_json:
         click.echo(json.dumps(result))
     else:
         for host, why in sorted(result["unreached"].items()):
             _status(f"{host}: stop request not delivered: {why}")
         _status(f"run {result['run_id']}: {result['summary']} ({result['seconds']:.1f} s)")
+        if result.get("requeue") and not result["requeue"].get("ok", True):
+            _status(f"requeue failed: {result['requeue']['error']}")
     sys.exit(ExitCode.OK if result["saved"] else ExitCode.FAILED)
 
 

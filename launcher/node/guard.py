@@ -41,7 +41,7 @@ import time
 import traceback
 
 if __package__:  # imported by the head or tests as launcher.node.guard
-    from launcher.node import gpuact, protocol
+    from launcher.node import gpuact, protocol, stopreq
 else:  # run as a script from the run directory, where protocol.py is pushed beside it (named explicitly:
     # `python -I` or PYTHONSAFEPATH leave the script's directory off sys.path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +51,10 @@ else:  # run as a script from the run directory, where protocol.py is pushed bes
         import gpuact  # type: ignore[no-redef]
     except ImportError:  # a run directory pushed by an older rlaunch: no GPU activity, the CPU/IO rule alone
         gpuact = None  # type: ignore[assignment]
+    try:  # stop requests (rlaunch stop --save, docs/preemption.md); absent in run dirs of an older rlaunch
+        import stopreq  # type: ignore[no-redef]
+    except ImportError:
+        stopreq = None  # type: ignore[assignment]
 
 HEAD_CLOSED = "head_closed"  # touched by a heartbeating follower whose stdin closed: the head's end went away
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA = (
@@ -561,6 +565,10 @@ class Guard:
                 state = SUCCEEDED if self.state["exit_code"] == 0 else FAILED
                 self.finish(state, "job exited")
                 return
+            late = self.stop_hook()
+            if late is not None:
+                self.finish(STOPPED, late)
+                return
             lost = self.head_lost()
             if lost is not None:
                 self.finish(LOST_LAUNCHER, lost)
@@ -571,6 +579,17 @@ class Guard:
                 self.finish(FAILED, decision["reason"])
                 return
             time.sleep(poll)
+
+    def stop_hook(self) -> str | None:
+        """A stop request (stopreq.py): signal the ranks that catch the job's stop signal; after its deadline,
+        the reason to tear down."""
+        if stopreq is None:
+            return None
+        entry, late = stopreq.poll(self.rundir, self.procs, self.job, time.time(), signal_same)
+        if entry is not None:
+            self.state[stopreq.KEY] = entry
+            self.write_state()
+        return late
 
     def edge_decision(self) -> dict | None:
         """The node-local health rules (edge.py): a decision to tear this node down, or None."""
