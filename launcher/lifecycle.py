@@ -353,7 +353,9 @@ def _attempts(
             runner.collect_artifacts()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         failed_node = (outcome.root_cause or {}).get("node")
-        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
+        # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
+        stop_requested = bool(record.read_state().get("stop_requested"))
+        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 and not stop_requested else None
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
         # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker
@@ -367,9 +369,6 @@ def _attempts(
             attempt, outcome.code, outcome.root_cause, outcome.nodes, checkpoint, tracker.max_step(attempt)
         )
         history.append(result)
-        stop_requested = bool(
-            record.read_state().get("stop_requested")
-        )  # `rlaunch stop` (docs/preemption.md)
         decision = policy.decide(
             history,
             restart_policy.storm_times(ledger.read(), inv.cluster),
