@@ -14,6 +14,7 @@ trainer_state.json, no RNG state) is not one, whatever the job printed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import time
@@ -94,7 +95,7 @@ def stop(
         after=after,
         asked=asked,
         deadline=deadline,
-        ended=float(ended),
+        ended=float(job_ended_at(record) or ended),
         forced=forced,
         max_step=last_step(record),
         has_checkpoint_dir=bool(inv.job.checkpoint_dir),
@@ -128,7 +129,8 @@ def judge(
     max_step: int | None,
     has_checkpoint_dir: bool,
 ) -> dict[str, Any]:
-    """What the stop came to, in the words the run record and `status` show (pure)."""
+    """What the stop came to, in the words the run record and `status` show (pure). `ended`: when the job
+    ended (job_ended_at); `forced`: rlaunch had to run `down` after the guards' own teardown."""
     saved = after is not None and after != before
     timed_out = forced or ended > asked + deadline
     step = checkpoint_step(after)
@@ -158,6 +160,19 @@ def judge(
         "seconds": round(ended - asked, 2),
         "summary": text,
     }
+
+
+def job_ended_at(record: records.RunRecord) -> float | None:
+    """When the last attempt's job ended: the time of its first failure (a rank's exit after the save, or a
+    guard's teardown at the deadline), which the run's own end time is not (it also counts the head's work after
+    the exit: artifacts, the checkpoint check, another node's teardown)."""
+    attempt = record.read_state().get("attempt", 0)
+    try:
+        data = json.loads((record.root / f"outcome-{int(attempt)}.json").read_text())
+        when = (data.get("root_cause") or {}).get("time")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return float(when) if isinstance(when, (int, float)) else None
 
 
 def last_step(record: records.RunRecord) -> int | None:

@@ -95,7 +95,7 @@ def pids_with(assignment: str) -> list[int]:
 
 def runs(home: Path) -> list[dict]:
     out = []
-    for rid in records.list_run_ids(home / "runs"):
+    for rid in records.list_run_ids(home):
         state = json.loads((home / "runs" / rid / "state.json").read_text())
         out.append({**state, "run_id": rid})
     return sorted(out, key=lambda s: s.get("started_at", 0))

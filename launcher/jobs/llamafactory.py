@@ -521,6 +521,10 @@ class LlamaFactoryJob:
         ]
         env = {"RLAUNCH_OUTPUT_DIR": str(rendered["output_dir"])} if rendered.get("output_dir") else {}
         argv = torchrun_argv(ctx, [ctx.remote(LF_WRAPPER), ctx.remote(LF_CONFIG_FILE), *job.args])
+        notes.append(
+            f"llamafactory: torchrun runs {LF_WRAPPER} (`-m llamafactory.launcher`'s run_exp() plus the callback "
+            "that saves on `rlaunch stop --save`: docs/preemption.md); the yaml is not changed for it"
+        )
         if job.pretokenize:
             # Node rank 0 tokenizes (or reuses), the others wait for it and compare fingerprints, then torchrun.
             wait = max(600.0, inv.health.startup_timeout or inv.health.stall_timeout)
