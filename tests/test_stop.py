@@ -186,3 +186,33 @@ def test_the_hf_callback_saves_through_the_trainer_when_the_request_comes_during
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert json.loads(latest.stdout)["latest"] == str(out / "checkpoint-4")  # complete by the resume rule
+
+
+def test_the_next_up_resumes_only_from_the_clusters_latest_run_when_it_was_preempted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cluster.inventory import from_mapping
+    from launcher import preempt, records
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+
+    def inventory(ckpt: str) -> object:
+        return from_mapping({"cluster": "c1", "nodes": [{"host": "n1"}],
+                             "job": {"kind": "command", "command": ["true"], "checkpoint_dir": ckpt}})  # fmt: skip
+
+    inv = inventory("/shared/ck")
+
+    def run(rid: str, started: float, **state: object) -> None:
+        records.RunRecord.create(rid, {}).update_state(cluster="c1", started_at=started, **state)
+
+    assert preempt.resume_point(inv) is None  # no run yet
+    saved = {"checkpoint": "/shared/ck/checkpoint-37", "saved": True, "lost_steps": 0}
+    run("20261201-100000-aaaa", 100.0, state="stopped", preemption=saved, slurm_job_id="41")
+    assert preempt.resume_point(inv) == {
+        "run": "20261201-100000-aaaa", "checkpoint": "/shared/ck/checkpoint-37", "step": 37, "lost_steps": 0
+    }  # fmt: skip
+    assert preempt.resume_point(inventory("/x")) is None  # another job's checkpoint directory
+    run("20261201-110000-bbbb", 200.0, state="running", slurm_job_id="42")
+    assert preempt.resume_point(inv) is None  # a later run (from scratch) ends the chain
+    assert preempt.run_of_job("42") == "20261201-110000-bbbb" and preempt.run_of_job("41") is None
+    assert preempt.run_of_job(None) is None
