@@ -131,7 +131,7 @@ def one(
     last = logged(ckpt)
     return {
         "how": how,
-        "notice_at_step": last if how == "plain" else notice_at,
+        "notice_at_step": notice_at,
         "last_logged": last,
         "checkpoint": Path(final).name if final else None,
         "durable_s": durable,

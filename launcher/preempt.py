@@ -134,7 +134,13 @@ def judge(
     saved = after is not None and after != before
     timed_out = forced or ended > asked + deadline
     step = checkpoint_step(after)
-    lost = max(0, max_step - (step or 0)) if max_step is not None and (saved or after) else max_step
+    # A save the job made on request is the step it stopped at (should_stop → save → exit 75): nothing lost, whatever
+    # a progress parser read from banner lines ("Total optimization steps = 400"); otherwise the last step printed
+    # minus the checkpoint's.
+    if saved and not timed_out:
+        lost: int | None = 0
+    else:
+        lost = max(0, max_step - (step or 0)) if max_step is not None and after else max_step
     if saved and not timed_out:
         text = f"stopped for preemption at step {step}, saved ({after})"
     elif saved:
