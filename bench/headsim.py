@@ -235,7 +235,7 @@ def run_head(n: int, *, nproc: int = 8, follow_s: float = 30.0) -> dict[str, flo
     from launcher import records
     from launcher.guardctl import heartbeat_interval
     from launcher.plan import build_plan, load_sources
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     with tempfile.TemporaryDirectory(prefix="rlaunch-headsim-") as tmp:
         os.environ["RLAUNCH_HOME"] = os.path.join(tmp, "home")

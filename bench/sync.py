@@ -3,14 +3,18 @@
 Side by side, in one run, on the same nodes (tests/simnodes.py), each tool into its own directory of each node's
 private /tmp (removed before the next tool, the tmpfs holds 256 MB):
   rlaunch   launcher/sync.py over one SSHTransport (connections opened before timing: `up` has them open)
-  rsync     `rsync -a --delete` per node over ssh, all nodes at once (one process per node)
+  rsync     `rsync -a --delete` per node over ssh, all nodes at once (one process per node, a new SSH connection
+            each: how a script loops over hosts)
   pdcp -r   pdsh's copy (PDSH_RCMD_TYPE=ssh, fanout = N); it has no notion of "unchanged": it copies everything
 
-Three steps per tool: cold (empty node directory), unchanged (the same tree again), one file changed. Wall
-seconds for the step on all nodes; each step is checked (the nodes hold the tree's bytes) before it counts.
+Three steps per tool: cold (empty node directory), unchanged (the same tree again), one file changed. Per step:
+wall seconds on all nodes; head CPU seconds (user + system of this process, where rlaunch's paramiko runs, plus
+the children it reaped: rsync/pdcp and their ssh); bytes sent to the nodes (tx_bytes of every node's veth on the
+head side: SSH, TCP and IP included, the same wire for every tool). Each step is checked (the nodes hold the
+tree's bytes) before it counts.
 
-Usage (root, after scripts/setup.sh; rsync installed):
-  .venv/bin/python bench/sync.py [--nodes 16] [--mb 50] [--files 200] [--no-write]
+Usage (root, after scripts/setup.sh: rsync and pdsh installed):
+  .venv/bin/python bench/sync.py [--nodes 64] [--mb 50] [--files 200] [--no-write]
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -66,11 +71,33 @@ def check(sim: SimCluster, hosts: list[str], dest: str, want: str, what: str) ->
             raise SystemExit(f"{what}: {host} does not hold the tree")
 
 
-def timed(fn: Callable[[], object]) -> float:
+def head_cpu() -> float:
+    """User + system CPU seconds of this process and of the children it has reaped."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def wire_bytes(sim: SimCluster) -> int | None:
+    """Bytes the head has sent to every node so far (the head side of each node's veth); None on loopback."""
+    total = 0
+    for node in sim.nodes:
+        if not node.host_veth:
+            return None
+        total += int(Path(f"/sys/class/net/{node.host_veth}/statistics/tx_bytes").read_text())
+    return total
+
+
+def measured(sim: SimCluster, fn: Callable[[], object]) -> dict[str, float | None]:
     time.sleep(0.3)
-    start = time.perf_counter()
+    cpu, sent, start = head_cpu(), wire_bytes(sim), time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = wire_bytes(sim)
+    return {
+        "wall": wall,
+        "cpu": head_cpu() - cpu,
+        "bytes": None if sent is None or after is None else float(after - sent),
+    }
 
 
 def rlaunch_tool(sim: SimCluster, tree: Path) -> tuple[Callable[[], None], Callable[[], None], str]:
@@ -122,8 +149,12 @@ def pdcp_tool(sim: SimCluster, tree: Path, parent: str) -> Callable[[], None]:
     return push
 
 
-def bench(n: int, mb: int, files: int) -> dict[str, dict[str, float]]:
-    rows: dict[str, dict[str, float]] = {}
+STEPS = ("cold", "unchanged", "one changed")
+Row = dict[str, dict[str, float | None]]
+
+
+def bench(n: int, mb: int, files: int) -> dict[str, Row]:
+    rows: dict[str, Row] = {}
     with tempfile.TemporaryDirectory(prefix="rlaunch-sync-bench-") as tmp, SimCluster(n) as sim:
         tree = Path(tmp) / "project"
         make_tree(tree, mb, files)
@@ -141,40 +172,44 @@ def bench(n: int, mb: int, files: int) -> dict[str, dict[str, float]]:
                 push = pdcp_tool(sim, tree, "/tmp/bench-pdcp")
                 dest = f"/tmp/bench-pdcp/{tree.name}"
             want = digest_of(tree)
-            row = {"cold": timed(push)}
+            row: Row = {"cold": measured(sim, push)}
             check(sim, hosts, dest, want, f"{name} cold")
-            row["unchanged"] = timed(push)
+            row["unchanged"] = measured(sim, push)
             check(sim, hosts, dest, want, f"{name} unchanged")
             victim.write_bytes(os.urandom(len(original)))
             want = digest_of(tree)
-            row["one changed"] = timed(push)
+            row["one changed"] = measured(sim, push)
             check(sim, hosts, dest, want, f"{name} one changed")
             victim.write_bytes(original)
             close()
             for host in hosts:
                 shutil.rmtree(sim.node_path(host, dest), ignore_errors=True)
             rows[name] = row
-            print(
-                f"{n} nodes, {name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in row.items()), file=sys.stderr
-            )
+            print(f"{n} nodes, {name}: {row}", file=sys.stderr)
     return rows
 
 
-def table(n: int, mb: int, files: int, rows: dict[str, dict[str, float]]) -> str:
+def _mb(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 1e6:.1f}" if value >= 1e5 else f"{value / 1e6:.3f}"
+
+
+def table(n: int, mb: int, files: int, rows: dict[str, Row]) -> str:
     lines = [
-        f"{n} simulated nodes, a {mb} MB tree of {files} files; wall seconds for the step on all nodes.",
+        f"{n} simulated nodes, a {mb} MB tree of {files} files. Per step on all nodes: wall s / head CPU s / "
+        "MB sent on the wire (all nodes together).",
         "",
         "| tool | cold (empty nodes) | unchanged tree again | one file changed |",
         "|---|---|---|---|",
     ]
     for name, r in rows.items():
-        lines.append(f"| {name} | {r['cold']:.2f} | {r['unchanged']:.2f} | {r['one changed']:.2f} |")
+        cells = [f"{r[s]['wall']:.2f} / {r[s]['cpu']:.2f} / {_mb(r[s]['bytes'])}" for s in STEPS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=16)
+    parser.add_argument("--nodes", type=int, default=64)
     parser.add_argument("--mb", type=int, default=50)
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--no-write", action="store_true")
@@ -185,8 +220,11 @@ def main() -> None:
     notes = (
         f"One run, load average before {load[0]:.1f} on {os.cpu_count()} cores shared with other work; every "
         "node's sshd, rsync/pdcp and our node script run on the same cores, so cold pushes measure this machine's "
-        "SSH encryption more than any tool. rsync's unchanged check is size + mtime per file (its quick check); "
-        "ours is the node's index of size + mtime + sha256, and the head hashes the tree each time."
+        "SSH encryption more than any tool. rsync's unchanged check is size + mtime per file (its quick check) "
+        "and each push opens a new SSH connection per node (handshake bytes and CPU included); rlaunch's "
+        "connections are open already, as in `up`, its unchanged push is one round trip per node carrying the "
+        "manifest (path, size, mode, sha256 per file) and the node script, and the head hashes the tree each "
+        "time. pdcp -r sends every byte every time."
     )
     print(text + "\n\n" + notes)
     if not args.no_write:

@@ -49,7 +49,7 @@ from launcher.health.classify import parse_rank_prefix  # noqa: E402
 from launcher.health.rules import classify  # noqa: E402
 from launcher.health.watch import Watcher  # noqa: E402
 from launcher.node.edge import Forwarder  # noqa: E402
-from launcher.run import Runner  # noqa: E402
+from launcher.run.attempt import Runner  # noqa: E402
 
 TRAIN = str(ROOT / "examples" / "train.py")
 TICK_S = 0.1  # a follower's lines reach the head in small bursts, as the guard polls out.log every 0.2 s

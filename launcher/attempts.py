@@ -18,10 +18,10 @@ from typing import Any
 
 from launcher import goodput, ledger
 from launcher.health.progress import parse_progress
-from launcher.records import RunRecord
+from launcher.records import PROGRESS_FILE, RunRecord
 from launcher.states import is_active
 
-PROGRESS = "progress.jsonl"
+PROGRESS = PROGRESS_FILE  # the name tests and older callers use
 
 
 def mark(record: RunRecord, attempt: int, phase: str, text: str, **extra: Any) -> None:
@@ -97,13 +97,14 @@ class ProgressTracker:
                 entry = {"t": now, "a": self.attempt, "node": host, "rank": rank, "step": None, "loss": loss}
                 entry["at"] = at
             # Opened per record (a few per second at most): nothing to close when the run ends however it ends.
-            with open(self.record.root / PROGRESS, "a", encoding="utf-8") as f:
+            with open(self.record.progress_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
 
 
 def read_progress(root: Path) -> list[dict[str, Any]]:
+    """progress.jsonl of the run record at `root`."""
     try:
-        text = (root / PROGRESS).read_text(errors="replace")
+        text = RunRecord(root).progress_path.read_text(errors="replace")
     except FileNotFoundError:
         return []
     out = []
@@ -118,7 +119,7 @@ def read_progress(root: Path) -> list[dict[str, Any]]:
 
 
 def read_events(record: RunRecord) -> list[dict[str, Any]]:
-    path = record.root / "events.jsonl"
+    path = record.events_path
     if not path.is_file():
         return []
     out = []

@@ -14,9 +14,8 @@ import hostlist
 
 from cluster.inventory import Inventory
 from cluster.transport import GroupResult, Result, Transport, make_transport
+from launcher import nodecall
 from launcher.errors import BadInput, ExitCode
-from launcher.node import protocol
-from launcher.node.protocol import script_argv
 
 
 def select_nodes(inv: Inventory, nodes: str | None) -> list[str]:
@@ -135,28 +134,27 @@ def gc_all(
     transport: Transport | None = None,
 ) -> dict[str, NodeGc]:
     """Run launcher/node/gc.py on every node: finished runs beyond the `keep` newest go; running ones never."""
-    from launcher.run import node_script
-
     hosts = select_nodes(inv, nodes)
     python = {n.host: inv.python_for(n) for n in (*inv.nodes, *inv.spares)}
     extra = [*(["--dry-run"] if dry_run else []), *(a for rid in protect for a in ("--protect", rid))]
-    script = node_script("gc.py")
+    script = nodecall.with_modules(nodecall.node_script("gc.py"), "gc.py", ("protocol.py",))
     own = transport is None
     transport = transport or make_transport(inv)
     try:
-        group = transport.run_all(
-            hosts, lambda h: script_argv(python[h], "-c", script, inv.workdir, str(keep), *extra), timeout=120
+        replies = nodecall.call_all(
+            transport, hosts, python, script, [inv.workdir, str(keep), *extra], timeout=120
         )
     finally:
         if own:
             transport.close()
     out: dict[str, NodeGc] = {}
-    for host, r in group.results.items():
+    for host, reply in replies.items():
+        r = reply.result
         if not r.ok:
             out[host] = NodeGc(errors=[r.why()])
             continue
         try:
-            data = protocol.reply_of(r.stdout)
+            data = reply.data
             if data is None:
                 raise ValueError("no reply")
             out[host] = NodeGc(

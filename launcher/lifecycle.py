@@ -1,4 +1,4 @@
-"""The verbs behind `up`, `down`, `status` and `logs`: run records + plans + the Runner, with restarts.
+"""The verbs behind `up`, `down`, `status` and `logs`: run records + plans, handed to the run loop (launcher/run/).
 
 Each function returns plain data (Outcome, dicts) for the CLI to render; printing of streamed lines goes through
 the `on_line` callback so the same code serves the terminal, tests and validation.
@@ -18,49 +18,33 @@ from pathlib import Path
 from typing import Any
 
 from cluster.inventory import Inventory
-from cluster.transport import Transport, make_transport
-from launcher import attempts, hostlock, ledger, records, restart_policy, spares
+from cluster.transport import Transport, make_transport, zip_hosts
+from launcher import attempts, hostlock, ledger, nodecall, records, spares
 from launcher import plan as planning
 from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
-from launcher.node.protocol import script_argv
-from launcher.run import (
-    EXIT_INFRA,
-    EXIT_INTERRUPTED,
+from launcher.run.attempt import (
+    EXIT_OK,
     LaunchError,
     LaunchRefused,
     LineSink,
     Outcome,
-    Runner,
-    node_script,
     show_specs,
-    targets_of_plan,
-    teardown_shield,
 )
+from launcher.run.loop import RunContext, execute, open_run
+from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
-
-TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
-
-
-def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
-    """The current attempt's node targets (what down/status/follow talk to), and each attempt's (what `logs`
-    reads every line from)."""
-    data = json.dumps([t.to_json() for t in targets], indent=1)
-    records.write_atomic(record.root / f"targets-{attempt}.json", data)
-    records.write_atomic(record.root / TARGETS_FILE, data)
 
 
 def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
     """Every attempt's node targets, in order (runs recorded before per-attempt targets: the current ones)."""
-    numbered = [p for p in record.root.glob("targets-*.json") if p.stem.rsplit("-", 1)[1].isdigit()]
-    paths = sorted(numbered, key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-    return [_read_targets(record, path) for path in paths] or [targets_of(record)]
+    return [_read_targets(record, path) for path in record.targets_paths()] or [targets_of(record)]
 
 
 def targets_of(record: records.RunRecord) -> list[GuardTarget]:
     """The node targets the run record holds; a missing or tampered list is an error, never a guess."""
-    path = record.root / TARGETS_FILE
+    path = record.targets_path()
     try:
         return _read_targets(record, path)
     except FileNotFoundError:
@@ -134,8 +118,10 @@ def up(
     transport: Transport | None = None,
     doctor: bool = False,
     ranks: str | None = None,
+    on_attempt: Callable[[int], None] | None = None,
 ) -> tuple[str, Outcome]:
-    """Launch the inventory's job; with restarts per `restart:`. Returns (run id, outcome)."""
+    """Launch the inventory's job; with restarts per `restart:` (launcher/run/loop.py). Returns (run id, outcome).
+    `on_attempt` hears each attempt's number before its first line (validation splits the output by it)."""
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
@@ -153,9 +139,9 @@ def up(
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
     # The cluster's latest run was stopped for preemption (`rlaunch stop --save`, a Slurm requeue): resume its save.
-    from launcher import preempt
+    from launcher import preempted as requeue
 
-    preempted = preempt.resume_point(inv)
+    preempted = requeue.resume_point(inv)
     resume_from = preempted["checkpoint"] if preempted else None
     plan = planning.build_plan(
         inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach, resume_from=resume_from
@@ -172,7 +158,7 @@ def up(
                     f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
                 )
             record = records.RunRecord.create(run_id, plan.to_json())
-            records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
+            records.write_atomic(record.inventory_path, inv.model_dump_json(indent=1))
             record.set_state(
                 RunState.STARTING,
                 cluster=inv.cluster,
@@ -186,7 +172,7 @@ def up(
                     {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
                 ],
                 resumed_after_preemption=preempted,
-                slurm_job_id=preempt.allocation_job_id(head_env) if inv.transport == "slurm" else None,
+                slurm_job_id=requeue.allocation_job_id(head_env) if inv.transport == "slurm" else None,
             )
     except hostlock.HostBusy as exc:
         raise LaunchRefused(str(exc)) from None
@@ -201,8 +187,7 @@ def up(
                 raise LaunchError(
                     "doctor preflight failed, nothing was started:\n"
                     + "\n".join(f"  {line}" for line in failed)
-                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
-                    EXIT_INFRA,
+                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)"
                 )
         if inv.keep_runs is not None:
             _collect_old_runs(inv, transport, run_id, say)
@@ -213,19 +198,22 @@ def up(
                 f"resuming from {resume_from}: run {preempted['run']} was stopped for preemption at step "
                 f"{preempted['step']} ({preempted['lost_steps'] or 0} step(s) lost)"
             )
-        return run_id, _attempts(
+        ctx = RunContext(
             inv,
             plan,
-            sources,
-            head_env,
             record,
             transport,
+            sources,
+            head_env,
             detach,
             on_line,
             on_event,
             say,
+            on_attempt=on_attempt,
             resume_from=resume_from,
         )
+        outcome = execute(ctx)
+        return run_id, (_leave_supervisor(record, say) if detach else outcome)
     finally:
         if not detach:
             attempts.settle(record)
@@ -237,7 +225,7 @@ def up(
 def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str], None]) -> Inventory:
     from launcher import netauto
 
-    script = node_script("netfacts.py")
+    script = nodecall.node_script("netfacts.py")
     if transport is not None:
         return netauto.resolve(inv, transport, script, say)
     with make_transport(inv) as own:
@@ -271,240 +259,12 @@ def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callab
     failed = {h: n.error for h, n in result.nodes.items() if n.error}
     if failed:
         raise LaunchError(
-            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
-            EXIT_INFRA,
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items()))
         )
     sent = sum(n.sent_bytes for n in result.nodes.values())
     files = sum(n.sent_files for n in result.nodes.values())
     say(f"sync: {result.files} files ({result.total_bytes / 1e6:.1f} MB) → {result.dest}: sent {files} files, "
         f"{sent / 1e6:.2f} MB in all")  # fmt: skip
-
-
-def _attempts(
-    inv: Inventory,
-    plan: planning.Plan,
-    sources: dict[str, bytes],
-    head_env: Mapping[str, str],
-    record: records.RunRecord,
-    transport: Transport,
-    detach: bool,
-    on_line: LineSink | None,
-    on_event: Callable[[dict[str, Any]], None] | None,
-    say: Callable[[str], None],
-    *,
-    first_attempt: int = 0,
-    adopt: Mapping[str, int] | None = None,
-    on_runner: Callable[[Runner], None] | None = None,
-    resume_from: str | None = None,
-) -> Outcome:
-    """Start, watch, restart. `adopt` (the detached supervisor): the plan's guards already run; follow them from
-    these byte offsets instead of starting anything for the first attempt."""
-    attempt = first_attempt
-    supervising = adopt is not None
-    # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
-    excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
-    # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
-    tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
-    on_line = tracker.wrap(on_line)
-    policy = restart_policy.Policy.from_config(inv.restart.model_dump())
-    # A supervisor taking over mid-run: the attempts before it count for budgets and the breaker.
-    history = [a for a in attempt_history(record) if a.attempt < attempt]
-    while True:
-        tracker.attempt = attempt
-        ranks = record.read_state().get("ranks")
-        runner = Runner(plan, transport, record, on_line=on_line, on_event=on_event, ranks=ranks)
-        if on_runner is not None:
-            on_runner(runner)
-        if adopt is not None:
-            for host, offset in adopt.items():
-                if host in runner.nodes:
-                    runner.nodes[host].offset = int(offset)
-            adopt = None
-        else:
-            attempts.mark(
-                record,
-                attempt,
-                "start",
-                f"attempt {attempt} on {len(plan.nodes)} nodes",
-                hosts=plan.hosts,
-                resume_from=resume_from,
-            )
-            _launch(runner, plan, record, attempt, say)
-        if detach and not supervising:
-            return _leave_supervisor(record, say)
-        try:
-            runner.attach()
-            outcome = runner.watch()
-        except KeyboardInterrupt:
-            with teardown_shield(say):  # a second SIGTERM from `timeout`/systemd must not cut this short
-                say("interrupted: stopping the job on every node")
-                runner.stop(reason="interrupted")
-                runner.detach_followers()
-                attempts.mark(
-                    record, attempt, "end", f"attempt {attempt}: interrupted", code=EXIT_INTERRUPTED
-                )
-                record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
-            return Outcome(
-                EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
-            )
-        finally:
-            runner.detach_followers()
-        if outcome.code != 0:
-            runner.collect_artifacts()
-        attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
-        failed_node = (outcome.root_cause or {}).get("node")
-        # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
-        stop_requested = bool(record.read_state().get("stop_requested"))
-        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 and not stop_requested else None
-        if cause and failed_node:
-            ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
-        # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker
-        # compares with the previous attempt's (launcher/restart_policy.py).
-        checkpoint = (
-            find_checkpoint(inv, plan, transport, avoid=failed_node)
-            if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
-            else None
-        )
-        result = restart_policy.AttemptResult(
-            attempt, outcome.code, outcome.root_cause, outcome.nodes, checkpoint, tracker.max_step(attempt)
-        )
-        history.append(result)
-        decision = policy.decide(
-            history,
-            restart_policy.storm_times(ledger.read(), inv.cluster),
-            now=time.time(),
-            stop_requested=stop_requested,
-        )
-        if decision.restart:
-            history[-1] = dataclasses.replace(result, restarted=True)
-        _save_outcome(record, attempt, outcome, history[-1], decision)
-        left = policy.budget_left(history)
-        if stop_requested and outcome.code != 0:
-            # The job ended because it was asked to (saved and exited, or torn down at the deadline): a stop.
-            code = restart_policy.exit_code_of(outcome.root_cause, outcome.nodes)
-            summary = "stopped on request (rlaunch stop)" + (
-                f"; the job exited with code {code}" if code else ""
-            )
-            record.set_state(
-                RunState.STOPPED,
-                reason="rlaunch stop",
-                ended_at=time.time(),
-                summary=summary,
-                exit_code=EXIT_INTERRUPTED,
-                restart_policy={**left, "stopped_by": decision.to_json()},
-            )
-            return dataclasses.replace(outcome, code=EXIT_INTERRUPTED, summary=summary)
-        if not decision.restart:
-            # EXIT_INTERRUPTED: stopped on request (`rlaunch down`), never a reason to restart.
-            final = {0: RunState.SUCCEEDED, EXIT_INTERRUPTED: RunState.STOPPED}.get(
-                outcome.code, RunState.FAILED
-            )
-            stopped = (
-                decision.message
-                if outcome.code not in (0, EXIT_INTERRUPTED) and policy.max_restarts
-                else None
-            )
-            if stopped:
-                say(stopped)
-            record.set_state(
-                final,
-                ended_at=time.time(),
-                summary=outcome.summary,
-                exit_code=outcome.code,
-                restart_policy={**left, "stopped_by": decision.to_json() if stopped else None},
-            )
-            return dataclasses.replace(outcome, stopped_by=stopped)
-        record.update_state(restart_policy={**left, "stopped_by": None})
-        ledger.append([ledger.restart(failed_node or "", inv.cluster, record.run_id, decision.kind or "")])
-        attempt += 1
-        # health.straggler.action restart-without: the straggler's fatal event names the node to leave out.
-        straggler = (outcome.root_cause or {}).get("kind") == "straggler"
-        say(f"{decision.message} in {inv.restart.backoff:g} s: {outcome.summary}")
-        time.sleep(inv.restart.backoff)
-        spare = None
-        if cause and failed_node in plan.hosts and inv.spares:
-            picked = spares.pick(
-                inv,
-                failed_node,
-                transport,
-                run_id=record.run_id,
-                attempt=attempt,
-                sources=sources,
-                head_env=head_env,
-                say=say,
-                entries=ledger.read(),
-            )
-            if picked:
-                inv, spare = picked
-                say(f"spare {spare} replaces {failed_node} (node rank and world size unchanged)")
-                replaced = record.read_state().get("replaced", [])
-                replaced.append({"attempt": attempt, "node": failed_node, "spare": spare, "cause": cause})
-                record.update_state(replaced=replaced)
-        if (
-            not spare
-            and (inv.restart.exclude_failed_node or straggler)
-            and failed_node
-            and len(plan.nodes) > 1
-        ):
-            excluded = excluded | {failed_node}
-        resume_from = checkpoint
-        if resume_from:
-            say(f"resuming from {resume_from}")
-        elif inv.job.checkpoint_dir:
-            say(f"no complete checkpoint under {inv.job.checkpoint_dir}: starting over")
-        else:
-            # The run directory is kept across attempts (plan.ATTEMPTS_DIR): a program's own relative checkpoint
-            # (the DDP tutorial's snapshot.pt) is still there on the nodes that ran before.
-            say(
-                "no job.checkpoint_dir: restarting in the same run directories (the program's own files kept)"
-            )
-        plan = planning.build_plan(
-            inv,
-            run_id=record.run_id,
-            attempt=attempt,
-            sources=sources,
-            head_env=head_env,
-            resume_from=resume_from,
-            exclude=excluded,
-            detach=detach,
-        )
-        records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
-        record.update_state(hosts=sorted({*record.read_state().get("hosts", []), *plan.hosts}))
-
-
-def _launch(
-    runner: Runner, plan: planning.Plan, record: records.RunRecord, attempt: int, say: Callable[[str], None]
-) -> None:
-    say(f"preflight + push to {len(plan.nodes)} nodes")
-    # Recorded before anything starts: a `down` or `status` from another terminal must reach a starting guard.
-    save_targets(record, targets_of_plan(plan), attempt)
-    try:
-        runner.push()
-        _check_job_paths(plan, runner.transport, say)
-        say("starting")
-        runner.start()
-    except LaunchError as exc:
-        attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
-        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
-        raise
-    record.set_state(RunState.RUNNING, attempt=attempt, plan_run_id=plan.run_id)
-
-
-def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[str], None]) -> None:
-    """A llamafactory job's paths, checked on every node after the push (pushed files count) and before anything
-    starts: a dataset_dir or adapter no node can open fails every rank minutes later (launcher/jobs/lfdata.py)."""
-    if plan.job_kind != "llamafactory":
-        return
-    from launcher.jobs.lfdata import check_paths_on_nodes
-
-    say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
-    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
-    if lines:
-        raise LaunchError(
-            "llamafactory: paths the nodes cannot open, nothing was started:\n"
-            + "\n".join(f"  {line}" for line in lines),
-            code,
-        )
 
 
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
@@ -516,8 +276,8 @@ def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> 
     except (RuntimeError, OSError, ValueError) as exc:
         # The job runs (its guards end it on a local failure); only the head's watch is missing.
         say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
-        return Outcome(0, f"started run {record.run_id} (detached, unsupervised)")
-    return Outcome(0, f"started run {record.run_id} (detached, supervisor pid {pid})")
+        return Outcome(EXIT_OK, f"started run {record.run_id} (detached, unsupervised)")
+    return Outcome(EXIT_OK, f"started run {record.run_id} (detached, supervisor pid {pid})")
 
 
 def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) -> list[str]:
@@ -525,7 +285,7 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     from launcher.doctor import run_doctor
 
     probe = inv.model_copy(update={"master": inv.master.model_copy(update={"port": plan.master_port})})
-    report = run_doctor(probe, transport, node_script("facts.py").encode(), fast=True)
+    report = run_doctor(probe, transport, nodecall.node_script("facts.py").encode(), fast=True)
     return [
         f"{c.name}"
         + (f" [{', '.join(c.nodes)}]" if c.nodes else "")
@@ -536,66 +296,8 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     ]
 
 
-def _save_outcome(
-    record: records.RunRecord,
-    attempt: int,
-    outcome: Outcome,
-    result: restart_policy.AttemptResult,
-    decision: restart_policy.Decision,
-) -> None:
-    data = {
-        "attempt": attempt,
-        "code": outcome.code,
-        "summary": outcome.summary,
-        "root_cause": outcome.root_cause,
-        "nodes": outcome.nodes,
-        "end_of_run_abort": outcome.end_of_run_abort,
-        "checkpoint": result.checkpoint,
-        "max_step": result.max_step,
-        "restarted": result.restarted,
-        "decision": decision.to_json(),
-    }
-    records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
-
-
-def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptResult]:
-    """The recorded attempts (outcome-N.json), in attempt order; an unreadable one is left out."""
-    out = []
-    for path in record.root.glob("outcome-*.json"):
-        try:
-            out.append(restart_policy.AttemptResult.from_json(json.loads(path.read_text())))
-        except (OSError, ValueError, TypeError):
-            continue
-    return sorted(out, key=lambda a: a.attempt)
-
-
-def find_checkpoint(
-    inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
-) -> str | None:
-    """The latest complete checkpoint under job.checkpoint_dir, as seen from the master node; from the next node
-    when the master is `avoid` (the node that just failed): the checkpoint is on shared storage."""
-    if not inv.job.checkpoint_dir:
-        return None
-    master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
-    result = transport.run(
-        master.host,
-        script_argv(
-            master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)
-        ),
-        timeout=60,
-    )
-    latest = (protocol.reply_of(result.stdout) or {}).get("latest")
-    return latest if isinstance(latest, str) else None
-
-
 # ---------------------------------------------------------------------------------------------------------
 # down / status / logs
-
-
-def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str, Any]]:
-    record = records.RunRecord.open(run_id)
-    inv = Inventory.model_validate_json((record.root / "inventory.json").read_text())
-    return record, inv, record.plan_json()
 
 
 def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[str, GuardReply]]:
@@ -686,13 +388,24 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                 summary = "; ".join(text for _, text in reasons) or why
                 record.set_state(settled[0], reason=why, summary=summary, ended_at=time.time())
                 out.update(state=final, reason=why, summary=summary)
-    outcomes = sorted(record.root.glob("outcome-*.json"))
-    if outcomes:
-        out["outcome"] = json.loads(outcomes[-1].read_text())
+    if (latest := latest_outcome(record)) is not None:
+        out["outcome"] = latest
     if (gp := attempts.goodput_of(record)) is not None:
         out["goodput"] = gp.to_json()
     out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
     return out
+
+
+def latest_outcome(record: records.RunRecord) -> dict[str, Any] | None:
+    """The last attempt's outcome-N.json, by attempt number (RunRecord.outcome_paths; sorted as text, attempt 10
+    came before attempt 2)."""
+    paths = record.outcome_paths()
+    if not paths:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(paths[-1].read_text())
+        return data if isinstance(data, dict) else None
+    return None
 
 
 # Job arguments that name the run's total steps, as the example and the common trainers spell them.
@@ -754,47 +467,83 @@ def progress_summary(
     return out
 
 
+@dataclasses.dataclass
+class LogRead:
+    """What `rlaunch logs` read: the lines (node by node, attempt by attempt), where each node's reading stopped
+    (run directory → byte offset in its out.log, for `logs -f` to go on from) and the nodes whose lines came from
+    the head's copy instead (unreachable: only the lines the follower forwarded, no --since)."""
+
+    lines: list[tuple[str, str]]
+    ends: dict[str, dict[str, int]]
+    from_record: list[str]
+
+
 def read_logs(
     run_id: str | None, node: str | None = None, grep: str | None = None, rank: int | None = None
 ) -> list[tuple[str, str]]:
-    """Every line of the run, read from the nodes' own logs (each attempt's out.log): the head's record holds only
-    what the followers forwarded. A node that cannot be reached falls back to the record's copy."""
+    """Every line of the run (see read_log_lines), as (node, text)."""
+    return read_log_lines(run_id, node=node, grep=grep, rank=rank).lines
+
+
+def read_log_lines(
+    run_id: str | None,
+    *,
+    node: str | None = None,
+    grep: str | None = None,
+    rank: int | None = None,
+    tail: int | None = None,
+    since: float | None = None,
+    ago: float | None = None,
+    follow: bool = False,
+) -> LogRead:
+    """Every line of the run, read from the nodes' own logs (each attempt's out.log, by launcher/node/logcat.py):
+    the head's record holds only what the followers forwarded. `tail` keeps each node's last N lines (cut on the
+    node: only those cross the network); `ago`/`since` keep the lines written in the last `ago` seconds by the
+    node's clock, or at/after the epoch time `since` (the guard's out.idx, to within about a second). A node
+    that cannot be reached falls back to the record's copy (tail applied, since not: its lines carry no time)."""
     record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
     history = targets_by_attempt(record)
     ran = list(dict.fromkeys(t.host for attempt in history for t in attempt))  # spares included
     hosts = [h for h in ran if node is None or h == node]
     firsts = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
-    local: dict[str, str] = {h: "all" for h in hosts}
+    local: dict[str, str | list[int]] = {h: "all" for h in hosts}
     if rank is not None:
         nproc = {n["host"]: int(n["nproc"]) for n in plan_json["nodes"]}
-        local = {h: str(rank - firsts[h]) for h in hosts if h in firsts and 0 <= rank - firsts[h] < nproc[h]}
+        local = {h: [rank - firsts[h]] for h in hosts if h in firsts and 0 <= rank - firsts[h] < nproc[h]}
     python = {t.host: t.python for attempt in history for t in attempt}
     run_dirs = {h: [t.run_dir for attempt in history for t in attempt if t.host == h] for h in local}
-    out: list[tuple[str, str]] = []
+
+    def options(host: str) -> str:
+        opts = {"ranks": local[host], "grep": grep or "", "tail": tail, "since": since, "ago": ago}
+        return json.dumps({**opts, "follow": follow})
+
+    read = LogRead([], {}, [])
     with make_transport(inv) as transport:
-        group = transport.run_all(
+        replies = nodecall.call_all(
+            transport,
             list(local),
-            lambda h: script_argv(
-                python.get(h, "python3"),
-                "-c",
-                node_script("logcat.py"),
-                local[h],
-                grep or "",
-                *run_dirs[h],
-            ),
+            lambda h: python.get(h, "python3"),
+            nodecall.node_script("logcat.py"),
+            lambda h: [options(h), *run_dirs[h]],
             timeout=120,
         )
     for host in local:
-        result = group.results.get(host)
-        if result is not None and result.ok:
-            out += [(host, line) for line in result.stdout.splitlines()]
+        reply = replies.get(host)
+        if reply is not None and reply.ok and isinstance(reply.get("end"), dict):
+            lines = reply.result.stdout.splitlines()[:-1]  # the last line is the reply
+            read.lines += [(host, line) for line in lines]
+            read.ends[host] = {str(k): v for k, v in reply.get("end").items() if isinstance(v, int)}
             continue
+        read.from_record.append(host)
         path = record.log_path(host)
-        for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
-            if pattern is None or pattern.search(line):
-                out.append((host, line))
-    return out
+        kept = [
+            (host, line)
+            for line in (path.read_text(errors="replace").splitlines() if path.is_file() else [])
+            if pattern is None or pattern.search(line)
+        ]
+        read.lines += kept[-tail:] if tail else ([] if tail == 0 else kept)
+    return read
 
 
 def follow_logs(
@@ -803,27 +552,46 @@ def follow_logs(
     *,
     node: str | None = None,
     grep: str | None = None,
+    rank: int | None = None,
+    after: Mapping[str, Mapping[str, int]] | None = None,
 ) -> None:
     """Re-attach to a running job's logs, every line (no heartbeats, no teardown: watching only). Ends when the job
-    ends. A live supervisor records what it needs itself: then nothing here is written to the record."""
-    record, inv, _ = open_run(run_id)
+    ends. A live supervisor records what it needs itself: then nothing here is written to the record. `after`
+    (read_log_lines' ends): per node and run directory, the offset already shown; only later lines are shown."""
+    from launcher.health.classify import parse_prefixes
+
+    record, inv, plan_json = open_run(run_id)
     pattern = re.compile(grep) if grep else None
     from launcher import supervise
 
-    recording = not supervise.supervisor_alive(record.read_state())
-    offsets = record.read_state().get("offsets", {})
+    state = record.read_state()
+    # Someone else records this run while its supervisor or its foreground `up` lives: then only watch.
+    foreground = not state.get("detached") and state.get("launcher_pid")
+    recording = not supervise.supervisor_alive(state) and not (foreground and _pid_alive(int(foreground)))
+    offsets = state.get("offsets", {})
     targets = [t for t in targets_of(record) if node is None or t.host == node]
+    firsts = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
+    shown = {t.host: int((after or {}).get(t.host, {}).get(t.run_dir, 0)) for t in targets}
     done = threading.Event()
     remaining = {t.host for t in targets}
     lock = threading.Lock()
 
+    def wanted(host: str, text: str) -> bool:
+        if pattern is not None and not pattern.search(text):
+            return False
+        if rank is None:
+            return True
+        local = parse_prefixes(text).local_rank
+        return local is not None and host in firsts and firsts[host] + local == rank
+
     def handle(host: str, rec: dict[str, Any]) -> None:
         if rec.get("k") == protocol.K_LINE:
             text = rec.get("text", "")
+            off = rec.get("off", 0)
             if recording:
-                offsets[host] = rec.get("off", offsets.get(host, 0))
+                offsets[host] = off if isinstance(off, int) else offsets.get(host, 0)
                 record.append_log(host, text)
-            if pattern is None or pattern.search(text):
+            if (not isinstance(off, int) or off > shown[host]) and wanted(host, text):
                 on_line(host, text)
         elif rec.get("k") == protocol.K_EXIT:
             with lock:
@@ -831,19 +599,35 @@ def follow_logs(
                 if not remaining:
                     done.set()
 
+    by_host = {t.host: t for t in targets}
+
+    def start(host: str) -> Any:
+        # Recording keeps the record's copy whole (from its own offset); otherwise start where `logs` stopped.
+        offset = offsets.get(host, 0) if recording or after is None else shown[host]
+        return guards.follow(by_host[host], handle, offset=offset)
+
     with make_transport(inv) as transport:
         guards = GuardClient(transport)
-        procs = [guards.follow(t, handle, offset=offsets.get(t.host, 0)) for t in targets]
+        # One exec round trip per node: opened side by side, as the runner does (issue 23).
+        procs = dict(zip_hosts(list(by_host), start, transport.max_parallel))
         try:
             while not done.wait(0.5):
-                if all(p.poll() is not None for p in procs):
+                if all(p.poll() is not None for p in procs.values()):
                     break
         finally:
-            for p in procs:
-                p.close()
+            zip_hosts(list(procs), lambda h: procs[h].close(), transport.max_parallel)
             if recording:
                 record.update_state(offsets=offsets)
             record.close()
 
 
-__all__ = ["EXIT_INFRA", "LaunchError", "down", "follow_logs", "read_logs", "status", "up"]
+__all__ = [
+    "LaunchError",
+    "LogRead",
+    "down",
+    "follow_logs",
+    "read_log_lines",
+    "read_logs",
+    "status",
+    "up",
+]

@@ -9,13 +9,12 @@ the transport, and hands the plan an inventory whose nodes carry the value in th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport
+from launcher import nodecall
 from launcher.errors import Infra
-from launcher.node.protocol import script_argv
 
 ROUTE_TAG = '"rlaunch_route"'
 
@@ -29,25 +28,23 @@ def find_routes(inv: Inventory, transport: Transport, script: str, timeout: floa
     """{host: {"dev", "src"} or {"error"}} for every node and spare."""
     addr = master_address(inv)
     nodes = {n.host: n for n in (*inv.nodes, *inv.spares)}
-    group = transport.run_all(
+    replies = nodecall.call_all(
+        transport,
         list(nodes),
-        lambda h: script_argv(inv.python_for(nodes[h]), "-c", script, "route", addr),
+        lambda h: inv.python_for(nodes[h]),
+        script,
+        ["route", addr],
         timeout=timeout,
+        tag=ROUTE_TAG,
     )
     out: dict[str, dict] = {}
     for host in nodes:
-        result = group.results.get(host)
-        if result is None or not result.ok:
-            out[host] = {"error": result.why() if result is not None else "no answer"}
+        reply = replies.get(host)
+        if reply is None or not reply.result.ok:
+            out[host] = {"error": reply.why() if reply is not None else "no answer"}
             continue
-        reply = next(
-            (ln for ln in reversed(result.stdout.splitlines()) if ROUTE_TAG in ln and ln.startswith("{")),
-            None,
-        )
-        try:
-            out[host] = json.loads(reply) if reply else {"error": "no route in the probe's output"}
-        except ValueError:
-            out[host] = {"error": "unreadable route probe output"}
+        # A tagged line that is no JSON object reads as no route: the probe printed something else.
+        out[host] = reply.data if reply.data is not None else {"error": "no route in the probe's output"}
     return out
 
 

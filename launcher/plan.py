@@ -17,26 +17,35 @@ from typing import Any
 from cluster.inventory import Inventory, InventoryError
 from launcher import envrules
 from launcher.jobs.base import FileSpec, JobConfigError, NodeContext, adapter_for
+from launcher.node import protocol
 from launcher.rocm import PROFILE_ARCH
 
 REDACTED = "***"
-GUARD = "<rlaunch>/guard.py"  # key of the node guard in `sources`
-PROTOCOL = "<rlaunch>/protocol.py"  # the head↔guard contract, pushed beside the guard (it imports it)
-# Edge health: pushed beside guard.py and loaded by it from the run directory (see launcher/node/edge.py).
-EDGE_FILES = {"edge.py": "<rlaunch>/edge.py", "rules.py": "<rlaunch>/rules.py"}
-JOB_HELPER = (
-    "<rlaunch>/rlaunch_job.py"  # `from rlaunch_job import should_stop` beside the job (docs/preemption.md)
-)
-STOPREQ = "<rlaunch>/stopreq.py"  # stop requests: the guard's hook imports it from its attempt directory
+
+
+def bundle_key(name: str) -> str:
+    """The key in `sources` of a file of the guard's bundle (launcher/node/protocol.py GUARD_BUNDLE)."""
+    return f"<rlaunch>/{name}"
+
+
+GUARD = bundle_key(protocol.GUARD_FILE)  # key of the node guard in `sources`
+PROTOCOL = bundle_key(
+    protocol.PROTOCOL_FILE
+)  # the head↔guard contract, pushed beside the guard (it imports it)
+# The bundle's other files (edge health, GPU activity, the guard's own modules) are pushed when `sources` has them:
+# a plan built from a bundle of an older shape (tests' minimal sources) still starts.
+REQUIRED_BUNDLE = (protocol.GUARD_FILE, protocol.PROTOCOL_FILE)
+JOB_HELPER = bundle_key(
+    "rlaunch_job.py"
+)  # `from rlaunch_job import should_stop` beside the job (docs/preemption.md)
 STOP_FILE = "stop-save.json"  # launcher/node/stopreq.py STOP_FILE, in each attempt's guard directory
-GPUACT = "<rlaunch>/gpuact.py"  # GPU activity parsing, imported by the guard when present (launcher/node/gpuact.py)
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 # Each attempt's guard files (job.json, env.sh, out.log, state.json, torchrun's error files, flight-recorder dumps)
 # live in their own subfolder of the node's run directory; the run directory itself (the job's working directory,
 # where its files are pushed) is the same for every attempt of a run, so a program's own relative checkpoints
 # (the pytorch/examples DDP tutorial's `snapshot.pt`) survive a restart on the same node, as with torchrun's own
 # restarts (issue 20).
-ATTEMPTS_DIR = ".rlaunch"
+ATTEMPTS_DIR = protocol.ATTEMPTS_DIR
 
 
 def attempt_dir(run_dir: str, attempt: int) -> str:
@@ -287,24 +296,17 @@ def build_plan(
                 secret=True,
                 attempt=True,
             ),
-            FileSpec("guard.py", sources[GUARD], mode=0o755, attempt=True),
-            FileSpec("protocol.py", sources[PROTOCOL], mode=0o644, attempt=True),
             *(
-                FileSpec(name, sources[key], mode=0o644, attempt=True)
-                for name, key in EDGE_FILES.items()
-                if key in sources
-            ),
-            *(
-                [FileSpec("gpuact.py", sources[GPUACT], mode=0o644, attempt=True)]
-                if GPUACT in sources
-                else []
+                FileSpec(
+                    name,
+                    sources[bundle_key(name)],
+                    mode=0o755 if name == protocol.GUARD_FILE else 0o644,
+                    attempt=True,
+                )
+                for name in protocol.GUARD_BUNDLE
+                if name in REQUIRED_BUNDLE or bundle_key(name) in sources
             ),
             *([FileSpec("rlaunch_job.py", sources[JOB_HELPER], mode=0o644)] if JOB_HELPER in sources else []),
-            *(
-                [FileSpec("stopreq.py", sources[STOPREQ], mode=0o644, attempt=True)]
-                if STOPREQ in sources
-                else []
-            ),
         ]
         _check_unique(files, node.host, inv)
         node_plans.append(
@@ -512,16 +514,15 @@ def _check_unique(files: list[FileSpec], host: str, inv: Inventory) -> None:
 
 def load_sources(inv: Inventory) -> dict[str, bytes]:
     """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
-    node_files = resources.files("launcher.node")
     sources: dict[str, bytes] = {
-        GUARD: node_files.joinpath("guard.py").read_bytes(),
-        PROTOCOL: node_files.joinpath("protocol.py").read_bytes(),
-        GPUACT: node_files.joinpath("gpuact.py").read_bytes(),
-        JOB_HELPER: node_files.joinpath("rlaunch_job.py").read_bytes(),
-        STOPREQ: node_files.joinpath("stopreq.py").read_bytes(),
-        EDGE_FILES["edge.py"]: node_files.joinpath("edge.py").read_bytes(),
-        EDGE_FILES["rules.py"]: resources.files("launcher.health").joinpath("rules.py").read_bytes(),
+        bundle_key(name): resources.files(
+            "launcher.health" if name == protocol.RULES_FILE else "launcher.node"
+        )
+        .joinpath(name)
+        .read_bytes()
+        for name in protocol.GUARD_BUNDLE
     }
+    sources[JOB_HELPER] = resources.files("launcher.node").joinpath("rlaunch_job.py").read_bytes()
     if inv.profile:
         name = f"env_{inv.profile}.env"
         sources[f"<templates>/{name}"] = resources.files("launcher.templates").joinpath(name).read_bytes()

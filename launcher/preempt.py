@@ -21,14 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cluster.inventory import Inventory
 from cluster.slurm import allocation_job_id
 from cluster.transport import make_transport
 from launcher import attempts, records
 from launcher.errors import BadInput, Infra
 from launcher.goodput import checkpoint_step
-from launcher.node import protocol
-from launcher.node.protocol import script_argv
+from launcher.preempted import run_of_job
 from launcher.states import is_active
 
 STOP_SCRIPT = "stopreq.py"
@@ -49,7 +47,8 @@ def stop(
     """Ask every rank to save and exit, wait for that (the deadline, then the guards' teardown), check the save,
     record it in the run's state ("preemption"), and under Slurm requeue the job (`requeue`: None = when the run
     runs under Slurm and its job id is known). Returns the recorded result."""
-    from launcher import lifecycle, supervise
+    from launcher import lifecycle, nodecall, supervise
+    from launcher.run.loop import find_checkpoint
 
     record, inv, plan_json = lifecycle.open_run(run_id or run_of_job(allocation_job_id(os.environ)))
     state = record.read_state()
@@ -57,24 +56,21 @@ def stop(
         raise BadInput(f"run {record.run_id} is {state.get('state')}: nothing to stop")
     plan = supervise.watch_plan(plan_json)
     targets = lifecycle.targets_of(record)
-    script = lifecycle.node_script(STOP_SCRIPT)
+    script = nodecall.node_script(STOP_SCRIPT)
     with make_transport(inv) as transport:
-        before = lifecycle.find_checkpoint(inv, plan, transport)
+        before = find_checkpoint(inv, plan, transport)
         asked = time.time()
         record.update_state(stop_requested={"time": asked, "deadline": asked + deadline, "before": before})
         by_host = {t.host: t for t in targets}
-        group = transport.run_all(
+        replies = nodecall.call_all(
+            transport,
             list(by_host),
-            lambda h: script_argv(
-                by_host[h].python, "-c", script, by_host[h].run_dir, str(asked + deadline), "rlaunch stop"
-            ),
+            lambda h: by_host[h].python,
+            script,
+            lambda h: (by_host[h].run_dir, str(asked + deadline), "rlaunch stop"),
             timeout=30,
         )
-        unreached = {
-            h: (protocol.reply_of(r.stdout) or {}).get("error") or r.why()
-            for h, r in group.results.items()
-            if not (r.ok and (protocol.reply_of(r.stdout) or {}).get("ok"))
-        }
+        unreached = {h: r.get("error") or r.why() for h, r in replies.items() if not (r.ok and r.get("ok"))}
         # A detached run whose supervisor died settles only when someone asks for its status.
         settle_here = bool(state.get("detached")) and not supervise.supervisor_alive(state)
         give_up = asked + deadline + inv.health.grace + SETTLE_MARGIN_S
@@ -87,7 +83,7 @@ def stop(
     if forced:
         lifecycle.down(record.run_id)
     with make_transport(inv) as transport:
-        after = lifecycle.find_checkpoint(inv, plan, transport)
+        after = find_checkpoint(inv, plan, transport)
     ended = record.read_state().get("ended_at") or time.time()
     result = judge(
         run_id=record.run_id,
@@ -174,7 +170,7 @@ def job_ended_at(record: records.RunRecord) -> float | None:
     the exit: artifacts, the checkpoint check, another node's teardown)."""
     attempt = record.read_state().get("attempt", 0)
     try:
-        data = json.loads((record.root / f"outcome-{int(attempt)}.json").read_text())
+        data = json.loads(record.outcome_path(int(attempt)).read_text())
         when = (data.get("root_cause") or {}).get("time")
     except (OSError, ValueError, TypeError, AttributeError):
         return None
@@ -201,47 +197,3 @@ def requeue_job(job_id: str) -> dict[str, Any]:
         return {"job_id": job_id, "asked": True, "ok": False, "error": f"scontrol requeue: {exc}"}
     error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] if proc.returncode else []
     return {"job_id": job_id, "asked": True, "ok": proc.returncode == 0, "error": error[0] if error else None}
-
-
-def run_of_job(job_id: str | None) -> str | None:
-    """Inside a Slurm job (ops/slurm/rlaunch-batch's trap): the active run that this job's `up` started, so that
-    two jobs of one user sharing a home never stop each other's run; None (the latest run) outside Slurm or when no
-    run names the job (an `up` over SSH from inside an allocation)."""
-    if not job_id:
-        return None
-    for rid in reversed(records.list_run_ids()):
-        with contextlib.suppress(OSError, ValueError, records.BadRunId):
-            state = records.RunRecord.open(rid).read_state()
-            if str(state.get("slurm_job_id")) == job_id and is_active(state.get("state")):
-                return rid
-    return None
-
-
-def resume_point(inv: Inventory) -> dict[str, Any] | None:
-    """When this cluster's latest run was stopped for preemption (`rlaunch stop --save`, a Slurm notice), what a
-    fresh `up` of the same job resumes from: {"run", "checkpoint", "step", "lost_steps"}; else None. Only the
-    latest run counts: a run started after it (from scratch, by choice) ends the chain."""
-    if not inv.job.checkpoint_dir:
-        return None
-    latest: tuple[float, dict[str, Any]] | None = None
-    for rid in records.list_run_ids():
-        with contextlib.suppress(OSError, ValueError, records.BadRunId):
-            state = records.RunRecord.open(rid).read_state()
-            if state.get("cluster") == inv.cluster and (
-                latest is None or state.get("started_at", 0) > latest[0]
-            ):
-                latest = (float(state.get("started_at", 0)), {**state, "run_id": rid})
-    if latest is None:
-        return None
-    state = latest[1]
-    found = state.get("preemption") or {}
-    checkpoint = found.get("checkpoint")
-    root = inv.job.checkpoint_dir.rstrip("/") + "/"
-    if is_active(state.get("state")) or not checkpoint or not str(checkpoint).startswith(root):
-        return None
-    return {
-        "run": state["run_id"],
-        "checkpoint": checkpoint,
-        "step": checkpoint_step(checkpoint),
-        "lost_steps": found.get("lost_steps"),
-    }

@@ -148,6 +148,19 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o600) -> None:
         raise
 
 
+PROGRESS_FILE = "progress.jsonl"
+
+
+class RecordFile:
+    """A file directly inside the run record: `record.state_path` is `record.root / "state.json"`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, record: RunRecord, owner: type | None = None) -> Path:
+        return record.root / self.name
+
+
 class RunRecord:
     def __init__(self, root: Path):
         self.root = root
@@ -168,7 +181,7 @@ class RunRecord:
         root.mkdir(mode=0o700)
         (root / "logs").mkdir(mode=0o700)
         rec = cls(root)
-        write_atomic(root / "plan.json", json.dumps(plan_json, indent=1))
+        write_atomic(rec.plan_path, json.dumps(plan_json, indent=1))
         rec.write_state({"run_id": run_id, "state": RunState.PLANNED.value, "created_at": time.time()})
         return rec
 
@@ -190,11 +203,11 @@ class RunRecord:
 
     # --- state ---------------------------------------------------------------------------------------
     def read_state(self) -> dict[str, Any]:
-        return json.loads((self.root / "state.json").read_text())
+        return json.loads(self.state_path.read_text())
 
     def write_state(self, state: dict[str, Any]) -> None:
         with self._lock:
-            write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
+            write_atomic(self.state_path, json.dumps(state, indent=1, sort_keys=True))
 
     def set_state(self, state: RunState, **changes: Any) -> dict[str, Any]:
         """The one writer of the run's state (launcher/states.py's vocabulary), with the fields that go with it."""
@@ -208,24 +221,24 @@ class RunRecord:
         # and `down` may update the same state.json at once.
         with self._lock, open(self.root / ".state.lock", "a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            state = json.loads((self.root / "state.json").read_text())
+            state = json.loads(self.state_path.read_text())
             state.update(changes)
-            write_atomic(self.root / "state.json", json.dumps(state, indent=1, sort_keys=True))
+            write_atomic(self.state_path, json.dumps(state, indent=1, sort_keys=True))
             return state
 
     def plan_json(self) -> dict[str, Any]:
-        return json.loads((self.root / "plan.json").read_text())
+        return json.loads(self.plan_path.read_text())
 
     # --- append-only streams ---------------------------------------------------------------------------
     def append_event(self, event: dict[str, Any]) -> None:
         with self._lock:
             if self._events is None:
-                self._events = _open_private(self.root / "events.jsonl")
+                self._events = _open_private(self.events_path)
             self._events.write(json.dumps(event, sort_keys=True) + "\n")
             self._events.flush()
 
     def events(self) -> list[dict[str, Any]]:
-        path = self.root / "events.jsonl"
+        path = self.events_path
         if not path.is_file():
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -241,7 +254,7 @@ class RunRecord:
     def append_gpu(self, host: str, snapshot: dict[str, Any]) -> None:
         """Periodic amd-smi / rocm-smi snapshots, kept for post-mortems (gpu/<host>.jsonl)."""
         with self._lock:
-            path = self.root / "gpu" / f"{host}.jsonl"
+            path = self.gpu_path(host)
             _private_dir(path.parent)
             with _open_private(path) as f:
                 f.write(json.dumps(snapshot, sort_keys=True) + "\n")
@@ -257,8 +270,64 @@ class RunRecord:
         target = (base / rel).resolve()
         return target if target.is_relative_to(base) and target != base else None
 
+    # --- the record's file layout (known here only: every other module asks for a path) ----------------
+    # One file each, directly in the record (RecordFile below): state, plan, events; the inventory the run was
+    # started with (restarts and spares read it back); progress.jsonl, one record per new step (launcher/attempts.py);
+    # hang forensics: every host's stack dumps as collected, the flight-recorder summaries, straggler metrics in
+    # node_exporter's textfile format.
+    state_path = RecordFile("state.json")
+    plan_path = RecordFile("plan.json")
+    events_path = RecordFile("events.jsonl")
+    inventory_path = RecordFile("inventory.json")
+    progress_path = RecordFile(PROGRESS_FILE)
+    stacks_json_path = RecordFile("stacks.json")
+    fr_path = RecordFile("fr.json")
+    metrics_path = RecordFile("metrics.prom")
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
     def log_path(self, host: str) -> Path:
-        return self.root / "logs" / f"{host}.log"
+        return self.logs_dir / f"{host}.log"
+
+    def log_paths(self) -> dict[str, Path]:
+        """host → its log, for every host that logged."""
+        return {p.stem: p for p in self.logs_dir.glob("*.log")}
+
+    def gpu_path(self, host: str) -> Path:
+        return self.root / "gpu" / f"{host}.jsonl"
+
+    def targets_path(self, attempt: int | None = None) -> Path:
+        """The typed node targets (guardctl.GuardTarget) of the current attempt, or of attempt `attempt`."""
+        return self.root / ("targets.json" if attempt is None else f"targets-{attempt}.json")
+
+    def targets_paths(self) -> list[Path]:
+        """Every attempt's targets file, in attempt order."""
+        return self._numbered("targets")
+
+    def outcome_path(self, attempt: int) -> Path:
+        """What attempt `attempt` ended with (restart_policy.AttemptResult's JSON)."""
+        return self.root / f"outcome-{attempt}.json"
+
+    def outcome_paths(self) -> list[Path]:
+        """Every attempt's outcome file, in attempt order."""
+        return self._numbered("outcome")
+
+    def stacks_dir(self) -> Path:
+        """Hang forensics: one text file of stack dumps per host (stacks/<host>.txt)."""
+        return self.root / "stacks"
+
+    def stacks_path(self, host: str) -> Path:
+        return self.stacks_dir() / f"{host}.txt"
+
+    def _numbered(self, prefix: str) -> list[Path]:
+        found = []
+        for path in self.root.glob(f"{prefix}-*.json"):
+            number = path.stem.rsplit("-", 1)[1]
+            if number.isdigit():
+                found.append((int(number), path))
+        return [path for _, path in sorted(found)]
 
     def close(self) -> None:
         with self._lock:

@@ -66,8 +66,8 @@ def summary_table(rows: list[dict[str, Any]], columns: list[str], title: str | N
     table = Table(title=title, header_style="bold")
     for col in columns:
         table.add_column(col)
-    for row in rows:
-        table.add_row(*(Text(str(row.get(c, ""))) for c in columns))
+    for row in rows:  # cells hold what nodes and jobs said (ledger reasons, states): shown, never acted on
+        table.add_row(*(Text(terminal_text(str(row.get(c, "")))) for c in columns))
     out.print(table)
 
 
@@ -80,6 +80,11 @@ _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 
 def terminal_text(text: str) -> str:
     """Job text made safe to write to a terminal: every control character but tab shown as `\\xNN`."""
     return text.translate(_CONTROLS)
+
+
+def terminal_lines(text: str) -> str:
+    """terminal_text for several lines: the line breaks stay, every other control character is shown."""
+    return "\n".join(terminal_text(line) for line in text.split("\n"))
 
 
 def _esc(text: str) -> str:

@@ -39,7 +39,7 @@ def gather(record: records.RunRecord) -> dict[str, Any]:
     events = attempt_records.read_events(record)
     progress = attempt_records.read_progress(record.root)
     outcomes = []
-    for path in sorted(record.root.glob("outcome-*.json"), key=lambda p: int(p.stem.split("-")[1])):
+    for path in record.outcome_paths():
         try:
             outcomes.append(json.loads(path.read_text()))
         except (OSError, ValueError):
@@ -53,7 +53,7 @@ def gather(record: records.RunRecord) -> dict[str, Any]:
         "outcomes": outcomes,
         "goodput": gp,
         "ledger": [e for e in ledger.read() if e.get("run_id") == record.run_id],
-        "logs": {p.stem: p for p in (record.root / "logs").glob("*.log")},
+        "logs": record.log_paths(),
     }
 
 

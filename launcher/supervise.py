@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import ExitCode
+from launcher.records import RunRecord
 from launcher.states import RunState, is_active
 
 SUPERVISOR_LOG = "supervisor.log"
@@ -41,7 +42,7 @@ OFFSETS_EVERY_S = 2.0
 
 
 def _starttime(pid: int) -> int | None:
-    from launcher.node.guard import read_stat
+    from launcher.node.procs import read_stat
 
     st = read_stat(pid)
     return None if st is None or st["state"] in ("Z", "X") else int(st["starttime"])
@@ -106,7 +107,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
     deadline = time.time() + timeout
     while time.time() < deadline:
         with contextlib.suppress(OSError, ValueError):
-            state = json.loads((root / "state.json").read_text())
+            state = json.loads(RunRecord(root).state_path.read_text())
             if state.get("supervisor_pid") == pid and supervisor_alive(state):
                 return pid
             if not is_active(state.get("state")):
@@ -120,7 +121,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
 
 def ensure(root: Path) -> tuple[int | None, bool]:
     """A live supervisor for an active run: (pid, started now). (None, False) if the run is over."""
-    state = json.loads((root / "state.json").read_text())
+    state = json.loads(RunRecord(root).state_path.read_text())
     if not is_active(state.get("state")) or not state.get("detached"):
         return None, False
     recorded = _recorded(state)
@@ -131,9 +132,9 @@ def ensure(root: Path) -> tuple[int | None, bool]:
 
 def stop(root: Path, timeout: float) -> bool:
     """SIGTERM the run's supervisor (it tears the job down like Ctrl-C in a foreground `up`); wait for it."""
-    from launcher.node.guard import signal_same
+    from launcher.node.procs import signal_same
 
-    state = json.loads((root / "state.json").read_text())
+    state = json.loads(RunRecord(root).state_path.read_text())
     recorded = _recorded(state)
     if recorded is None or not supervisor_alive(state):
         return False
@@ -157,11 +158,12 @@ def _log(text: str) -> None:
 
 def run(run_id: str) -> int:
     """Supervise the run until it ends (or SIGTERM, which tears it down). Returns the run's exit code."""
-    from launcher import lifecycle
+    from cluster.transport import make_transport
     from launcher import plan as planning
-    from launcher.run import LaunchError, Runner
+    from launcher.run.attempt import LaunchError, Runner
+    from launcher.run.loop import RunContext, execute, open_run
 
-    record, inv, plan_json = lifecycle.open_run(run_id)
+    record, inv, plan_json = open_run(run_id)
     lock_fd = os.open(record.root / SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -192,30 +194,28 @@ def run(run_id: str) -> int:
         while not finished.wait(OFFSETS_EVERY_S):
             if current:
                 runner = current[-1]
-                with runner.lock:
-                    offsets = {h: s.offset for h, s in runner.nodes.items()}
-                record.update_state(offsets=offsets, offsets_plan=runner.plan.run_id)
+                record.update_state(offsets=runner.offsets(), offsets_plan=runner.plan.run_id)
 
     saver = threading.Thread(target=save_offsets, daemon=True)
     saver.start()
     offsets = state.get("offsets", {}) if state.get("offsets_plan") == plan_json["run_id"] else {}
     try:
-        with lifecycle.make_transport(inv) as transport:
-            outcome = lifecycle._attempts(
+        with make_transport(inv) as transport:
+            ctx = RunContext(
                 inv,
                 watch_plan(plan_json),
-                sources,
-                os.environ,
                 record,
                 transport,
-                True,
-                None,
-                lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
-                _log,
+                sources,
+                os.environ,
+                detach=True,
+                on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+                say=_log,
                 first_attempt=int(state.get("attempt") or 0),
                 adopt=offsets,
                 on_runner=current.append,
             )
+            outcome = execute(ctx)
     except (LaunchError, planning.PlanError) as exc:
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         _log(f"failed: {exc}")
@@ -225,10 +225,7 @@ def run(run_id: str) -> int:
         saver.join(timeout=5)
         if current:
             with contextlib.suppress(OSError, ValueError):
-                record.update_state(
-                    offsets={h: s.offset for h, s in current[-1].nodes.items()},
-                    offsets_plan=current[-1].plan.run_id,
-                )
+                record.update_state(offsets=current[-1].offsets(), offsets_plan=current[-1].plan.run_id)
         record.close()
     _log(f"run ended: code {outcome.code}: {outcome.summary}")
     return outcome.code
@@ -311,16 +308,16 @@ def tail_record(
         offsets[path] += end
         return data[:end].decode("utf-8", "replace").splitlines()
 
-    events = root / "events.jsonl"
+    events = RunRecord(root).events_path
     read_new(events)  # events: only new ones, whatever from_start says (the summary covers the past)
     while True:
-        state = json.loads((root / "state.json").read_text())
-        plan_json = json.loads((root / "plan.json").read_text())
+        state = json.loads(RunRecord(root).state_path.read_text())
+        plan_json = json.loads(RunRecord(root).plan_path.read_text())
         first_rank = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
         for host in sorted(first_rank):
             if node and host != node:
                 continue
-            for text in read_new(root / "logs" / f"{host}.log"):
+            for text in read_new(RunRecord(root).log_path(host)):
                 local, rest = parse_rank_prefix(text)
                 if local is not None:
                     on_line(host, first_rank[host] + local, rest)
@@ -362,13 +359,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(fd, 2)
         os.close(fd)
         os.close(null)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    def as_interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    from launcher.run.signals import sigterm_interrupts
 
-    # SIGTERM (from `rlaunch down`) takes the path Ctrl-C takes in a foreground `up`: stop the job everywhere.
-    signal.signal(signal.SIGTERM, as_interrupt)
+    sigterm_interrupts(daemon=daemon)
     try:
         return run(run_id)
     except KeyboardInterrupt:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, zip_hosts
+from launcher import nodecall
 from launcher.errors import BadInput
-from launcher.node.protocol import script_argv
 
 ALWAYS_EXCLUDED = (".git/",)
 MAX_FILES = 200_000
@@ -104,29 +104,26 @@ def push_all(
     inv: Inventory, transport: Transport, hosts: Sequence[str] | None = None, *, timeout: float = 600.0
 ) -> SyncResult:
     """Push inv.sync's tree to every node (in parallel); per node what was sent."""
-    from launcher.run import node_script
-
     assert inv.sync is not None
     src = inv.resolve(inv.sync.src)
     entries = manifest(src, inv.sync.exclude, inv.sync.gitignore)
     by_path = {e.path: e for e in entries}
     dest = dest_of(inv)
-    script = node_script("sync.py")
+    script = nodecall.node_script("sync.py")
     body = json.dumps({"files": [[e.path, e.size, e.mode, e.sha256] for e in entries]}).encode()
     python = {n.host: inv.python_for(n) for n in (*inv.nodes, *inv.spares)}
     hosts = list(hosts) if hosts is not None else [n.host for n in inv.nodes]
 
     def one(host: str) -> NodeSync:
         done = NodeSync(round_trips=1)
-        r = transport.run(
-            host, script_argv(python[host], "-c", script, "plan", dest), stdin=body, timeout=timeout
+        reply = nodecall.call(
+            transport, host, python[host], script, "plan", dest, stdin=body, timeout=timeout
         )
-        reply = _reply(r.stdout)
-        if not r.ok or reply is None or "need" not in reply:
-            done.error = (reply or {}).get("error") or r.why()
+        if not reply.ok or "need" not in reply.data:
+            done.error = reply.get("error") or reply.why()
             return done
         done.deleted = int(reply.get("deleted", 0))
-        need = [by_path[p] for p in reply["need"] if p in by_path]
+        need = [by_path[p] for p in reply.data["need"] if p in by_path]
         if not need:
             return done
         stream = b"".join(
@@ -136,26 +133,15 @@ def push_all(
             for e in need
         )
         done.round_trips += 1
-        r = transport.run(
-            host, script_argv(python[host], "-c", script, "recv", dest), stdin=stream, timeout=timeout
+        reply = nodecall.call(
+            transport, host, python[host], script, "recv", dest, stdin=stream, timeout=timeout
         )
-        reply = _reply(r.stdout)
-        if not r.ok or reply is None or "received" not in reply:
-            done.error = (reply or {}).get("error") or r.why()
+        if not reply.ok or "received" not in reply.data:
+            done.error = reply.get("error") or reply.why()
             return done
-        done.sent_files, done.sent_bytes = int(reply["received"]), int(reply["bytes"])
+        done.sent_files, done.sent_bytes = int(reply.data["received"]), int(reply.data["bytes"])
         return done
 
     result = SyncResult(dest, len(entries), sum(e.size for e in entries))
     result.nodes = dict(zip_hosts(hosts, one, transport.max_parallel))
     return result
-
-
-def _reply(stdout: str) -> dict | None:
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        return data if isinstance(data, dict) else None
-    return None

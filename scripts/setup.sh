@@ -11,11 +11,12 @@ PY=${PYTHON:-python3}
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# --- system packages: sshd for simulated nodes, pdsh for the benchmark, iproute2 for namespaces ---
+# --- system packages: sshd for simulated nodes, pdsh and rsync for the benchmarks, iproute2 for namespaces ---
 if [[ "${1:-}" != "--no-apt" && "${1:-}" != "--demo" ]]; then
   need=()
   [[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
   command -v pdsh >/dev/null || need+=(pdsh)
+  command -v rsync >/dev/null || need+=(rsync)  # bench/sync.py's side by side
   command -v ip >/dev/null || need+=(iproute2)
   command -v unshare >/dev/null || need+=(util-linux)
   # a one-node Slurm for the ops tests (prolog/epilog/health check through real jobs)

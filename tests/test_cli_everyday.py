@@ -13,6 +13,7 @@ import pytest
 
 from cluster.inventory import Inventory, InventoryError, Overrides, apply_overrides, from_mapping
 from launcher.lifecycle import progress_summary
+from launcher.nodecall import with_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 GC = ROOT / "launcher" / "node" / "gc.py"
@@ -46,7 +47,14 @@ def test_overrides_apply_to_the_inventory_and_refuse_secrets() -> None:
 
 def run_gc(workdir: Path, keep: int, *extra: str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", GC.read_text(), str(workdir), str(keep), *extra],
+        [
+            sys.executable,
+            "-c",
+            with_modules(GC.read_text(), "gc.py", ("protocol.py",)),
+            str(workdir),
+            str(keep),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -232,3 +240,126 @@ def test_sync_over_the_local_transport_sends_only_changes(tmp_path: Path) -> Non
         ).read_bytes() == b"b" * 10_000
         fourth = sync.push_all(inv, transport).nodes["n1"]
         assert (fourth.sent_files, fourth.round_trips, fourth.deleted) == (0, 1, 0)
+
+
+def test_status_takes_the_latest_attempt_by_number(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from launcher.lifecycle import latest_outcome
+
+    for n in (1, 2, 10):
+        (tmp_path / f"outcome-{n}.json").write_text(json.dumps({"attempt": n}))
+    (tmp_path / "outcome-x.json").write_text("{}")
+    assert latest_outcome(SimpleNamespace(root=tmp_path)) == {"attempt": 10}  # type: ignore[arg-type]
+
+
+def test_since_takes_durations_and_times() -> None:
+    import datetime
+
+    from launcher.cli.app import UserError
+    from launcher.cli.run import parse_since
+
+    assert parse_since("90s") == (90.0, None) and parse_since("10m") == (600.0, None)
+    assert parse_since("1h30m") == (5400.0, None) and parse_since("2d") == (172800.0, None)
+    assert parse_since("45") == (45.0, None)
+    when = datetime.datetime(2026, 12, 1, 19, 0)
+    assert parse_since("2026-12-01T19:00") == (None, when.timestamp())
+    for bad in ("yesterday", "10x", "m10", ""):
+        with pytest.raises(UserError, match="--since"):
+            parse_since(bad)
+
+
+LOGCAT = ROOT / "launcher" / "node" / "logcat.py"
+
+
+def logcat(opts: dict, *run_dirs: Path) -> tuple[list[str], dict]:
+    done = subprocess.run(
+        [sys.executable, "-I", str(LOGCAT), json.dumps(opts), *map(str, run_dirs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *lines, reply = done.stdout.splitlines()
+    return lines, json.loads(reply)["end"]
+
+
+def test_logcat_since_reads_from_the_guards_time_index(tmp_path: Path) -> None:
+    """out.idx's last entry at or before T says where T's lines begin, a size seen mid-line included; an entry
+    cut short by a crash is skipped; a run directory without an index is whole or skipped by out.log's mtime."""
+    a, b, old = tmp_path / "a0", tmp_path / "a1", tmp_path / "old"
+    for d in (a, b, old):
+        d.mkdir()
+    (a / "out.log").write_bytes(b"one\ntwo\nthree par")  # the guard saw 8 bytes at 100, 12 ("thr") at 200
+    (a / "out.idx").write_text("100.00 8\n200.00 12\n300.0")
+    with open(a / "out.log", "ab") as f:
+        f.write(b"tial\nfour\nfive")  # "five" is still being written
+    (b / "out.log").write_text("b1\nb2\n")
+    (b / "out.idx").write_text("400.00 3\n")
+    (old / "out.log").write_text("from an old guard\n")
+    assert logcat({"since": 150}, a)[0] == ["three partial", "four", "five"]
+    lines, ends = logcat({"since": 150, "follow": True}, a, b)
+    assert lines == ["three partial", "four", "b1", "b2"]  # b: nothing at or before 150, so from the start
+    assert ends == {str(a): len(b"one\ntwo\nthree partial\nfour\n"), str(b): 6}
+    assert logcat({"since": 250}, a, b)[0] == ["three partial", "four", "five", "b1", "b2"]
+    assert logcat({"since": 450}, b)[0] == ["b2"]
+    assert logcat({"since": 50, "tail": 2, "grep": "^(one|two|b)"}, a, b)[0] == ["b1", "b2"]
+    assert logcat({"ago": 3600}, old)[0] == ["from an old guard"]  # written just now: whole
+    assert logcat({"since": time.time() + 3600}, old)[0] == []
+
+
+def test_the_guard_notes_out_logs_growth_at_most_once_a_second(tmp_path: Path) -> None:
+    from launcher.node import protocol
+    from launcher.node.rundir import OutIndex
+
+    index = OutIndex(str(tmp_path))
+    index.note()  # no out.log yet: nothing
+    (tmp_path / "out.log").write_text("a\n")
+    index.note()
+    index.note()  # unchanged
+    (tmp_path / "out.log").write_text("a\nb\n")
+    index.note()  # grown, but within the second: waits
+    index.note(force=True)  # the guard's last word at the end
+    entries = [line.split() for line in (tmp_path / protocol.OUT_INDEX).read_text().splitlines()]
+    assert [int(size) for _, size in entries] == [2, 4]
+    assert float(entries[0][0]) <= float(entries[1][0])
+
+
+def test_exec_and_tables_show_hostile_node_output_escaped(tmp_path: Path) -> None:
+    """A node's output is text anyone on it could print: OSC 52 (the clipboard), a line rewrite, a hidden rest.
+    `exec` (prefixed and collated) and the tables show each control character as `\\xNN`, line breaks kept."""
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(
+        json.dumps(
+            {
+                "transport": "local",
+                "python": sys.executable,
+                "workdir": str(tmp_path / "work"),
+                "nodes": [{"host": "n1"}, {"host": "n2"}],
+                "job": {"kind": "command", "command": ["true"]},
+            }
+        )
+    )
+    hostile = "printf 'a\\033]52;c;ZXZpbA==\\007b\\n\\033[2Kc\\n'; printf 'd\\033[8m\\n' >&2"
+
+    def rlaunch(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "RLAUNCH_HOME": str(tmp_path / "home")}
+        return subprocess.run(
+            [sys.executable, "-m", "launcher.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+
+    prefixed = rlaunch("exec", str(inventory), "--shell", "--", hostile)
+    collated = rlaunch("exec", str(inventory), "--shell", "--collate", "--", hostile)
+    for done in (prefixed, collated):
+        assert done.returncode == 0, done.stderr
+        assert "\033" not in done.stdout + done.stderr and "\007" not in done.stdout
+    assert "n1: a\\x1b]52;c;ZXZpbA==\\x07b\nn1: \\x1b[2Kc\n" in prefixed.stdout
+    assert "n1: d\\x1b[8m" in prefixed.stderr
+    assert "\na\\x1b]52;c;ZXZpbA==\\x07b\n\\x1b[2Kc\n" in collated.stdout
+
+
+def test_summary_tables_escape_what_nodes_said(capsys: pytest.CaptureFixture[str]) -> None:
+    from launcher.render import summary_table
+
+    summary_table([{"node": "n1", "reason": "GPU fault\033]52;c;eA==\007"}], ["node", "reason"])
+    shown = capsys.readouterr().out
+    assert "\033]" not in shown and "\\x1b]52;c;eA==\\x07" in shown

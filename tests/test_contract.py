@@ -151,7 +151,7 @@ def test_replies_are_read_by_the_protocol() -> None:
 
 def test_errors_are_raised_and_caught_by_type() -> None:
     """`grep -rn 'code=.*BAD_INPUT\\|\\.code == 2' launcher` is empty: bad input is a BadInput, caught as one."""
-    from launcher.run import LaunchError, LaunchRefused
+    from launcher.run.attempt import LaunchError, LaunchRefused
 
     assert _launcher_lines(r"code=.*BAD_INPUT|\.code == 2") == []
     refused = LaunchRefused("run r1 is still running on these nodes")
@@ -241,7 +241,7 @@ def test_heartbeats_go_out_only_from_their_own_thread_and_never_block() -> None:
     assert "try_write(self._word)" in guardctl and ".write(self._word)" not in guardctl.replace(
         "try_write", ""
     )
-    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "guard.py").read_text()
+    assert "protocol.HEARTBEAT" in (ROOT / "launcher" / "node" / "follower.py").read_text()
 
 
 def test_every_vocabulary_family_cites_its_emitter_source() -> None:
@@ -378,6 +378,255 @@ def test_job_output_parsers_bound_their_digit_counts() -> None:
         assert r"(\d+)" not in text, name
 
 
+# ---- issue 22: the run loop's one home, and the rules that keep it one -------------------------------------------
+
+# The two factories that import their implementations lazily, by kind, from the modules that implement their
+# interface (so each implementation may import the interface): the only import circles allowed.
+LAZY_FACTORIES = {"cluster/transport.py": "make_transport", "launcher/jobs/base.py": "adapter_for"}
+
+
+def _our_module_files() -> dict[str, Path]:
+    """Dotted module name → file, for cluster/ and launcher/ (a package is its __init__.py)."""
+    out = {}
+    for top in ("cluster", "launcher"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """Our modules that `path` imports, at module level or inside a function (a lazy import is still an arrow),
+    leaving out what the lazy factories import inside themselves."""
+    rel = str(path.relative_to(ROOT))
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == LAZY_FACTORIES.get(rel):
+            skipped.update(id(inner) for inner in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(
+                f"{node.module}.{alias.name}" for alias in node.names
+            )  # `from launcher import ledger`
+    return {name for name in found if name in known}
+
+
+def test_no_import_circles_but_the_two_lazy_factories() -> None:
+    """Issue 22: data flows one way. Every import among cluster/ and launcher/ (lazy ones too) forms no circle,
+    except through the transport and job-kind factories (`make_transport`, `adapter_for`), whose kind-by-kind
+    imports are their whole point. The circles this rule ended: run.py <-> hangs.py, lifecycle.py <->
+    supervise.py, doctor/checks.py <-> doctor/net.py, jobs/lfdata.py <-> jobs/llamafactory.py."""
+    known = _our_module_files()
+    graph = {name: _imports_of(path, known) - {name} for name, path in known.items()}
+    # Tarjan's strongly connected components: any component of two or more modules is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
+        for other in sorted(graph[name]):
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in on_stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == name:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    assert circles == [], "\n".join(
+        " <-> ".join(c) + ": " + "; ".join(f"{a} -> {sorted(graph[a] & set(c))}" for a in c) for c in circles
+    )
+
+
+def test_the_run_loop_lives_in_launcher_run() -> None:
+    """Issue 22: one attempt, the restart loop, forensics and signal handling each have one room in launcher/run/;
+    lifecycle and the supervisor call `execute()`, and nobody else builds a restart loop or a Runner."""
+    run = ROOT / "launcher" / "run"
+    assert {p.name for p in run.glob("*.py")} >= {"attempt.py", "loop.py", "forensics.py", "signals.py"}
+    assert not (ROOT / "launcher" / "run.py").exists() and not (ROOT / "launcher" / "hangs.py").exists()
+    for name in ("lifecycle.py", "supervise.py"):
+        text = (ROOT / "launcher" / name).read_text()
+        assert "execute(" in text and "Runner(" not in text and "Policy.from_config" not in text, name
+    outside = [
+        line
+        for line in _launcher_lines(r"\bRunner\(|restart_policy\.Policy\b|signal\.signal\(")
+        if not line.startswith(("launcher/run/", "launcher/node/"))
+    ]
+    assert outside == []
+    # Forensics sees the attempt through its narrow view, never the Runner class.
+    assert "launcher.run.attempt" not in imported_modules(run / "forensics.py")
+
+
+def test_the_run_loop_speaks_through_public_seams() -> None:
+    """Issue 22: no reach into another object's private state from the run loop's rooms or their callers
+    (`runner._lock`, `watcher._record`, `runner.nodes[host]` from outside the Runner), and validation splits attempts by
+    the loop's `on_attempt`, never by the words of a status line."""
+    assert _launcher_lines(r"runner\._|watcher\._|runner\.nodes\[") == []
+    runner = (ROOT / "launcher" / "validate" / "runner.py").read_text()
+    assert "on_attempt" in runner and 'startswith("restart ' not in runner
+
+
+def _literal_exit_codes(path: Path) -> list[str]:
+    """Every `return <int>` and `Outcome(<int>, ...)` of one module, as "file:line: N"."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        literal = node.value if isinstance(node, ast.Return) else None
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Outcome" and node.args:
+            literal = node.args[0]
+        if isinstance(literal, ast.Constant) and type(literal.value) is int:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {literal.value}")
+    return found
+
+
+def test_run_verbs_return_no_literal_exit_codes() -> None:
+    """The rule of test_verb_entry_points_return_exit_codes_by_name, over every verb module of the run: no
+    `return <int>` and no `Outcome(<int>, ...)` in lifecycle, the supervisor or launcher/run/; the codes come from
+    launcher/errors.py by name."""
+    run = sorted((ROOT / "launcher" / "run").glob("*.py"))
+    paths = [ROOT / "launcher" / "lifecycle.py", ROOT / "launcher" / "supervise.py", *run]
+    assert [line for path in paths for line in _literal_exit_codes(path)] == []
+
+
+def test_run_states_are_named_not_spelled() -> None:
+    """The rule of test_run_states_are_written_through_the_one_setter, wider: outside launcher/states.py (and the
+    node, which speaks protocol.py), no state.json write spells a state (`set_state("…")`, `update_state(state=`)
+    and no module keeps its own set of active states (`("running", "starting")`): `states.is_active` decides."""
+    assert (
+        _launcher_lines(r'set_state\(\s*"|update_state\([^)]*\bstate=', skip=("launcher/records.py",)) == []
+    )
+    active = [
+        line
+        for line in _launcher_lines(r'\(\s*"running",\s*"starting"|\(\s*"starting",\s*"running"')
+        if not line.startswith(("launcher/states.py", "launcher/node/"))
+    ]
+    assert active == []
+
+
+# Issue 22: node-script calls, the guard's bundle, the follower's records, the run record's layout.
+
+
+def test_node_script_calls_go_through_nodecall() -> None:
+    """Every node-script call from the head is built (`python -I -c CODE`, `python -I -`) and read (the JSON reply on
+    the last line) by launcher/nodecall.py; guard verbs by launcher/guardctl.py. The head's own supervisor
+    (supervise.py BOOT) is no node script."""
+    skip = ("launcher/nodecall.py", "launcher/guardctl.py")
+    pattern = r"(?<!nodecall\.)(script_argv|reply_of)\(|\"-I\", \"-c\""
+    head = [line for line in _launcher_lines(pattern, skip=skip) if not line.startswith("launcher/node/")]
+    assert [line for line in head if not line.startswith("launcher/supervise.py")] == []
+    assert _launcher_lines(r"json\.loads\([^)]*\.stdout", skip=skip) == []
+    # One reader of a node script's text: nodecall.node_script.
+    assert _launcher_lines(r"import .*\bnode_script\b") == []
+
+
+def test_the_guard_bundle_is_the_only_pushed_file_list() -> None:
+    """plan.py pushes protocol.GUARD_BUNDLE and names none of its files itself, and the bundle holds every module
+    the guard imports beside itself (guard.py run as a script imports its siblings by their bare names)."""
+    plan = (ROOT / "launcher" / "plan.py").read_text()
+    for name in protocol.GUARD_BUNDLE:
+        assert f'"{name}"' not in plan and f"'{name}'" not in plan, f"plan.py names {name} itself"
+    assert plan.count("protocol.GUARD_BUNDLE") == 2  # the files of every node plan, and load_sources
+    node = ROOT / "launcher" / "node"
+    siblings = {p.stem for p in node.glob("*.py")}
+    todo, seen = ["guard"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [m for m in imported_modules(node / f"{name}.py") if m in siblings]
+    assert {f"{m}.py" for m in seen} <= set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE}
+    assert set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE} <= {f"{m}.py" for m in siblings}
+    assert (ROOT / "launcher" / "health" / protocol.RULES_FILE).is_file()
+
+
+def test_node_records_carry_protocol_kinds_only() -> None:
+    """No record built in launcher/node has a literal "k": every {"k": ...} takes a protocol.K_* name."""
+    kinds = {name for name in dir(protocol) if name.startswith("K_")}
+    bad = []
+    for path in sorted((ROOT / "launcher" / "node").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Dict):
+                continue
+            for key, value in zip(node.keys, node.values, strict=True):
+                literal = isinstance(key, ast.Constant) and key.value == "k"
+                if literal and not (isinstance(value, ast.Attribute) and value.attr in kinds):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert bad == []
+
+
+def test_the_head_takes_the_followers_rule_for_a_flagged_line() -> None:
+    """A flagged line carries the rule its follower matched and the local rank it read (edge.Forwarder), and the
+    head's watcher uses that rule (Watcher.observe_line(rule=...)) instead of classifying the line again."""
+    edge = (ROOT / "launcher" / "node" / "edge.py").read_text()
+    assert edge.count('"lr": local') == 3
+    run = (ROOT / "launcher" / "run" / "attempt.py").read_text()
+    assert "observe_line(now, host, rank, rest, rule=rule)" in run
+
+
+def test_the_run_records_layout_lives_in_records_py() -> None:
+    """Paths inside a run record come from RunRecord (records.py: targets, outcomes, stacks, fr, metrics,
+    progress ...), never built from `record.root / "..."` elsewhere."""
+    names = r'"(targets|outcome)-|"(targets|stacks|fr)\.json"|"metrics\.prom"|"progress\.jsonl"|root / "'
+    assert _launcher_lines(names, skip=("launcher/records.py",)) == []
+
+
+def test_every_command_documents_its_exit_codes() -> None:
+    """Scripts branch on exit codes: each verb's --help says which it returns (like `up`'s), and only codes
+    launcher/errors.py defines (issue 24)."""
+    import re
+
+    import click
+
+    from launcher.cli import main
+    from launcher.errors import ExitCode
+
+    known = {int(c) for c in ExitCode}
+    missing, unknown = [], []
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, command in sorted(group.commands.items()):
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix}{name} ")
+                continue
+            text = command.help or ""
+            line = next((part for part in text.split("Exit:")[1:2]), None)
+            if line is None:
+                missing.append(f"{prefix}{name}")
+                continue
+            codes = {int(c) for c in re.findall(r"(?:^|·)\s*(\d{1,3})\s", line.split("\n\n")[0])}
+            if not codes or codes - known:
+                unknown.append(f"{prefix}{name}: {sorted(codes - known) or 'no codes'}")
+
+    walk(main, "")
+    assert not missing, f"no `Exit:` line in --help: {missing}"
+    assert not unknown, unknown
+
+
 def test_stop_requests_speak_one_contract() -> None:
     """`rlaunch stop --save` (docs/preemption.md): the inventory's stop signals are stopreq.py's, none of them one
     that torchrun's agent turns into "kill the workers" (its TORCHELASTIC_SIGNALS_TO_HANDLE default, docs/facts.md);
@@ -394,5 +643,6 @@ def test_stop_requests_speak_one_contract() -> None:
     assert not set(signals) & {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGKILL"}
     assert plan.STOP_FILE == stopreq.STOP_FILE
     assert rlaunch_job.REQUEUE_EXIT_CODE == 75 and "**75**" in (ROOT / "docs" / "preemption.md").read_text()
-    guard = (ROOT / "launcher" / "node" / "guard.py").read_text()
-    assert guard.count("stopreq.") <= 3 and "SigCgt" not in guard
+    daemon = (ROOT / "launcher" / "node" / "daemon.py").read_text()
+    assert daemon.count("stopreq.") <= 2 and "SigCgt" not in daemon  # a hook of a few lines
+    assert "stopreq.py" in protocol.GUARD_BUNDLE

@@ -271,3 +271,109 @@ def test_sync_sends_only_what_changed_and_honours_excludes(sim3: Any, tmp_path: 
     assert shown.returncode == 0 and all(
         n["sent_files"] == 0 for n in json.loads(shown.stdout)["nodes"].values()
     )
+
+
+# The job waits until the guard's time index (out.idx) has noted its early lines before it takes the time T the
+# test asks `--since` for, so no assertion below depends on how fast anything ran. Then it prints three late lines,
+# waits for the test's `go` file (after `logs -f` has read them) and prints three more, which `-f` follows.
+SINCE_JOB = r"""
+import glob, os, time
+def wait(ok):
+    while not ok():
+        time.sleep(0.05)
+for i in range(3):
+    print(f"early {i}", flush=True)
+attempt = glob.glob(".rlaunch/attempt-*")[0]
+size = os.path.getsize(f"{attempt}/out.log")
+def noted():
+    try:
+        return any(int(line.split()[1]) >= size for line in open(f"{attempt}/out.idx"))
+    except (OSError, IndexError, ValueError):
+        return False
+wait(noted)
+time.sleep(0.05)
+print(f"mark {time.time():.3f}", flush=True)
+for i in range(3):
+    print(f"late {i}", flush=True)
+wait(lambda: os.path.exists("go"))
+for i in range(3, 6):
+    print(f"late {i}", flush=True)
+"""
+
+
+def test_logs_since_and_follow_show_each_line_once(sim3: Any, tmp_path: Path) -> None:
+    """On a running job: `logs -f` on every node and `logs -f --since T` on one, each started after some lines
+    and going on until the job ends: exactly the lines (written after T), the ones read first and the ones
+    followed after, none twice; `--since 10m` everything; `--tail` with it; a bad --since is exit 2."""
+    import datetime
+
+    from launcher import records
+
+    path = write_inventory(
+        tmp_path, sim3, job={"kind": "command", "command": [sys.executable, "-c", SINCE_JOB], "timeout": 60}
+    )
+    result: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: result.setdefault("out", lifecycle.up(load_inventory(path))), daemon=True
+    )
+    thread.start()
+    hosts = [n.name for n in sim3.nodes]
+    followers: dict[str, subprocess.Popen[str]] = {}
+    shown: dict[str, list[str]] = {"all": [], "since": []}
+    try:
+        run_id = wait_for(lambda: (records.list_run_ids() or [None])[-1], 30, "the run's record", result)
+
+        def out_log(host: str) -> str:
+            logs = list(sim3.node_path(host, f"{WORKDIR}/{run_id}/{host}/.rlaunch").glob("attempt-*/out.log"))
+            return logs[0].read_text() if logs else ""
+
+        wait_for(lambda: all("late 2\n" in out_log(h) for h in hosts), 120, "late 2 on every node", result)
+        mark = next(float(line.split()[1]) for line in out_log("node1").splitlines() if "mark" in line)
+        since = datetime.datetime.fromtimestamp(mark - 0.02).isoformat()  # T, as the job printed it (rounded)
+        for name, extra in (("all", []), ("since", ["--since", since, "--node", "node1"])):
+            followers[name] = proc = subprocess.Popen(
+                [sys.executable, "-m", "launcher.cli", "logs", run_id, "-f", *extra],
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            threading.Thread(target=lambda p=proc, n=name: shown[n].extend(iter(p.stdout.readline, "")),
+                             daemon=True).start()  # fmt: skip
+        wait_for(
+            lambda: sum("| late 2" in s for s in shown["all"]) == 3, 60, "logs -f read late 2 everywhere"
+        )
+        wait_for(lambda: any("| late 2" in s for s in shown["since"]), 120, "logs -f --since read late 2")
+        for host in hosts:
+            sim3.node_path(host, f"{WORKDIR}/{run_id}/{host}/go").touch()
+        for proc in followers.values():
+            proc.wait(120)
+    finally:
+        for proc in followers.values():
+            if proc.poll() is None:
+                proc.kill()
+        thread.join(120)
+    assert not thread.is_alive() and result["out"][1].code == 0, result
+    for proc in followers.values():
+        assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+
+    def lines_of(name: str, host: str) -> list[str]:
+        return [s.rstrip("\n").split("| ", 1)[1] for s in shown[name] if s.startswith(f"{host}| ")]
+
+    late = [f"late {i}" for i in range(6)]
+    for host in hosts:
+        every = lines_of("all", host)
+        assert every[:3] == [f"early {i}" for i in range(3)] and every[4:] == late, (
+            every
+        )  # once each, in order
+    since_lines = lines_of("since", "node1")
+    assert since_lines[0].startswith("mark ") and since_lines[1:] == late, since_lines  # nothing before T
+    assert not [s for s in shown["since"] if not s.startswith("node1| ")]
+    everything = cli("logs", run_id, "--since", "10m")
+    assert everything.returncode == 0 and sum("| early 0" in s for s in everything.stdout.splitlines()) == 3
+    last = cli("logs", run_id, "--since", "1h30m", "--tail", "1", "--node", "node2")
+    assert last.returncode == 0 and last.stdout.splitlines() == ["node2| late 5"], last.stdout
+    bad = cli("logs", run_id, "--since", "yesterday")
+    assert bad.returncode == 2 and "--since: 'yesterday'" in bad.stderr and "Traceback" not in bad.stderr
+    assert_nothing_left(sim3)

@@ -18,7 +18,7 @@ import pytest
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records, supervise
 from launcher.health.classify import parse_rank_prefix
-from launcher.run import LaunchError
+from launcher.run.attempt import LaunchError
 from tests.test_e2e_health import assert_nothing_left, two_nodes, wait_for, worker_pid
 
 pytestmark = pytest.mark.ssh

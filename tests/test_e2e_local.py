@@ -54,6 +54,9 @@ def test_embedded_default_through_the_cli(run_home: Path) -> None:
     assert "succeeded" in proc.stderr
     run_id = records.list_run_ids(run_home)[-1]
     assert not processes_of_run(run_id)
+    # The run id as soon as it exists, with what to type in another terminal; at the end what to read next.
+    assert f"rlaunch: run {run_id} · next: rlaunch logs {run_id} -f · " in proc.stderr
+    assert f"next: rlaunch logs {run_id} --tail 50 · " in proc.stderr.splitlines()[-1]
     losses = [float(line.split("loss=")[1]) for line in proc.stdout.splitlines() if " step=" in line]
     assert losses[-1] < losses[0]  # the demo job learns
 
@@ -101,7 +104,7 @@ def test_attached_guard_ends_with_its_channel(tmp_path: Path) -> None:
     import time
 
     from launcher.plan import build_plan, load_sources
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     inv = load_inventory(ROOT / "examples" / "local.yaml")
     job = inv.job.model_copy(update={"args": ["--steps", "100000", "--sleep", "0.05"]})

@@ -20,7 +20,7 @@ from e2e_helpers import assert_nothing_left, job_pids, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, records
-from launcher.run import LaunchError
+from launcher.run.attempt import LaunchError
 
 pytestmark = pytest.mark.ssh
 

@@ -127,7 +127,7 @@ def test_the_forwarder_passes_on_flagged_lines_with_context_and_the_shown_rank(t
 
 def test_ranks_option_maps_to_each_node_s_local_ranks() -> None:
     from launcher.plan import NodePlan, Plan
-    from launcher.run import show_specs
+    from launcher.run.attempt import show_specs
 
     nodes = [
         NodePlan(h, h, i, 2, (), 2 * i, f"/r/{h}", "python3", [], {}, [])

@@ -24,9 +24,9 @@ from test_plan import plan_of
 from cluster.local import LocalTransport
 from cluster.transport import Endpoint
 from launcher import envrules
-from launcher.hangs import HangForensics
 from launcher.health import flight
 from launcher.health.watch import Watcher
+from launcher.run.forensics import HangForensics
 
 torch = pytest.importorskip("torch")
 

@@ -15,7 +15,7 @@ from cluster.inventory import InventoryError, from_mapping
 from launcher import attempts, goodput, ledger, records, runreport, spares
 from launcher import plan as planning
 from launcher.health.progress import ProgressLine, parse_progress, progress_step
-from launcher.run import LaunchError
+from launcher.run.attempt import LaunchError
 
 ROOT = Path(__file__).resolve().parents[1]
 

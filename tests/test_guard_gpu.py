@@ -16,7 +16,7 @@ from test_guard import Job
 
 from launcher.health.watch import Watcher
 from launcher.node import gpuact
-from launcher.run import _proc_sample
+from launcher.run.attempt import _proc_sample
 
 ROOT = Path(__file__).resolve().parent.parent
 SMI = ROOT / "tests" / "fixtures" / "smi"

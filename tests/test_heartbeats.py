@@ -98,7 +98,7 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     """The runner's lock held for 2.5x heartbeat_timeout mid-run (what forensics or a slow channel did to the
     old watch loop, which also sent the beats): the job still runs to success on both nodes."""
     from launcher.plan import build_plan, load_sources
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     inv = load_inventory(ROOT / "examples" / "local.yaml")
@@ -119,7 +119,7 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     watching.start()
     try:
         wait_for(lambda: any(t.startswith("step=") for t in lines), 180, "the first step")
-        with runner._lock:  # the watch loop and every record delivery wait here
+        with runner.lock:  # the watch loop and every record delivery wait here
             time.sleep(5.0)
             held_while_running = len(processes_of_run(plan.run_id)) >= 6  # 2 torchruns + 4 workers
         watching.join(timeout=180)

@@ -24,9 +24,10 @@ from launcher import plan as planning
 from launcher.cli.run import _event_printer, finish_line
 from launcher.health.events import Event
 from launcher.health.watch import State, Watcher
-from launcher.jobs.lfdata import check_paths_on_nodes
+from launcher.jobs.lfpaths import check_paths_on_nodes
 from launcher.node import facts as node_facts
-from launcher.run import LaunchError, node_script
+from launcher.nodecall import node_script
+from launcher.run.attempt import LaunchError
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")

@@ -58,7 +58,7 @@ def test_a_follower_that_fails_to_open_is_asked_again(
     from cluster.transport import TransportError
     from launcher import records
     from launcher.plan import build_plan, load_sources
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     inv = headsim.inventory(3, 1, str(tmp_path / "work"))

@@ -375,7 +375,7 @@ def test_collected_artifacts_stay_inside_the_run_record(tmp_path: Path) -> None:
     from cluster.transport import Endpoint
     from launcher import records
     from launcher.plan import build_plan, load_sources
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     escaped = tmp_path / "escaped"
     reply = {

@@ -738,9 +738,9 @@ def test_stack_and_straggler_files_get_the_record_modes(tmp_path: Path) -> None:
 
     from cluster.local import LocalTransport
     from cluster.transport import Endpoint
-    from launcher.hangs import HangForensics
     from launcher.health.events import Event
     from launcher.node.guard import read_stat
+    from launcher.run.forensics import HangForensics
 
     root = tmp_path / "record"
     root.mkdir(mode=0o700)
@@ -793,14 +793,14 @@ def test_a_crash_report_never_lands_in_a_foreign_home(tmp_path: Path) -> None:
 
 
 def test_the_heads_follower_skips_a_record_it_cannot_read_and_says_so_once(tmp_path: Path) -> None:
-    """launcher/run.py: a follower record `_on_record` raises on (here a non-numeric offset, as a digit bomb once
+    """launcher/run/attempt.py: a follower record `_on_record` raises on (here a non-numeric offset, as a digit bomb once
     raised) is skipped and counted, one warning event per node; the lines after it are still followed."""
     from cluster.inventory import from_mapping
     from cluster.local import LocalTransport
     from cluster.transport import Endpoint
     from launcher import plan as planning
     from launcher.records import RunRecord
-    from launcher.run import Runner
+    from launcher.run.attempt import Runner
 
     inv = from_mapping(
         {

@@ -29,7 +29,7 @@ from cluster.inventory import load_inventory
 from cluster.slurm import SlurmTransport
 from cluster.transport import Endpoint, make_transport
 from launcher import lifecycle, records
-from launcher.run import LaunchError
+from launcher.run.attempt import LaunchError
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable  # the venv's interpreter: the single node is this machine

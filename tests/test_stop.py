@@ -88,7 +88,7 @@ def test_the_guard_signals_only_processes_that_catch_the_stop_signal_and_tears_d
 ) -> None:
     """A real pair of processes: one catches SIGUSR1, one keeps the default action (which would kill it). The hook
     signals the first once, never the second, and answers a teardown reason only after the deadline."""
-    from launcher.node.guard import read_stat, signal_same
+    from launcher.node.procs import read_stat, signal_same
 
     mod = _guard_side()
     catcher = subprocess.Popen([sys.executable, "-c", CATCHES_USR1], stdout=subprocess.PIPE, text=True)
@@ -98,15 +98,16 @@ def test_the_guard_signals_only_processes_that_catch_the_stop_signal_and_tears_d
         assert catcher.stdout.readline() == "ready\n" and plain.stdout.readline() == "ready\n"
         procs = [read_stat(catcher.pid), read_stat(plain.pid)]
         job = {"env": {"RLAUNCH_STOP_SIGNAL": "SIGUSR1"}}
-        assert mod.poll(str(tmp_path), procs, job, 100.0, signal_same) == (None, None)  # no request yet
+        assert mod.poll(str(tmp_path), procs, job, 100.0, signal_same) is None  # no request yet
         assert mod.write_request(str(tmp_path), 200.0, "rlaunch stop")["ok"]
-        entry, late = mod.poll(str(tmp_path), procs, job, 150.0, signal_same)
-        assert late is None and entry["signalled"] == [[catcher.pid, procs[0]["starttime"]]]
+        assert mod.poll(str(tmp_path), procs, job, 150.0, signal_same) is None
+        seen = json.loads((tmp_path / "stop-seen.json").read_text())
+        assert seen["signalled"] == [[catcher.pid, procs[0]["starttime"]]] and seen["deadline"] == 200.0
         assert catcher.wait(timeout=30) == 7 and catcher.stdout.read() == "got\n"
         assert plain.poll() is None  # never signalled: SIGUSR1 would have killed it
-        assert mod.poll(str(tmp_path), procs, job, 160.0, signal_same) == (None, None)  # once each
-        entry, late = mod.poll(str(tmp_path), procs, job, 200.5, signal_same)
-        assert entry is None and late.startswith("stop deadline passed (rlaunch stop)")
+        assert mod.poll(str(tmp_path), procs, job, 160.0, signal_same) is None  # once each
+        late = mod.poll(str(tmp_path), procs, job, 200.5, signal_same)
+        assert late.startswith("stop deadline passed (rlaunch stop)")
         # `none`: the file alone, no signal to anyone.
         assert mod.signal_number({"env": {"RLAUNCH_STOP_SIGNAL": "none"}}) is None
     finally:
@@ -192,7 +193,8 @@ def test_the_next_up_resumes_only_from_the_clusters_latest_run_when_it_was_preem
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cluster.inventory import from_mapping
-    from launcher import preempt, records
+    from launcher import preempted as preempt
+    from launcher import records
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
 

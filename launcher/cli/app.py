@@ -45,6 +45,24 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     sys.exit(code)
 
 
+def _status(text: str) -> None:
+    click.echo(click.style("rlaunch: ", bold=True) + text, err=True)
+
+
+def next_commands(run_id: str, active: bool = False) -> str:
+    """What to type next about a run: every run id the CLI prints comes with these (a running run: watch or
+    stop it; an ended one: read it)."""
+    if active:
+        return (
+            f"next: rlaunch logs {run_id} -f · rlaunch status {run_id} --watch · rlaunch attach {run_id} · "
+            f"rlaunch down {run_id}"
+        )
+    return (
+        f"next: rlaunch logs {run_id} --tail 50 · rlaunch logs {run_id} --since 10m · "
+        f"rlaunch report {run_id} --html {run_id}.html"
+    )
+
+
 def guarded(fn: F) -> F:
     """Turn every expected failure into one clear line and a documented exit code; never a traceback."""
 
@@ -164,7 +182,11 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @guarded
 def init(path: str, force: bool) -> None:
-    """Write a commented starter cluster.yaml."""
+    """Write a commented starter cluster.yaml.
+
+    \b
+    Exit: 0 written · 2 bad input (the file exists: --force replaces it)
+    """
     import os
     import tempfile
 
@@ -210,6 +232,7 @@ def plan(
 
     \b
     Takes `up`'s overrides: rlaunch plan cluster.yaml --env K=V --nproc-per-node 2 -- --steps 10
+    Exit: 0 planned · 2 bad input (the inventory, an override, a file it names)
     """
     from launcher import plan as planning
     from launcher import records, render

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from launcher.cli.app import EXIT_FAILED, EXIT_INFRA, EXIT_OK, guarded, main
-from launcher.cli.run import _event_printer, _line_printer, _status
+from launcher.cli.app import EXIT_FAILED, EXIT_INFRA, EXIT_OK, _status, guarded, main, next_commands
+from launcher.cli.run import _event_printer, _line_printer
 from launcher.states import is_active
 
 
@@ -34,7 +34,8 @@ def attach(run_id: str | None, as_json: bool, from_start: bool) -> None:
             record.root, _line_printer(as_json), None if as_json else _event_printer, from_start=from_start
         )
     except KeyboardInterrupt:
-        _status(f"detached from run {record.run_id}; it goes on (`rlaunch attach {record.run_id}` to return)")
+        _status(f"detached from run {record.run_id}; it goes on")
+        _status(next_commands(record.run_id, active=True))
         sys.exit(EXIT_OK)
     if is_active(state.get("state")):
         _status(
@@ -45,6 +46,7 @@ def attach(run_id: str | None, as_json: bool, from_start: bool) -> None:
         f"run {record.run_id}: {state.get('state')}"
         + (f" — {state['summary']}" if state.get("summary") else "")
     )
+    _status(next_commands(record.run_id))
     sys.exit(EXIT_OK if state.get("state") == "succeeded" else EXIT_FAILED)
 
 
@@ -74,3 +76,5 @@ def supervise(run_id: str | None) -> None:
         )
     else:
         _status(f"run {record.run_id} is already supervised (pid {pid})")
+    if pid is not None:
+        _status(next_commands(record.run_id, active=True))

@@ -52,6 +52,7 @@ def exec_(
     Exit: 0 every node exited 0 · 1 a node failed or timed out · 2 bad input · 3 a node unreachable
     """
     from launcher import fleet
+    from launcher.render import terminal_lines, terminal_text
 
     inv = load(inventory, hostfile, from_slurm)
     group = fleet.exec_all(inv, command, nodes=nodes, shell=shell, timeout=timeout)
@@ -61,18 +62,19 @@ def exec_(
         sys.exit(code)
     if collate:
         for hosts, text in fleet.collate(group):
-            click.echo("-" * 16 + f"\n{hosts}\n" + "-" * 16)
-            click.echo(text, nl=not text.endswith("\n") and bool(text))
+            click.echo("-" * 16 + f"\n{terminal_text(hosts)}\n" + "-" * 16)
+            click.echo(terminal_lines(text), nl=not text.endswith("\n") and bool(text))
     else:
         for host, r in group.results.items():
             for line in r.stdout.splitlines():
-                click.echo(f"{host}: {line}")
+                click.echo(f"{host}: {terminal_text(line)}")
             for line in r.stderr.splitlines():
-                click.echo(f"{host}: {line}", err=True)
+                click.echo(f"{host}: {terminal_text(line)}", err=True)
     for host, r in group.results.items():
         if not r.ok:
-            click.echo(click.style(f"{host}: ", fg="red") + (r.error or f"exit {r.exit_code}"), err=True)
-    click.echo(click.style("rlaunch: ", bold=True) + fleet.summary_line(group), err=True)
+            why = terminal_text(r.error or f"exit {r.exit_code}")
+            click.echo(click.style(f"{host}: ", fg="red") + why, err=True)
+    click.echo(click.style("rlaunch: ", bold=True) + terminal_text(fleet.summary_line(group)), err=True)
     sys.exit(code)
 
 
@@ -102,6 +104,7 @@ def gc(
     """
     from launcher import fleet
     from launcher.errors import ExitCode
+    from launcher.render import terminal_text
 
     inv = load(inventory, hostfile, from_slurm)
     keep = keep if keep is not None else (inv.keep_runs if inv.keep_runs is not None else 5)
@@ -114,9 +117,9 @@ def gc(
             line = f"{host}: {verb} {len(g.removed)} ({g.freed_bytes / 1e6:.1f} MB), kept {len(g.kept)}"
             if g.running:
                 line += f", running {', '.join(g.running)}"
-            click.echo(line)
+            click.echo(terminal_text(line))  # run names and errors are the node's words
             for error in g.errors:
-                click.echo(click.style(f"{host}: ", fg="red") + error, err=True)
+                click.echo(click.style(f"{host}: ", fg="red") + terminal_text(error), err=True)
     sys.exit(ExitCode.INFRA if any(g.errors for g in done.values()) else ExitCode.OK)
 
 
@@ -137,6 +140,7 @@ def sync(inventory: str, hostfile: str | None, from_slurm: bool, nodes: str | No
     from launcher import fleet
     from launcher import sync as syncing
     from launcher.errors import BadInput, ExitCode
+    from launcher.render import terminal_text
 
     inv = load(inventory, hostfile, from_slurm)
     if inv.sync is None:
@@ -155,7 +159,7 @@ def sync(inventory: str, hostfile: str | None, from_slurm: bool, nodes: str | No
         click.echo(f"{result.files} files, {result.total_bytes / 1e6:.1f} MB → {result.dest}")
         for host, n in result.nodes.items():
             if n.error:
-                click.echo(click.style(f"{host}: ", fg="red") + n.error, err=True)
+                click.echo(click.style(f"{host}: ", fg="red") + terminal_text(n.error), err=True)
             else:
                 click.echo(
                     f"{host}: sent {n.sent_files} files ({n.sent_bytes / 1e6:.2f} MB), deleted {n.deleted}"

@@ -68,7 +68,9 @@ def _drain(nodes: list) -> None:
         if done.returncode != 0:
             failed.append(f"{node.host}: {(done.stderr or done.stdout).strip()}")
         else:
-            click.echo(f"drained {node.host}: {reason}")
+            from launcher.render import terminal_text
+
+            click.echo(terminal_text(f"drained {node.host}: {reason}"))
     if not nodes:
         click.echo("no node at the strike limit: nothing drained")
     if failed:
@@ -100,6 +102,7 @@ def nodes(as_json: bool, clear: str | None, window: float | None, drain_at: int 
     \b
     A strike is a failure whose root cause is the node (GPU fault, lost node, crash by a signal, straggler).
     With `health.max_strikes: N`, `up` replaces a node at N strikes by a spare or refuses to start (exit 3).
+    Exit: 0 shown (or cleared, drained) · 2 bad input (an unknown node to --clear) · 3 scontrol could not drain
     """
     from launcher import ledger
     from launcher.render import summary_table
@@ -174,7 +177,11 @@ def goodput_line(data: dict) -> str:
 @guarded
 def report(run_id: str | None, html_path: str) -> None:
     """One self-contained HTML page about a run (default: the latest): attempts per node, loss across restarts,
-    goodput, root cause with its log lines, ledger entries. No network, no scripts."""
+    goodput, root cause with its log lines, ledger entries. No network, no scripts.
+
+    \b
+    Exit: 0 written · 2 bad input (an unknown run, no directory for --html)
+    """
     from launcher import runreport
 
     target = Path(html_path)
@@ -182,3 +189,6 @@ def report(run_id: str | None, html_path: str) -> None:
         raise UserError(f"--html: directory {target.parent} does not exist")
     rid = runreport.write(run_id, target)
     click.echo(f"wrote {target} (run {rid})")
+    from launcher.cli.app import _status, next_commands
+
+    _status(next_commands(rid))

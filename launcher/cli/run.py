@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -14,15 +15,19 @@ from launcher.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_OK,
+    UserError,
+    _status,
     fail,
     guarded,
     inventory_options,
     load,
     main,
+    next_commands,
     override_options,
     overrides_of,
 )
 from launcher.errors import ExitCode
+from launcher.states import is_active
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
@@ -46,10 +51,6 @@ def _line_printer(as_json: bool):
         sys.stdout.flush()
 
     return emit
-
-
-def _status(text: str) -> None:
-    click.echo(click.style("rlaunch: ", bold=True) + text, err=True)
 
 
 # Warnings the user cannot act on as such, kept in the run record (events.jsonl, the report) but not printed: c10d
@@ -127,13 +128,25 @@ def up(
     Ctrl-C, SIGTERM, `rlaunch down` or a lost launcher (heartbeat) stop the job on every node.
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
-    from launcher import lifecycle
-    from launcher.run import LaunchError, interrupt_once
+    from launcher import lifecycle, records
+    from launcher.run.attempt import LaunchError
+    from launcher.run.signals import interrupt_once
 
     inv = load(inventory, hostfile, from_slurm, overrides_of(env_items, nproc_per_node, job_args))
     interrupt_once(_status)  # SIGTERM takes Ctrl-C's teardown path; a repeated signal never cuts it short
     printer = _line_printer(as_json)
     started = time.time()
+    run_id = records.new_run_id()
+    announced = detach  # a detached run's id comes with its next commands at the end
+
+    def on_status(text: str) -> None:
+        # The run id, once its record exists (a refused `up` has none): what to type in another terminal.
+        nonlocal announced
+        if not announced and (records.runs_dir() / run_id).is_dir():
+            announced = True
+            _status(f"run {run_id} · " + next_commands(run_id, active=True))
+        _status(text)
+
     try:
         run_id, outcome = lifecycle.up(
             inv,
@@ -141,17 +154,16 @@ def up(
             force=force,
             on_line=(lambda h, r, t: None) if quiet else printer,
             on_event=None if as_json else _event_printer,
-            on_status=_status,
+            on_status=on_status,
             doctor=doctor,
             ranks=ranks,
+            run_id=run_id,
         )
     except LaunchError as exc:
         fail(str(exc).replace("[", r"\["), exc.code)
     if detach:
-        _status(
-            f"{outcome.summary}: `rlaunch attach {run_id}`, `rlaunch status {run_id} --watch`, "
-            f"`rlaunch logs {run_id} -f`, `rlaunch down {run_id}`"
-        )
+        _status(outcome.summary)
+        _status(next_commands(run_id, active=True))
         if as_json:
             click.echo(json.dumps({"run_id": run_id, "detached": True}))
         return
@@ -230,7 +242,11 @@ def _goodput(run_id: str, prom: str | None) -> dict[str, Any] | None:
 @click.option("--json", "as_json", is_flag=True)
 @guarded
 def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
-    """Stop a run (default: the latest) on every node; nothing is left behind."""
+    """Stop a run (default: the latest) on every node; nothing is left behind.
+
+    \b
+    Exit: 0 stopped, nothing left · 2 bad input (an unknown run) · 3 a node unreachable or processes remain
+    """
     from launcher import lifecycle
 
     rid, replies = lifecycle.down(run_id, grace=grace)
@@ -280,7 +296,13 @@ def _seconds(text: str) -> float:
 @click.option("--json", "as_json", is_flag=True)
 @guarded
 def stop(run_id: str | None, save: bool, deadline: str, requeue: bool | None, as_json: bool) -> None:
-    """Stop a run (default: the latest) after a save: every rank saves once and exits 75 (docs/preemption.md)."""
+    """Stop a run (default: the latest; under Slurm, this job's) after a save: every rank saves once and exits 75,
+    then the save is checked and recorded, and a Slurm job requeued (docs/preemption.md).
+
+    \b
+    Exit: 0 saved · 1 no new complete checkpoint (deadline missed, or nothing saved) · 2 bad input (an unknown or
+    finished run) · 3 a node unreachable
+    """
     from launcher import preempt
 
     result = preempt.stop(run_id, deadline=_seconds(deadline), requeue=requeue, say=_status)
@@ -345,7 +367,7 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
             info = lifecycle.status(run_id)
             if as_json:
                 click.echo(json.dumps(info, default=str), nl=True)
-            if not (watch and info.get("state") in ("running", "starting")):
+            if not (watch and is_active(info.get("state"))):
                 break
             time.sleep(interval)
         if not as_json:
@@ -365,7 +387,7 @@ def _watch(run_id: str | None, interval: float) -> dict[str, Any]:
     info = lifecycle.status(run_id)
     try:
         with Live(_status_view(info), console=out, refresh_per_second=4, transient=False) as live:
-            while info.get("state") in ("running", "starting"):
+            while is_active(info.get("state")):
                 time.sleep(interval)
                 info = lifecycle.status(run_id)
                 live.update(_status_view(info))
@@ -400,22 +422,19 @@ def progress_line(p: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def next_commands(run_id: str) -> str:
-    """What to type next about a run: every run id the CLI prints comes with these."""
-    return (
-        f"next: rlaunch logs {run_id} --tail 50 · rlaunch status {run_id} --watch · rlaunch report {run_id}"
-    )
-
-
 def _status_view(info: dict[str, Any]) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
+    from launcher.render import terminal_text
+
     lines: list[Any] = [
         Text(
-            f"run {info['run_id']}: {info.get('state')}"
-            + (f" — {info['summary']}" if info.get("summary") else "")
+            terminal_text(
+                f"run {info['run_id']}: {info.get('state')}"
+                + (f" — {info['summary']}" if info.get("summary") else "")
+            )
         )
     ]
     if info.get("progress"):
@@ -468,9 +487,12 @@ def _status_view(info: dict[str, Any]) -> Any:
         for c in columns:
             table.add_column(c)
         for row in rows:
-            table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+            table.add_row(
+                *(Text("" if row.get(c) is None else terminal_text(str(row.get(c)))) for c in columns)
+            )
         lines.append(table)
-    lines.append(Text(next_commands(info["run_id"]), style="dim"))
+    active = is_active(info.get("state"))
+    lines.append(Text(next_commands(info["run_id"], active), style="dim"))
     return Group(*lines)
 
 
@@ -483,6 +505,9 @@ def _status_view(info: dict[str, Any]) -> Any:
 @click.option("--rank", type=int, default=None, help="Only this global rank's lines (torchrun's prefixes).")
 @click.option("--tail", "-n", "tail", type=click.IntRange(min=0), default=None,
               help="Only the last N lines of each node.")  # fmt: skip
+@click.option("--since", metavar="WHEN", default=None,
+              help="Only lines written since: a duration ago (90s, 10m, 2h, 1d, 1h30m) by each node's clock, "
+                   "or a time (2026-12-01T19:00, local time unless it names its zone).")  # fmt: skip
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON lines (with `classify`: one object per flagged line)."
 )
@@ -495,21 +520,23 @@ def logs(
     grep: str | None,
     rank: int | None,
     tail: int | None,
+    since: str | None,
     as_json: bool,
 ) -> None:
     """Show a run's logs (default: the latest): every line of every rank, read from the nodes; or classify a file.
 
     \b
-    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE] [--tail N]
+    rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE] [--tail N] [--since 10m]
     rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
+    With -f the lines read first are followed by new ones as they come, none twice. --since is exact to about
+    a second (the node's guard notes when out.log grows, once a second: the job's lines carry no time).
+    Exit: 0 shown · 2 bad input (unknown run, bad --grep/--since) · 3 the run's node targets are unusable
     """
     if run_id == "classify":
         _classify(file, as_json)
         return
     if file:
         fail(f"unexpected argument {file!r} (did you mean `rlaunch logs classify {file}`?)", EXIT_BAD_INPUT)
-    import re
-
     from launcher import lifecycle
     from launcher.render import terminal_text
 
@@ -518,10 +545,17 @@ def logs(
             re.compile(grep)
         except re.error as exc:
             fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
-    lines = lifecycle.read_logs(run_id, node, grep, rank)
-    if tail is not None:
-        lines = _tail(lines, tail)
-    for host, line in lines:
+    ago, at = parse_since(since) if since is not None else (None, None)
+    read = lifecycle.read_log_lines(
+        run_id, node=node, grep=grep, rank=rank, tail=tail, since=at, ago=ago, follow=follow
+    )
+    for host in read.from_record:
+        _status(
+            f"{host} did not answer: its lines are the head's copy (only what the follower forwarded"
+            + ("; --since not applied" if since is not None else "")
+            + ")"
+        )
+    for host, line in read.lines:
         click.echo(json.dumps({"node": host, "text": line}) if as_json else f"{host}| {terminal_text(line)}")
     if follow:
         lifecycle.follow_logs(
@@ -531,17 +565,32 @@ def logs(
             ),
             node=node,
             grep=grep,
+            rank=rank,
+            after=read.ends,
         )
 
 
-def _tail(lines: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
-    """The last n lines of each node, in the order read (node by node)."""
-    from collections import deque
+SINCE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+SINCE_DURATION = re.compile(r"(?:(\d{1,9})([smhd]))+")
 
-    per_node: dict[str, deque[str]] = {}
-    for host, line in lines:
-        per_node.setdefault(host, deque(maxlen=n)).append(line)
-    return [(host, line) for host, kept in per_node.items() for line in kept]
+
+def parse_since(text: str) -> tuple[float | None, float | None]:
+    """`--since`: (seconds ago, None) for a duration (journalctl and docker accept the same shapes), else (None,
+    epoch seconds) for an ISO 8601 time; anything else is bad input naming the flag."""
+    import datetime
+
+    value = text.strip()
+    if value.isdigit():
+        return float(value), None
+    if SINCE_DURATION.fullmatch(value):
+        return float(sum(int(n) * SINCE_UNITS[u] for n, u in re.findall(r"(\d+)([smhd])", value))), None
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--since: {text!r} is neither a duration (90s, 10m, 2h, 1d, 1h30m) nor a time (2026-12-01T19:00)"
+        ) from None
+    return None, when.timestamp()
 
 
 def _classify(file: str | None, as_json: bool) -> None:

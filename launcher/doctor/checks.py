@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from cluster.inventory import Inventory
+from launcher.doctor.check import Check, Severity, _check, odd_ones_out
 from launcher.doctor.facts import Facts
 from launcher.doctor.parse import GPU_GROUPS
-
-Severity = Literal["error", "warning"]
-Status = Literal["pass", "fail", "skip"]
 
 IOMMU_OPTIONS = ("iommu=pt", "amd_iommu=on")
 CLOCK_SKEW_WARN_S = 2.0
@@ -22,32 +18,6 @@ DISK_FREE_WARN_BYTES = 10 * 1024**3
 
 # ---------------------------------------------------------------------------------------------------------
 # Checks
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    severity: Severity
-    status: Status
-    message: str
-    nodes: tuple[str, ...] = ()
-    fix: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "fail"
-
-
-def _check(
-    name: str, severity: Severity, failing: dict[str, str], ok_msg: str, fix: str, skipped: str | None = None
-) -> Check:
-    """One check from {node: what is wrong}; no failing nodes = pass (or skip when nothing could be checked)."""
-    if failing:
-        msg = "; ".join(f"{h}: {why}" for h, why in failing.items())
-        return Check(name, severity, "fail", msg, tuple(failing), fix)
-    if skipped:
-        return Check(name, severity, "skip", skipped)
-    return Check(name, severity, "pass", ok_msg)
 
 
 # Facts that must be identical on every node, with severity: a mismatch in these breaks or skews a job.
@@ -61,17 +31,6 @@ SAME_EVERYWHERE: tuple[tuple[str, Severity, str], ...] = (
     ("llamafactory", "warning", "pin llamafactory to one version on every node"),
     ("kernel", "warning", "run the same kernel (amdgpu driver) on every node"),
 )
-
-
-def odd_ones_out(values: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The majority value and the nodes that differ from it (ties: the first node's value is the reference)."""
-    counts = Counter(values.values())
-    if not counts:
-        return None, {}
-    first = next(iter(values.values()))
-    top = max(counts.values())
-    majority = first if counts[first] == top else next(v for v, c in counts.items() if c == top)
-    return majority, {h: v for h, v in values.items() if v != majority}
 
 
 def _gpu_hosts(facts: Mapping[str, Facts], inv: Inventory | None) -> set[str]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from importlib import resources
 from typing import Any
 
 from cluster.transport import Result, Transport, zip_hosts
+from launcher import nodecall
 from launcher.doctor.facts import Facts, parse_facts
-from launcher.node.protocol import script_argv
 
 # ---------------------------------------------------------------------------------------------------------
 # Gathering (one round trip per node, in parallel through the transport)
@@ -23,15 +22,8 @@ def decode_reply(result: Result) -> dict[str, Any] | str:
     """The node script's JSON (last tagged line of stdout), or why there is none."""
     if result.error:
         return result.error
-    for line in reversed(result.stdout.splitlines()):
-        if FACTS_TAG in line and line.lstrip().startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                break
-            if isinstance(data, dict):
-                return data
-    return f"no facts in the probe's output ({result.why()})"
+    data = nodecall.reply_of(result.stdout, FACTS_TAG)
+    return data if data is not None else f"no facts in the probe's output ({result.why()})"
 
 
 # Node modules the probe imports, sent with it (each becomes a module of that name before facts.py runs).
@@ -41,20 +33,11 @@ PROBE_MODULES = ("netfacts.py",)
 def with_args(script: bytes, args: Mapping[str, Any]) -> bytes:
     """The probe plus its arguments as one program for `python -` on stdin. The arguments hold the inventory's
     `env:` values (tokens, passwords): on the command line any local user on the node could read them in `ps`."""
-    modules = "".join(
-        f"_m = types.ModuleType({name[:-3]!r}); sys.modules[{name[:-3]!r}] = _m\n"
-        f"exec(compile({_node_file(name)!r}, {name!r}, 'exec'), _m.__dict__)\n"
-        for name in PROBE_MODULES
-    )
     loader = (
-        "import sys, types\n" + modules + f"sys.argv[1:] = ['--json-args', {json.dumps(args)!r}]\n"
+        nodecall.module_preamble(PROBE_MODULES) + f"sys.argv[1:] = ['--json-args', {json.dumps(args)!r}]\n"
         f"exec(compile({script!r}, 'facts.py', 'exec'), {{'__name__': '__main__'}})\n"
     )
     return loader.encode()
-
-
-def _node_file(name: str) -> bytes:
-    return resources.files("launcher.node").joinpath(name).read_bytes()
 
 
 def gather(
@@ -75,11 +58,11 @@ def gather(
         node_args.setdefault("node", host)
         python = (python_for or {}).get(host, "python3")
         sent = time.time()
-        result = transport.run(
-            host, script_argv(python, "-"), stdin=with_args(script, node_args), timeout=timeout
+        reply = nodecall.call(
+            transport, host, python, None, stdin=with_args(script, node_args), timeout=timeout
         )
         times[host] = (sent, time.time())
-        return result
+        return reply.result
 
     out: dict[str, Facts] = {}
     for host, result in zip_hosts(hosts, run_one, transport.max_parallel):
@@ -104,17 +87,19 @@ def gather_markers(
 ) -> dict[str, list[str] | str]:
     """Second pass of the shared-directory test: which nodes' markers each node can read."""
     args = {"mode": "markers", "ckpt_dir": ckpt_dir, "token": token}
-    group = transport.run_all(
+    python_of = python_for or {}
+    replies = nodecall.call_all(
+        transport,
         hosts,
-        lambda h: script_argv(
-            (python_for or {}).get(h, "python3"), "-", "--json-args", json.dumps({**args, "node": h})
-        ),
+        lambda h: python_of.get(h, "python3"),
+        None,
+        lambda h: ["--json-args", json.dumps({**args, "node": h})],
         stdin_for=lambda h: script,
         timeout=timeout,
     )
     out: dict[str, list[str] | str] = {}
-    for host, result in group.results.items():
-        decoded = decode_reply(result)
+    for host, reply in replies.items():
+        decoded = decode_reply(reply.result)
         if isinstance(decoded, str):
             out[host] = decoded
         elif decoded.get("error"):

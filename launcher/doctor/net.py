@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cluster.inventory import Inventory
-from launcher.doctor.checks import Check, Severity, _check, odd_ones_out
+from launcher.doctor.check import Check, Severity, _check, odd_ones_out
 from launcher.doctor.facts import Facts
 
 ROCE_V2 = "RoCE v2"

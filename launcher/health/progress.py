@@ -238,7 +238,7 @@ class Progress:
         self, time: float, node: str, rank: int, cpu: float, io: float, gpu: dict | None = None
     ) -> None:
         """One sample of a rank: cumulative CPU seconds and I/O bytes, and when the guard sent one, a fresh reading
-        of its GPU ({"gfx", "umc", "w", "idle_w"}, as launcher/node/guard.py's GpuWatch.annotate writes it)."""
+        of its GPU ({"gfx", "umc", "w", "idle_w"}, as launcher/node/gpuwatch.py's GpuWatch.annotate writes it)."""
         self.ranks.setdefault((node, rank), RankSeries()).add(time, cpu, io, self.gpu_state(gpu))
 
     def gpu_state(self, gpu: dict | None) -> str | None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import signal as signals
 import time as clock
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -49,11 +49,13 @@ from launcher.health.pyexc import Tracebacks
 from launcher.health.rules import (
     OOM_EVIDENCE_RULES,
     RULES_BY_NAME,
+    Match,
     classify,
     is_completion_marker,
     is_progress,
 )
 from launcher.health.stacks import explain, where
+from launcher.node import protocol
 from launcher.node.gpuact import oom_detail, oom_pid
 
 
@@ -151,6 +153,18 @@ def format_duration(seconds: float) -> str:
     return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
+def match_of_rule(rule: str, text: str) -> Match | None:
+    """The match a node's follower reported for `text` (its rule id, protocol.py "f"), without classifying again:
+    the follower ran the same table (rules.py is pushed with the guard). Its two markers that are no rule's
+    (completion, net-init) match nothing; an id this table lacks (a guard of another rlaunch) is classified here."""
+    if rule in (protocol.F_COMPLETION, protocol.F_NET_INIT):
+        return None
+    found = RULES_BY_NAME.get(rule)
+    if found is None:
+        return classify(text)
+    return Match(found.name, found.category, found.severity, found.hint, found.cascade, found.waiting)
+
+
 def precedence(event: Event) -> int:
     if event.kind == "stall":
         return PRECEDENCE_STALL
@@ -228,12 +242,15 @@ class Watcher:
         if self._started_at is None:
             self._started_at = time
 
-    def observe_line(self, time: float, node: str, rank: int | None, text: str) -> Event | None:
-        """One line of output. Records activity; returns the event if a rule flags the line."""
+    def observe_line(
+        self, time: float, node: str, rank: int | None, text: str, *, rule: str | None = None
+    ) -> Event | None:
+        """One line of output. Records activity; returns the event if a rule flags the line. `rule`: the rule id
+        the node's follower already matched (launcher/node/edge.py Forwarder): the line is not classified again."""
         self.start(time)
         key = (node, rank)
         self.tracebacks.feed(time, key, text)
-        match = classify(text)
+        match = classify(text) if rule is None else match_of_rule(rule, text)
         if is_progress(text, match):  # stack frames and retry loops' "still waiting" do not count
             self._last_output[key] = time
             self._stall_reported = False
@@ -509,13 +526,29 @@ class Watcher:
         """Stacks of every rank, dumped after a hang or stall was declared: (node, rank, tool, text) each. The
         rank whose stack differs from the majority becomes the named root cause."""
         culprit, sentence = explain([where(*dump) for dump in dumps])
+        return self.refine(
+            lambda event: replace(
+                event,
+                node=culprit.node if culprit is not None else event.node,
+                rank=culprit.rank if culprit is not None else event.rank,
+                text=f"{sentence}; {event.text}",
+            )
+        )
+
+    def refine(self, change: Callable[[Event], Event]) -> Event | None:
+        """Evidence gathered after a hang or stall was declared (stacks, the flight recorder: launcher/run/
+        forensics.py): `change` rewrites the fatal hang or stall event where it stands, so the verdict's root cause
+        names what the evidence names. Returns the rewritten event, or None when no hang or stall was declared."""
         for i, event in enumerate(self.events):
             if event.kind in ("hang", "stall") and event.is_fatal:
-                node = culprit.node if culprit is not None else event.node
-                rank = culprit.rank if culprit is not None else event.rank
-                self.events[i] = replace(event, node=node, rank=rank, text=f"{sentence}; {event.text}")
+                self.events[i] = change(event)
                 return self.events[i]
         return None
+
+    def observe_confirmed(self, event: Event) -> Event:
+        """A fatal finding another party already confirmed (a node guard's edge rules ended its node:
+        launcher/node/edge.py): recorded like the watcher's own, without waiting for a second sample."""
+        return self._record(event)
 
     # ---- outputs ------------------------------------------------------------------------------
 

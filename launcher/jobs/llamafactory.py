@@ -55,6 +55,7 @@ from launcher.jobs.deepspeed import (
     load_ds_config,
 )
 from launcher.jobs.dscheck import batch_error, precision_warning
+from launcher.jobs.lfdata import names
 
 LF_CONFIG_FILE = "llamafactory.yaml"
 # torchrun runs rlaunch's entry wrapper from the run directory: `python -m llamafactory.launcher`'s run_exp(), plus
@@ -154,8 +155,6 @@ def local_paths(config: dict[str, Any]) -> list[tuple[PathKey, str, bool]]:
     """(key, value, defaulted) for every local path the yaml makes LLaMA-Factory open, hub ids and hub dataset
     dirs (ONLINE, REMOTE:<repo>: data/parser.py get_dataset_list) left out; `defaulted`: the yaml leaves
     dataset_dir unset while naming datasets, so LLaMA-Factory's default `data` applies."""
-    from launcher.jobs.lfdata import names
-
     out: list[tuple[PathKey, str, bool]] = []
     for spec in PATH_KEYS:
         raw = config.get(spec.key)
@@ -187,8 +186,6 @@ def startup_paths(raw: bytes) -> dict[str, Any] | None:
     checks it there, relative paths from the job directory as LLaMA-Factory resolves them): dataset_dir's
     dataset_info.json and the named datasets' files (unless a tokenized_path may stand in for them), and the
     must-exist keys. None when there is nothing to check."""
-    from launcher.jobs.lfdata import names
-
     try:
         config = parse_yaml(raw, LF_CONFIG_FILE)
     except LlamaFactoryConfigError:

@@ -310,11 +310,12 @@ class Forwarder:
             self.progress[key] = now
         record = {"k": protocol.K_LINE, "t": now, "off": offset, "text": raw}
         if match is not None:
-            record["f"] = {"rule": match.rule, "severity": match.severity}
+            record["f"] = {"rule": match.rule, "severity": match.severity, "lr": local}
         elif self.rules.is_completion_marker(text):
-            record["f"] = {"rule": "completion", "severity": "info"}
+            record["f"] = {"rule": protocol.F_COMPLETION, "severity": "info", "lr": local}
         elif ("NET/" in text or "Using network" in text) and NET_INIT.search(text):
-            record["f"] = {"rule": "net-init", "severity": "info"}  # the head's watcher reads the transport
+            # the head's watcher reads the transport
+            record["f"] = {"rule": protocol.F_NET_INIT, "severity": "info", "lr": local}
         elif self.shown(local):
             record["f"] = None  # healthy: the head shows and records it, without classifying it again
         else:

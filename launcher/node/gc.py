@@ -1,5 +1,5 @@
 """Remove older finished runs' directories under a node's workdir; run as
-`python -c <this file> WORKDIR KEEP [--dry-run] [--protect RUN_ID]...`.
+`python -c <this file> WORKDIR KEEP [--dry-run] [--protect RUN_ID]...`, protocol.py sent with it.
 
 Standard library only (imports nothing outside launcher/node/). Prints one JSON object: removed, kept, running,
 freed_bytes, errors.
@@ -25,7 +25,12 @@ import shutil
 import stat
 import sys
 
-ATTEMPTS_DIR = ".rlaunch"  # launcher/plan.py ATTEMPTS_DIR: per-attempt guard files
+if (
+    __name__ == "__main__"
+):  # on a node: protocol.py is sent with this code (launcher/nodecall.py with_modules)
+    import protocol
+else:  # imported by the head or tests
+    from launcher.node import protocol
 RUN_DIR = re.compile(r"^(\d{8}-\d{6}-[0-9a-f]{4})(?:-r\d{1,4})?$")
 
 
@@ -63,8 +68,8 @@ def is_running(run_dir):
         if lock_held(os.path.join(host_dir, "guard.lock")):
             return True
         # Since one run directory serves every attempt, each attempt's guard holds its lock in
-        # <host dir>/.rlaunch/attempt-N/ (launcher/plan.py ATTEMPTS_DIR).
-        attempts = os.path.join(host_dir, ATTEMPTS_DIR)
+        # <host dir>/.rlaunch/attempt-N/ (protocol.ATTEMPTS_DIR).
+        attempts = os.path.join(host_dir, protocol.ATTEMPTS_DIR)
         try:
             names = os.listdir(attempts) if stat.S_ISDIR(os.lstat(attempts).st_mode) else []
         except FileNotFoundError:

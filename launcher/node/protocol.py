@@ -16,6 +16,26 @@ import sys
 
 GUARD_FILE = "guard.py"
 PROTOCOL_FILE = "protocol.py"
+RULES_FILE = "rules.py"  # the head's launcher/health/rules.py, which edge.py loads from the run directory
+# Every file the guard runs from, pushed into each attempt's directory (launcher/plan.py reads this list, and only
+# this one): the entry and the modules it imports beside itself (launcher/node/guard.py), the edge rules.
+GUARD_BUNDLE = (
+    GUARD_FILE,
+    PROTOCOL_FILE,
+    "edge.py",
+    RULES_FILE,
+    "gpuact.py",
+    "procs.py",
+    "rundir.py",
+    "daemon.py",
+    "follower.py",
+    "gpuwatch.py",
+    "stopreq.py",  # stop requests (rlaunch stop --save): the daemon's hook, docs/preemption.md
+)
+
+# Each attempt's guard files live in <run dir>/ATTEMPTS_DIR/attempt-N (launcher/plan.py attempt_dir; node/gc.py
+# looks there for a live guard's lock).
+ATTEMPTS_DIR = ".rlaunch"
 
 # ---- verbs -------------------------------------------------------------------------------------------------
 START = "start"  # daemonize, run job.json's argv; reply {"guard_pid", "job_pid"} or {"error"}
@@ -35,7 +55,16 @@ BEATS_PER_TIMEOUT = 4
 # ---- records of the follow stream ("k") ---------------------------------------------------------------------
 K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
 K_ERROR = "error"  # run only: {"error"}: the job could not be started
-K_LINE = "line"  # {"off": byte offset after the line in out.log, "text"}
+K_LINE = (
+    "line"  # {"off": byte offset after the line in out.log, "text"}; "f" when a filtering follower sent it
+)
+# A filtering follower's "f" on a line record (launcher/node/edge.py Forwarder): None for a healthy line it forwards
+# for the terminal, else {"rule": the rule id it matched (launcher/health/rules.py names, or one of the two below),
+# "severity", "lr": the local rank it read from the line's prefix (None without one)}. The head takes the rule
+# instead of classifying the line again (health/watch.py Watcher.observe_line).
+F_COMPLETION = "completion"  # a completion marker (training finished), no rule matched
+F_NET_INIT = "net-init"  # a collective library's transport line, no rule matched
+MAX_LINE_BYTES = 8192  # a line record's text is at most this long (the rest of an over-long line is skipped)
 # {"procs": [{"pid", "state", "rank", "cpu", "io", "gpu"?}]}: the job's process tree, about once a second; "gpu"
 # ({"id", "gfx", "umc", "w", "idle_w"}) rides on a rank's entries once per fresh amd-smi/rocm-smi reading
 K_PROCS = "procs"
@@ -45,6 +74,12 @@ K_ACTIVITY = (
     "activity"  # per-local-rank line counts, last progress, consumed offset: instead of healthy lines
 )
 K_EXIT = "exit"  # {"state": final state.json}: always the last record
+
+# ---- out.log's time index (RUNDIR/out.idx) ----------------------------------------------------------------------
+# "TIME SIZE" lines appended by the guard when it sees out.log grow, at most one per OUT_INDEX_EVERY_S: the job
+# writes out.log itself, so its lines carry no time; logcat.py reads the index for `rlaunch logs --since`.
+OUT_INDEX = "out.idx"
+OUT_INDEX_EVERY_S = 1.0
 
 # ---- guard states (state.json "state") ----------------------------------------------------------------------
 RUNNING = "running"
@@ -112,11 +147,12 @@ def guard_argv(
     return argv
 
 
-def reply_of(stdout: str):
-    """The JSON object on the last non-empty line of a verb's stdout, or None."""
+def reply_of(stdout: str, tag: str | None = None):
+    """The JSON object on the last non-empty line of a verb's stdout, or None. With `tag` (a script that may print
+    other JSON first: doctor's probe, the route probe): the last line that holds `tag` and starts with "{"."""
     for line in reversed(stdout.strip().splitlines()):
         line = line.strip()
-        if not line:
+        if not line or (tag is not None and (tag not in line or not line.startswith("{"))):
             continue
         try:
             data = json.loads(line)

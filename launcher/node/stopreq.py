@@ -9,7 +9,7 @@ Two uses, standard library only:
       our uid), as every other run-dir file the head asks a node to write. Prints one JSON line:
       {"ok": true, "path": ...} or {"ok": false, "error": ...}.
 
-  import stopreq; stopreq.poll(rundir, procs, job, now)
+  import stopreq; stopreq.poll(rundir, procs, job, now, send)
       the guard's hook (a few lines in its poll loop): once a request is there, send the job's stop signal
       ($RLAUNCH_STOP_SIGNAL, default SIGUSR1) to every job process that *catches* it, once each, and after the
       deadline answer the reason to tear down (the guard's normal teardown: SIGTERM to the tree, SIGKILL after the
@@ -37,7 +37,7 @@ STOP_FILE = "stop-save.json"
 DEFAULT_SIGNAL = "SIGUSR1"
 # torchrun's agent handles SIGTERM, SIGINT, SIGHUP, SIGQUIT by killing its workers (see above): never a stop notice.
 SIGNALS = ("SIGUSR1", "SIGUSR2", "none")
-KEY = "stop"  # the guard's state.json key for what it did with a request
+SEEN_FILE = "stop-seen.json"  # what the guard did with a request: {"seen_at", "deadline", "signalled": [[pid, start]]}
 _SEEN: dict = {}  # rundir → what this guard did with its request (one guard, one rundir)
 
 
@@ -102,13 +102,13 @@ def catches(pid: int, signum: int) -> bool:
 
 def poll(
     rundir: str, procs: list, job: dict, now: float, send: Callable[[int, int, int], bool] | None = None
-) -> tuple:
-    """The guard's hook: (state entry or None, teardown reason or None). `procs`: the job's live processes as the
-    guard lists them (dicts with pid and starttime); `send(pid, starttime, signum)` signals one by pid + start time
-    (the guard's signal_same). The entry is a new dict when something changed (the guard writes its state)."""
+) -> str | None:
+    """The guard's hook: the reason to tear down once the request's deadline passed, else None. `procs`: the job's
+    live processes as the guard lists them (dicts with pid and starttime); `send(pid, starttime, signum)` signals
+    one by pid + start time (procs.signal_same). What it did goes to RUNDIR/SEEN_FILE when it changes."""
     request = read_request(rundir)
     if request is None:
-        return None, None
+        return None
     entry = dict(_SEEN.get(rundir) or {"seen_at": now, "deadline": request["deadline"], "signalled": []})
     changed = rundir not in _SEEN
     signum = signal_number(job)
@@ -120,12 +120,22 @@ def poll(
                 entry["signalled"] = [*entry["signalled"], list(key)]
                 changed = True
     _SEEN[rundir] = entry
-    late = None
+    if changed:
+        write_seen(rundir, entry)
     if now >= float(request["deadline"]):
-        late = (
+        return (
             f"stop deadline passed ({request.get('reason') or 'stop request'}): the job did not exit in time"
         )
-    return (entry if changed else None), late
+    return None
+
+
+def write_seen(rundir: str, entry: dict) -> None:
+    path = os.path.join(rundir, SEEN_FILE)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(entry, f)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from typing import Any
 from cluster.inventory import Inventory, from_mapping
 from launcher import lifecycle, records
 from launcher.errors import BadInput
-from launcher.run import LaunchError
+from launcher.run.attempt import LaunchError
 from launcher.validate.checks import Record, parse_allreduce, parse_probe
 
 # Probe and all-reduce runs are seconds long; a hung rendezvous (a node cut off from the master) must end in
@@ -118,7 +118,7 @@ def workload_inventory(
 
 
 class _Collector:
-    """Every output line, per attempt (lifecycle announces each restart through its status callback)."""
+    """Every output line, per attempt (the run loop announces each attempt through `on_attempt`)."""
 
     def __init__(self) -> None:
         self.attempts: list[list[str]] = [[]]
@@ -132,9 +132,9 @@ class _Collector:
         with self._lock:
             self.attempts[-1].append(text)
 
-    def on_status(self, text: str) -> None:
-        if text.startswith("restart "):
-            with self._lock:
+    def on_attempt(self, attempt: int) -> None:
+        with self._lock:
+            while len(self.attempts) <= attempt:
                 self.attempts.append([])
 
 
@@ -178,7 +178,7 @@ def run_attempts(
     try:
         # ranks="all": every rank's lines reach the checks (the default forwards only the first node's rank 0).
         run_id, outcome = lifecycle.up(
-            inv, on_line=collect, on_status=collect.on_status, run_id=_run_id(name), ranks="all"
+            inv, on_line=collect, on_attempt=collect.on_attempt, run_id=_run_id(name), ranks="all"
         )
     except BadInput:
         raise  # the nodes are busy with another run, or the input cannot work: the user's call
@@ -191,7 +191,7 @@ def run_attempts(
     results = []
     record = records.RunRecord.open(run_id)
     for attempt, lines in enumerate(collect.attempts[:-1]):
-        saved = json.loads((record.root / f"outcome-{attempt}.json").read_text())
+        saved = json.loads(record.outcome_path(attempt).read_text())
         results.append(
             WorkloadResult(f"{name}#{attempt}", list(hosts), saved["code"], saved["summary"], run_id, lines)
         )

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport, make_transport
+from launcher import nodecall
 from launcher.errors import ExitCode
-from launcher.node import protocol
-from launcher.node.protocol import SAFE_PATH, script_argv
+from launcher.node.protocol import SAFE_PATH
 from launcher.rocm import BF16_ARCHS, PROFILE_ARCH
 from launcher.validate import checks as C
 from launcher.validate.baseline import (
@@ -269,8 +269,8 @@ class Session:
     def remove_checkpoints(self) -> None:
         for host in sorted(self.ckpt_hosts):
             node = next(n for n in self.inv.nodes if n.host == host)
-            self.transport.run(
-                host, script_argv(self.inv.python_for(node), "-c", RMTREE_SCRIPT, self.ckpt_root), timeout=60
+            nodecall.call(
+                self.transport, host, self.inv.python_for(node), RMTREE_SCRIPT, self.ckpt_root, timeout=60
             )
 
 
@@ -349,7 +349,8 @@ def single_node(session: Session, node: NodeSpec) -> list[Check]:
 
 def env_checks(session: Session, node: NodeSpec) -> list[Check]:
     host, python = node.host, session.inv.python_for(node)
-    result = session.transport.run(host, [python, "-c", ENV_SCRIPT], timeout=120)
+    reply = nodecall.call(session.transport, host, python, ENV_SCRIPT, timeout=120, isolated=False)
+    result = reply.result
     if result.error is not None:
         # Result.error is set only when the transport itself failed (no connection, auth, timeout).
         with session._lock:
@@ -359,7 +360,7 @@ def env_checks(session: Session, node: NodeSpec) -> list[Check]:
             *skipped(SINGLE_ENV[1:], host, "node unreachable"),
         ]
     checks = [Check("reachable", host, "pass")]
-    facts = protocol.reply_of(result.stdout)
+    facts = reply.data
     if facts is None:
         why = result.why() if result.exit_code else "no answer from the environment probe"
         return [

@@ -9,31 +9,28 @@ owns the job's whole process tree, so teardown never depends on matching command
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
-import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
+from cluster.transport import GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
+from launcher import nodecall
 from launcher.errors import BadInput, ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
-from launcher.hangs import HangForensics
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
-from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
+from launcher.run.forensics import HangForensics
+from launcher.run.signals import teardown_shield
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
     ExitCode.OK,
@@ -42,30 +39,27 @@ EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
     ExitCode.INTERRUPTED,
 )
 MIN_FREE_MB = 64
-ABANDON_WINDOW_S = 2.0  # a second Ctrl-C within this long abandons a teardown in progress
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
 
 
-def node_script(name: str) -> str:
-    return resources.files("launcher.node").joinpath(name).read_text()
-
-
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+    """Nothing was started (or everything started was stopped again), one line per node: infrastructure (exit 3);
+    input that cannot work is its subclass LaunchRefused (exit 2). The code comes with the type, never an argument.
 
     `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
     could not be reached at all, as opposed to nodes that answered and failed a check."""
 
+    code = ExitCode.INFRA
+
     def __init__(
         self,
         message: str,
-        code: int | None = None,
         failed: dict[str, str] | None = None,
         failures: dict[str, str] | None = None,
     ):
-        super().__init__(message, code, failed)
+        super().__init__(message, None, failed)
         self.failures = failures or {}
 
 
@@ -78,59 +72,6 @@ class LaunchRefused(BadInput, LaunchError):
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:
     return [GuardTarget(n.host, n.python, n.guard_dir) for n in plan.nodes]
-
-
-def interrupt_once(note: Callable[[str], None] | None = None) -> None:
-    """SIGINT and SIGTERM raise KeyboardInterrupt once, which takes the teardown path; later ones are noted and
-    ignored. `timeout`, systemd and Slurm signal the launcher and then its process group: a second signal
-    arriving before the teardown has shielded itself must not cut it short (issue 12)."""
-    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
-    fired: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        if fired:
-            say(f"{signal.Signals(signum).name} received: already stopping the job on every node")
-            return
-        fired.append(signum)
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-
-
-@contextlib.contextmanager
-def teardown_shield(note: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Keep SIGTERM and SIGINT from aborting a teardown in progress (issue 12).
-
-    `timeout`, systemd and Slurm signal the launcher and then its whole process group, often twice within a
-    second: a teardown cut short leaves the job running. So while tearing down, SIGTERM is noted and ignored; a
-    human at a terminal may abandon with a second Ctrl-C within ABANDON_WINDOW_S of being told so. Signal handlers
-    belong to the main thread: elsewhere (tests, the validation runner's threads) this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    say = note or (lambda text: sys.stderr.write(f"rlaunch: {text}\n"))
-    warned_at: list[float] = []
-    human = sys.stdin is not None and sys.stdin.isatty()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        now = time.monotonic()
-        if signum == signal.SIGINT and human:
-            if warned_at and now - warned_at[-1] <= ABANDON_WINDOW_S:
-                raise KeyboardInterrupt
-            warned_at.append(now)
-            say(
-                f"stopping the job on every node… press Ctrl-C again within {ABANDON_WINDOW_S:g} s to abandon"
-            )
-            return
-        say(f"{signal.Signals(signum).name} received while stopping: finishing the teardown first")
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 @dataclass
@@ -206,7 +147,7 @@ class Runner:
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
         """Check every node and write its files; raise LaunchError naming each failed node. Starts nothing."""
-        code = node_script("push.py")
+        code = nodecall.node_script("push.py")
 
         def payload(host: str) -> bytes:
             node = self.plan.node(host)
@@ -223,26 +164,21 @@ class Runner:
             check_port = self.plan.master_port if node.node_rank == 0 else None
             return json.dumps({"files": files, "check_port": check_port, "min_free_mb": MIN_FREE_MB}).encode()
 
-        group = self.transport.run_all(
+        replies = nodecall.call_all(
+            self.transport,
             self.plan.hosts,
-            lambda host: script_argv(
-                self.plan.node(host).python,
-                "-c",
-                code,
-                self.plan.node(host).run_dir,
-                self.plan.node(host).guard_dir,
-            ),
+            lambda host: self.plan.node(host).python,
+            code,
+            lambda host: [self.plan.node(host).run_dir, self.plan.node(host).guard_dir],
             stdin_for=payload,
             timeout=120,
         )
-        failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
+        failed = {host: _push_failure(self.plan.node(host), r) for host, r in replies.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
-            kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
-            raise LaunchError(
-                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
-            )
-        return group
+            kinds = {h: r.result.failure for h, r in replies.items() if h in failed and r.result.failure}
+            raise LaunchError(_per_node("preflight failed, nothing was started", failed), failed, kinds)
+        return GroupResult({host: reply.result for host, reply in replies.items()})
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
     def start(self) -> None:
@@ -262,7 +198,6 @@ class Runner:
             kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
                 _per_node("start failed; every started node was stopped again", failed),
-                EXIT_INFRA,
                 failed,
                 {h: k for h, k in kinds.items() if k},
             )
@@ -292,9 +227,7 @@ class Runner:
         if failed:
             self.stop(reason="a node failed to start")
             self.detach_followers()
-            raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
-            )
+            raise LaunchError(_per_node("start failed; every started node was stopped again", failed), failed)
         self._event(
             {"kind": "info", "severity": "info", "text": f"started on {len(self.nodes)} nodes (attached)"}
         )
@@ -426,13 +359,16 @@ class Runner:
             return
         text = str(rec.get("text", ""))
         local, rest = parse_rank_prefix(text)  # outside the lock: the only per-line parsing on the head
-        flagged = rec.get("f") is not None
+        flag = rec.get("f") if isinstance(rec.get("f"), dict) else None
+        if flag is not None and "lr" in flag:  # the follower's own reading of the prefix (older guards: ours)
+            local = flag["lr"] if isinstance(flag["lr"], int) else None
         with self._lock:
             self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
             rank = self.plan.rank_of(host, local) if local is not None else self._summary_rank(host, text)
             self.record.append_log(host, text)
-            if flagged:
-                event = self.watcher.observe_line(now, host, rank, rest)
+            if rec.get("f") is not None:
+                rule = flag.get("rule") if flag is not None and isinstance(flag.get("rule"), str) else None
+                event = self.watcher.observe_line(now, host, rank, rest, rule=rule)
             else:
                 self.watcher.observe_activity(now, host, rank, text=rest)
                 event = None
@@ -453,7 +389,7 @@ class Runner:
         if edge.get("kind") == "line":
             event = self.watcher.observe_line(when, host, rank, str(edge.get("text", "")))
         elif edge.get("kind") in ("stopped", "stall"):
-            event = self.watcher._record(  # the guard confirmed it already; no second sample needed
+            event = self.watcher.observe_confirmed(  # the guard confirmed it already; no second sample needed
                 Event(when, host, rank, str(edge["kind"]), None, "fatal", str(edge.get("text", "")))
             )
         else:
@@ -475,7 +411,7 @@ class Runner:
         self.record.append_event(event)
         self.on_event(event)
 
-    # --- seams for the helpers that work beside the watch loop (hangs.py forensics, the supervisor) -------------
+    # --- seams for the helpers that work beside the watch loop (forensics.py, the supervisor) -------------
     @property
     def lock(self) -> threading.Lock:
         """Held while the watcher and the nodes' follow state change; a helper that reads or feeds them takes it."""
@@ -484,6 +420,19 @@ class Runner:
     def event(self, event: dict[str, Any]) -> None:
         """Record and report one event, as the runner's own are (events.jsonl, then on_event)."""
         self._event(event)
+
+    def adopt(self, offsets: Mapping[str, int]) -> None:
+        """Guards that already run (a supervisor taking over): follow each node from the byte offset the record
+        already holds, so no line is recorded twice. Hosts not in this attempt's plan are ignored."""
+        with self._lock:
+            for host, offset in offsets.items():
+                if host in self.nodes:
+                    self.nodes[host].offset = int(offset)
+
+    def offsets(self) -> dict[str, int]:
+        """Each node's byte offset of what the record holds now (what a re-attaching supervisor resumes from)."""
+        with self._lock:
+            return {h: s.offset for h, s in self.nodes.items()}
 
     def watch(self, *, poll: float = 0.2) -> Outcome:
         """Block until every node finished or the first fatal event; tear down on failure. Heartbeats go out from
@@ -645,22 +594,19 @@ class Runner:
     def collect_artifacts(self, max_bytes: int = 8 << 20) -> list[str]:
         """Copy flight-recorder dumps and torchrun error files of a failed run into the run record (not from lost
         nodes: they would only hold the verdict back for the transport's timeout)."""
-        code = node_script("collect.py")
+        code = nodecall.node_script("collect.py")
         lost = self.lost_hosts()
-        group = self.transport.run_all(
+        replies = nodecall.call_all(
+            self.transport,
             [h for h in self.plan.hosts if h not in lost],
-            lambda host: script_argv(
-                self.plan.node(host).python,
-                "-c",
-                code,
-                self.plan.node(host).guard_dir,
-                str(max_bytes),
-            ),
+            lambda host: self.plan.node(host).python,
+            code,
+            lambda host: [self.plan.node(host).guard_dir, str(max_bytes)],
             timeout=60,
         )
         saved: list[str] = []
-        for host, result in group.succeeded.items():
-            files = protocol.reply_of(result.stdout)
+        for host, reply in replies.items():
+            files = reply.data if reply.result.ok else None
             if files is None:
                 continue
             for rel, data in files.items():
@@ -797,12 +743,12 @@ def _duration(final: dict[str, Any] | None) -> float | None:
     return round(float(final["ended_at"]) - float(final["started_at"]), 1)
 
 
-def _push_failure(node: NodePlan, result: Result) -> str | None:
+def _push_failure(node: NodePlan, reply: nodecall.NodeReply) -> str | None:
+    result, info = reply.result, reply.data
     if result.error:
         return result.error
     if result.exit_code == 127:
         return f"python '{node.python}' not found (set `python:` in the inventory)"
-    info = protocol.reply_of(result.stdout)
     if info is None:
         return result.why()
     return None if info.get("ok") else str(info.get("error"))

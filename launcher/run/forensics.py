@@ -18,26 +18,50 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from launcher import envrules
+from cluster.transport import Transport
+from launcher import envrules, nodecall
 from launcher.health import flight
 from launcher.health.events import Event
-from launcher.health.watch import PRECEDENCE_CASCADE, precedence
-from launcher.node import protocol
-from launcher.node.protocol import script_argv
-from launcher.records import write_atomic
-
-if TYPE_CHECKING:
-    from launcher.run import Runner
+from launcher.health.watch import PRECEDENCE_CASCADE, Watcher, precedence
+from launcher.plan import Plan
+from launcher.records import RunRecord, write_atomic
 
 PROBE_S = 5.0  # how long every node has to be heard from before a cascade line may be named the root cause
 STACK_KINDS = frozenset({"hang", "stall"})
 
 
+class NodeLink(Protocol):
+    """What forensics reads of one node's follow state (launcher/run/attempt.py NodeState)."""
+
+    final: dict[str, Any] | None  # the guard's final state, once it ended
+    lost: str | None  # why the link or the watcher gave up on the node
+    last_heard: float | None  # when its follower last delivered anything
+
+
+class AttemptView(Protocol):
+    """The narrow view of one attempt that forensics works through (the Runner is one): its plan, transport and
+    record, the watcher and each node's link, read and fed under `lock`, and `event` to report what it found."""
+
+    plan: Plan
+    transport: Transport
+    record: RunRecord
+    watcher: Watcher
+
+    @property
+    def nodes(self) -> Mapping[str, NodeLink]: ...
+
+    @property
+    def lock(self) -> threading.Lock: ...
+
+    def event(self, event: dict[str, Any]) -> None: ...
+
+
 class HangForensics:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: AttemptView) -> None:
         self.runner = runner
         self._probe_until: float | None = None
         self._probed = False
@@ -92,8 +116,6 @@ class HangForensics:
 
     def dump_stacks(self) -> None:
         runner = self.runner
-        from launcher.run import node_script
-
         budget = float(runner.plan.health.get("stack_budget", 10.0))
         if budget <= 0:
             return
@@ -111,10 +133,12 @@ class HangForensics:
         fr: dict[str, Any] = {}
         fr_thread = threading.Thread(target=lambda: fr.update(self.fetch_fr(hosts, budget)), daemon=True)
         fr_thread.start()
-        code = node_script("stacks.py")
-        group = runner.transport.run_all(
+        replies = nodecall.call_all(
+            runner.transport,
             hosts,
-            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(budget)),
+            lambda host: runner.plan.node(host).python,
+            nodecall.node_script("stacks.py"),
+            [str(budget)],
             stdin_for=lambda host: json.dumps(
                 [
                     {"pid": pid, "rank": rank, "start": self.rank_starts.get(host, {}).get(pid)}
@@ -125,21 +149,20 @@ class HangForensics:
         )
         dumps: list[tuple[str, int | None, str | None, str]] = []
         saved: dict[str, Any] = {}
-        for host, result in group.results.items():
-            reply = protocol.reply_of(result.stdout) if result.ok else None
+        for host, answer in replies.items():
+            reply = answer.data if answer.result.ok else None
             ranks = reply.get("ranks") if reply is not None else []
             ranks = ranks if isinstance(ranks, list) else []
-            saved[host] = ranks if ranks else {"error": result.why()}
+            saved[host] = ranks if ranks else {"error": answer.why()}
             for entry in ranks:
                 dumps.append((host, entry.get("rank"), entry.get("tool"), entry.get("text") or ""))
         # Record modes (0700 directories, 0600 files, atomic): stacks show the job's code and paths.
-        folder = runner.record.root / "stacks"
         for host, ranks in saved.items():
             if isinstance(ranks, list):
                 text = "\n\n".join(f"=== rank {r.get('rank')} pid {r.get('pid')} ({r.get('tool')})\n{r.get('text')}"
                                    for r in sorted(ranks, key=lambda r: r.get("rank") or 0))  # fmt: skip
-                write_atomic(folder / f"{host}.txt", text + "\n")
-        write_atomic(runner.record.root / "stacks.json", json.dumps(saved, indent=1))
+                write_atomic(runner.record.stacks_path(host), text + "\n")
+        write_atomic(runner.record.stacks_json_path, json.dumps(saved, indent=1))
         fr_thread.join(timeout=max(0.0, started + budget + 5 - time.time()))
         with runner.lock:
             refined = runner.watcher.explain_hang(dumps)
@@ -170,26 +193,26 @@ class HangForensics:
     def fetch_fr(self, hosts: list[str], budget: float) -> dict[str, Any]:
         """Every node's flight-recorder summaries ({host: [summary, ...] or {"error"}}), within `budget` seconds;
         empty when the recorder is off. Also written to the run record as ``fr.json``."""
-        from launcher.run import node_script
-
         runner = self.runner
         targets = {h: t for h in hosts if (t := self.fr_targets(h)) is not None}
         if not targets:
             return {}
-        code = node_script("frtrace.py")
-        group = runner.transport.run_all(
+        replies = nodecall.call_all(
+            runner.transport,
             list(targets),
-            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))),
+            lambda host: runner.plan.node(host).python,
+            nodecall.node_script("frtrace.py"),
+            [str(max(1.0, budget - 2))],
             stdin_for=lambda host: json.dumps(targets[host]).encode(),
             timeout=budget + 3,
         )
         out: dict[str, Any] = {}
-        for host, result in group.results.items():
-            reply = protocol.reply_of(result.stdout) if result.ok else None
+        for host, answer in replies.items():
+            reply = answer.data if answer.result.ok else None
             ranks = reply.get("ranks") if reply is not None else None
-            out[host] = ranks if isinstance(ranks, list) else {"error": result.why()}
+            out[host] = ranks if isinstance(ranks, list) else {"error": answer.why()}
         if any(isinstance(r, list) and r for r in out.values()):
-            write_atomic(runner.record.root / "fr.json", json.dumps(out, indent=1))
+            write_atomic(runner.record.fr_path, json.dumps(out, indent=1))
         return out
 
     def _explain_fr(self, fr: dict[str, Any], *, named: bool) -> Event | None:
@@ -201,17 +224,13 @@ class HangForensics:
             runner.event({"kind": "info", "severity": "warning", "text": note})
         if sentence is None:
             return None
-        events = runner.watcher.events
-        for i, event in enumerate(events):
-            if event.kind in ("hang", "stall") and event.is_fatal:
-                if culprit is not None and not named:
-                    events[i] = replace(
-                        event, node=culprit[0], rank=culprit[1], text=f"{sentence}; {event.text}"
-                    )
-                else:
-                    events[i] = replace(event, text=f"{event.text}; {sentence}")
-                return events[i]
-        return None
+
+        def change(event: Event) -> Event:
+            if culprit is not None and not named:
+                return replace(event, node=culprit[0], rank=culprit[1], text=f"{sentence}; {event.text}")
+            return replace(event, text=f"{event.text}; {sentence}")
+
+        return runner.watcher.refine(change)
 
     def fr_straggler_evidence(self, nodes: list[str]) -> None:
         """In the background (the watch loop must keep its heartbeat): read the flight recorder's timings and add
@@ -252,4 +271,4 @@ class HangForensics:
         for host in runner.nodes:
             gauge.labels(run=runner.record.run_id, node=host).set(1 if host in names else 0)
         # The textfile format of write_to_textfile, written atomically with the record's 0600 mode.
-        write_atomic(runner.record.root / "metrics.prom", generate_latest(registry))
+        write_atomic(runner.record.metrics_path, generate_latest(registry))
