@@ -10,10 +10,11 @@ Two uses, standard library only:
       {"ok": true, "path": ...} or {"ok": false, "error": ...}.
 
   import stopreq; stopreq.poll(rundir, procs, job, now, send)
-      the guard's hook (a few lines in its poll loop): once a request is there, send the job's stop signal
+      the guard's hook (three lines in daemon.py's poll loop; stopreq.py travels in protocol.GUARD_BUNDLE): once a
+      request is there, send the job's stop signal
       ($RLAUNCH_STOP_SIGNAL, default SIGUSR1) to every job process that *catches* it, once each, and after the
       deadline answer the reason to tear down (the guard's normal teardown: SIGTERM to the tree, SIGKILL after the
-      grace). Never SIGTERM before the deadline: torchrun's agent turns SIGTERM into "kill the workers" at once
+      grace). What it did goes to RUNDIR/stop-seen.json. Never SIGTERM before the deadline: torchrun's agent turns SIGTERM into "kill the workers" at once
       (TORCHELASTIC_SIGNALS_TO_HANDLE, torch/distributed/elastic/multiprocessing/api.py), and Slurm's
       GraceTime/KillWait follow it by SIGKILL (docs/facts.md, "Stop and preemption").
 
