@@ -204,6 +204,9 @@ class JobSpec(_Strict):
     checkpoint_dir: str | None = None
     dataloader_workers: int | None = Field(None, ge=0)
     pretokenize: bool = False  # llamafactory: tokenize once before training (launcher/jobs/lf_pretokenize.py)
+    # `rlaunch stop --save` / a preemption notice: the signal the node guard sends to the ranks that catch it, besides
+    # the stop file (docs/preemption.md). Never SIGTERM/SIGINT/SIGHUP/SIGQUIT: torchrun kills its workers on those.
+    stop_signal: Literal["SIGUSR1", "SIGUSR2", "none"] = "SIGUSR1"
 
     @field_validator("args", "command", mode="before")
     @classmethod

@@ -16,6 +16,27 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+try:  # pushed beside this script by rlaunch (launcher/node/rlaunch_job.py); absent when run by hand
+    from rlaunch_job import REQUEUE_EXIT_CODE, should_stop
+except ImportError:
+    REQUEUE_EXIT_CODE = 75
+
+    def should_stop() -> bool:
+        return False
+
+
+def save(ckpt_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, step: int) -> None:
+    """A complete checkpoint or none: written to a temporary directory, renamed, then `latest` (ckpt.py's rule)."""
+    tag = f"step-{step}"
+    if (ckpt_dir / tag).exists():  # saved already at this step (a periodic save, then a stop request)
+        return
+    tmp = ckpt_dir / f".{tag}.tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, tmp / "state.pt")
+    os.replace(tmp, ckpt_dir / tag)
+    (ckpt_dir / "latest.tmp").write_text(tag)
+    os.replace(ckpt_dir / "latest.tmp", ckpt_dir / "latest")
+
 
 def compute(cpu_seconds: float) -> None:
     """Burn this many CPU seconds of this thread (so the extra work is the same however busy the machine is)."""
@@ -41,6 +62,9 @@ def main() -> None:
         default="sigkill",
         help="sigkill: as if killed from outside; gpu-fault: print the HIP runtime's memory access fault, then die "
         "as the runtime does (SIGABRT)",
+    )
+    p.add_argument(
+        "--stop-aware", action="store_true", help="save and exit 75 on `rlaunch stop --save` (rlaunch_job)"
     )
     p.add_argument(
         "--fail-always",
@@ -126,15 +150,16 @@ def main() -> None:
         if rank == 0:
             print(f"step={step + 1} loss={reduced.item() / world!r}", flush=True)
         if ckpt_dir and args.ckpt_every and (step + 1) % args.ckpt_every == 0 and rank == 0:
-            tag = f"step-{step + 1}"
-            tmp = ckpt_dir / f".{tag}.tmp"
-            tmp.mkdir(parents=True, exist_ok=True)
-            torch.save(
-                {"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1}, tmp / "state.pt"
-            )
-            os.replace(tmp, ckpt_dir / tag)
-            (ckpt_dir / "latest.tmp").write_text(tag)
-            os.replace(ckpt_dir / "latest.tmp", ckpt_dir / "latest")
+            save(ckpt_dir, model, opt, step + 1)
+        # `rlaunch stop --save`: every rank agrees at this step (one all-reduce), rank 0 saves, all exit 75.
+        if args.stop_aware and should_stop():
+            if rank == 0 and ckpt_dir:
+                save(ckpt_dir, model, opt, step + 1)
+                print(f"stop requested: saved step-{step + 1}", flush=True)
+            dist.barrier()
+            del ddp
+            dist.destroy_process_group()
+            raise SystemExit(REQUEUE_EXIT_CODE)
         if args.sleep:
             time.sleep(args.sleep)
         if step + 1 in busy and start == 0:

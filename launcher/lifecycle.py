@@ -138,7 +138,14 @@ def up(
         inv = _resolve_net(inv, transport, say)
     run_id = run_id or records.new_run_id()
     sources = planning.load_sources(inv)
-    plan = planning.build_plan(inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach)
+    # The cluster's latest run was stopped for preemption (`rlaunch stop --save`, a Slurm requeue): resume its save.
+    from launcher import preempted as requeue
+
+    preempted = requeue.resume_point(inv)
+    resume_from = preempted["checkpoint"] if preempted else None
+    plan = planning.build_plan(
+        inv, run_id=run_id, sources=sources, head_env=head_env, detach=detach, resume_from=resume_from
+    )
     try:
         show_specs(plan, ranks)
     except ValueError as exc:
@@ -164,6 +171,8 @@ def up(
                 replaced=[
                     {"attempt": 0, "node": h, "spare": s, "cause": "max_strikes"} for h, s in struck.items()
                 ],
+                resumed_after_preemption=preempted,
+                slurm_job_id=requeue.allocation_job_id(head_env) if inv.transport == "slurm" else None,
             )
     except hostlock.HostBusy as exc:
         raise LaunchRefused(str(exc)) from None
@@ -184,6 +193,11 @@ def up(
             _collect_old_runs(inv, transport, run_id, say)
         if inv.sync is not None:
             _sync(inv, plan, transport, say)
+        if preempted:
+            say(
+                f"resuming from {resume_from}: run {preempted['run']} was stopped for preemption at step "
+                f"{preempted['step']} ({preempted['lost_steps'] or 0} step(s) lost)"
+            )
         ctx = RunContext(
             inv,
             plan,
@@ -196,6 +210,7 @@ def up(
             on_event,
             say,
             on_attempt=on_attempt,
+            resume_from=resume_from,
         )
         outcome = execute(ctx)
         return run_id, (_leave_supervisor(record, say) if detach else outcome)

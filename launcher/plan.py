@@ -35,6 +35,10 @@ PROTOCOL = bundle_key(
 # The bundle's other files (edge health, GPU activity, the guard's own modules) are pushed when `sources` has them:
 # a plan built from a bundle of an older shape (tests' minimal sources) still starts.
 REQUIRED_BUNDLE = (protocol.GUARD_FILE, protocol.PROTOCOL_FILE)
+JOB_HELPER = bundle_key(
+    "rlaunch_job.py"
+)  # `from rlaunch_job import should_stop` beside the job (docs/preemption.md)
+STOP_FILE = "stop-save.json"  # launcher/node/stopreq.py STOP_FILE, in each attempt's guard directory
 AUTO_PORT_BASE, AUTO_PORT_SPAN = 29500, 1000
 # Each attempt's guard files (job.json, env.sh, out.log, state.json, torchrun's error files, flight-recorder dumps)
 # live in their own subfolder of the node's run directory; the run directory itself (the job's working directory,
@@ -276,6 +280,9 @@ def build_plan(
             # Flight-recorder dumps land in the run directory, where `rlaunch` collects them after a failure.
             **fr_env,
             **_checkpoint_env(inv.job.checkpoint_dir, resume_from),
+            # `rlaunch stop --save` (docs/preemption.md): per attempt, so a request never outlives its attempt.
+            "RLAUNCH_STOP_FILE": f"{guard_dir}/{STOP_FILE}",
+            "RLAUNCH_STOP_SIGNAL": inv.job.stop_signal,
             **({"RLAUNCH_SYNC_DIR": inv.sync_dir} if inv.sync else {}),
             **secrets,
         }
@@ -299,6 +306,7 @@ def build_plan(
                 for name in protocol.GUARD_BUNDLE
                 if name in REQUIRED_BUNDLE or bundle_key(name) in sources
             ),
+            *([FileSpec("rlaunch_job.py", sources[JOB_HELPER], mode=0o644)] if JOB_HELPER in sources else []),
         ]
         _check_unique(files, node.host, inv)
         node_plans.append(
@@ -514,6 +522,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
         .read_bytes()
         for name in protocol.GUARD_BUNDLE
     }
+    sources[JOB_HELPER] = resources.files("launcher.node").joinpath("rlaunch_job.py").read_bytes()
     if inv.profile:
         name = f"env_{inv.profile}.env"
         sources[f"<templates>/{name}"] = resources.files("launcher.templates").joinpath(name).read_bytes()

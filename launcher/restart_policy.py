@@ -193,10 +193,16 @@ class Policy:
         }
 
     def decide(
-        self, history: Sequence[AttemptResult], storm_times: Sequence[float] = (), now: float = 0.0
+        self,
+        history: Sequence[AttemptResult],
+        storm_times: Sequence[float] = (),
+        now: float = 0.0,
+        *,
+        stop_requested: bool = False,
     ) -> Decision:
         """Restart after the last attempt of `history`, or stop, and why. `storm_times`: when this cluster's
-        recent restarts happened (node ledger, any run), on the same clock as `now`."""
+        recent restarts happened (node ledger, any run), on the same clock as `now`. `stop_requested`: someone ran
+        `rlaunch stop` (docs/preemption.md): the job's exit is the answer to that, never restarted."""
         last = history[-1]
         if last.code == 0:
             return Decision(False, "succeeded", None, "succeeded")
@@ -206,6 +212,8 @@ class Policy:
             return Decision(False, "stopped", None, "stopped on request")
         kind = kind_of(last.root_cause)
         code = exit_code_of(last.root_cause, last.nodes)
+        if stop_requested:
+            return Decision(False, "stop_requested", kind, "not restarting: the run was asked to stop", code)
         restarts = sum(1 for a in history[:-1] if a.restarted)
         stop = self._stop_rule(history, kind, code, restarts, storm_times, now)
         if stop is not None:

@@ -672,3 +672,24 @@ def test_simulated_nodes_die_with_their_harness() -> None:
     text = (ROOT / "tests" / "simnodes.py").read_text()
     assert '"setpriv", "--pdeathsig", "KILL"' in text and "--kill-child=SIGKILL" in text
     assert "_SPAWNER.submit(" in text and "reap_leftovers()" in text
+
+
+def test_stop_requests_speak_one_contract() -> None:
+    """`rlaunch stop --save` (docs/preemption.md): the inventory's stop signals are stopreq.py's, none of them one
+    that torchrun's agent turns into "kill the workers" (its TORCHELASTIC_SIGNALS_TO_HANDLE default, docs/facts.md);
+    the plan's stop file is the one the guard hook reads; the requeue code is documented; the guard calls the
+    hook and nothing else of stop logic lives in guard.py."""
+    import typing
+
+    from cluster.inventory import JobSpec
+    from launcher import plan
+    from launcher.node import rlaunch_job, stopreq
+
+    signals = typing.get_args(JobSpec.model_fields["stop_signal"].annotation)
+    assert set(signals) == set(stopreq.SIGNALS)
+    assert not set(signals) & {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGKILL"}
+    assert plan.STOP_FILE == stopreq.STOP_FILE
+    assert rlaunch_job.REQUEUE_EXIT_CODE == 75 and "**75**" in (ROOT / "docs" / "preemption.md").read_text()
+    daemon = (ROOT / "launcher" / "node" / "daemon.py").read_text()
+    assert daemon.count("stopreq.") <= 2 and "SigCgt" not in daemon  # a hook of a few lines
+    assert "stopreq.py" in protocol.GUARD_BUNDLE

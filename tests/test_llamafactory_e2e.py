@@ -178,7 +178,7 @@ def test_kill_one_node_mid_run_resumes_with_identical_losses(
     # then each rank's RNG state), kill node2's rank: a crash mid-run, like a GPU falling off the bus.
     assert wait_for_file(resumed / "checkpoint-4" / "rng_state_1.pth", 300, runner), "no first checkpoint"
     time.sleep(0.2)
-    assert kill_ranks(cluster, "node2", "llamafactory.launcher"), "node2 had no training rank to kill"
+    assert kill_ranks(cluster, "node2", "rlaunch_lf.py"), "node2 had no training rank to kill"
     runner.join(600)
     assert not runner.is_alive(), "rlaunch up did not return"
 

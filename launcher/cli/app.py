@@ -157,6 +157,7 @@ Examples:
   rlaunch logs -f --node node02        follow one node's log
   rlaunch logs classify train.log      flag RCCL/HIP/NaN/OOM lines in any log
   rlaunch down                         stop the latest run everywhere, nothing left behind
+  rlaunch stop RUN --save              ask every rank to save and exit, then check the save (docs/preemption.md)
   rlaunch doctor cluster.yaml          node facts and cross-node consistency checks
   rlaunch nodes                        strikes per node (failures caused by the node); --clear HOST forgives
   rlaunch report RUN --html run.html   one page: attempts per node, loss across restarts, goodput, root cause

@@ -269,6 +269,54 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
     sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
 
 
+def _seconds(text: str) -> float:
+    value = text.strip().removesuffix("s").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise click.BadParameter(f"expected seconds like 120 or 120s, not {text!r}") from None
+    if seconds <= 0:
+        raise click.BadParameter("the deadline must be positive")
+    return seconds
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@click.option(
+    "--save", is_flag=True, required=True, help="Ask every rank to save and exit (docs/preemption.md)."
+)
+@click.option(
+    "--deadline", default="120s", show_default=True, help="Seconds to save before the normal teardown."
+)
+@click.option(
+    "--requeue/--no-requeue",
+    default=None,
+    help="`scontrol requeue` the Slurm job after the save (default: when the run runs under Slurm).",
+)
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def stop(run_id: str | None, save: bool, deadline: str, requeue: bool | None, as_json: bool) -> None:
+    """Stop a run (default: the latest; under Slurm, this job's) after a save: every rank saves once and exits 75,
+    then the save is checked and recorded, and a Slurm job requeued (docs/preemption.md).
+
+    \b
+    Exit: 0 saved · 1 no new complete checkpoint (deadline missed, or nothing saved) · 2 bad input (an unknown or
+    finished run) · 3 a node unreachable
+    """
+    from launcher import preempt
+
+    result = preempt.stop(run_id, deadline=_seconds(deadline), requeue=requeue, say=_status)
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        for host, why in sorted(result["unreached"].items()):
+            _status(f"{host}: stop request not delivered: {why}")
+        _status(f"run {result['run_id']}: {result['summary']} ({result['seconds']:.1f} s)")
+        if result.get("requeue") and not result["requeue"].get("ok", True):
+            _status(f"requeue failed: {result['requeue']['error']}")
+    sys.exit(ExitCode.OK if result["saved"] else ExitCode.FAILED)
+
+
 STATUS_OK = ("running", "succeeded", "starting")
 
 

@@ -118,7 +118,7 @@ def format_report(report: DoctorReport) -> str:
 
 
 # The module a job kind's ranks really start from, imported on every node (launcher/node/facts.py IMPORT_PROBE):
-# `-m llamafactory.launcher` runs llamafactory.train.tuner.run_exp (hiyouga/LLaMA-Factory v0.9.5 launcher.py).
+# rlaunch_lf.py (as `-m llamafactory.launcher`) runs llamafactory.train.tuner.run_exp (LLaMA-Factory v0.9.5 launcher.py).
 ENTRY_IMPORTS: dict[str, tuple[str, ...]] = {"llamafactory": ("llamafactory.train.tuner",)}
 
 

@@ -1,8 +1,10 @@
 """`job.kind: llamafactory` — the user's LLaMA-Factory yaml, trained under torchrun on every node.
 
-Each node runs `torchrun … -m llamafactory.launcher <run_dir>/llamafactory.yaml`: the module's `__main__` calls
-`run_exp()` (hiyouga/LLaMA-Factory src/llamafactory/launcher.py), the same thing `llamafactory-cli train` runs
-under the torchrun it spawns from PATH — but here rlaunch owns the rendezvous and the process tree.
+Each node runs `torchrun … <run_dir>/rlaunch_lf.py <run_dir>/llamafactory.yaml`: that wrapper calls `run_exp()` as
+`python -m llamafactory.launcher`'s `__main__` does (hiyouga/LLaMA-Factory src/llamafactory/launcher.py), the same
+thing `llamafactory-cli train` runs under the torchrun it spawns from PATH — but here rlaunch owns the rendezvous and
+the process tree — with one callback added through run_exp's `callbacks` argument: the save on `rlaunch stop --save`
+(launcher/node/rlaunch_lf.py, docs/preemption.md).
 
 The user's yaml and DeepSpeed json are the source of truth. The rendered yaml is the user's, with only these keys
 added or changed, each listed in the plan as `key: before → after (why)` (launcher/jobs/changes.py):
@@ -56,7 +58,10 @@ from launcher.jobs.dscheck import batch_error, precision_warning
 from launcher.jobs.lfdata import names
 
 LF_CONFIG_FILE = "llamafactory.yaml"
-LF_ENTRY = ["-m", "llamafactory.launcher"]
+# torchrun runs rlaunch's entry wrapper from the run directory: `python -m llamafactory.launcher`'s run_exp(), plus
+# the stop callback through run_exp's own `callbacks` argument (launcher/node/rlaunch_lf.py, docs/preemption.md).
+LF_WRAPPER = "rlaunch_lf.py"
+LF_WRAPPER_SOURCE = f"<rlaunch>/{LF_WRAPPER}"
 NO_DEEPSPEED = "none"
 # Head-side copy of the json the yaml's `deepspeed:` names, and the path it was found at (plan.load_sources).
 YAML_DS = "<llamafactory.yaml deepspeed>"
@@ -216,6 +221,8 @@ def head_sources(inv: Inventory) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     if job.kind == "llamafactory" and job.pretokenize:
         found[PRETOKENIZE_SOURCE] = resources.files("launcher.jobs").joinpath(PRETOKENIZE).read_bytes()
+    if job.kind == "llamafactory":
+        found[LF_WRAPPER_SOURCE] = resources.files("launcher.node").joinpath(LF_WRAPPER).read_bytes()
     return {**found, **_yaml_deepspeed(inv)}
 
 
@@ -503,9 +510,18 @@ class LlamaFactoryJob:
         text, fallback = render_text(ctx.sources[job.config], rendered, changes)
         if fallback:
             warnings.append(f"llamafactory: {job.config}: {fallback}")
-        files = [*files, FileSpec(LF_CONFIG_FILE, text), *extra_files(job, ctx)]
+        files = [
+            *files,
+            FileSpec(LF_CONFIG_FILE, text),
+            FileSpec(LF_WRAPPER, ctx.sources[LF_WRAPPER_SOURCE]),
+            *extra_files(job, ctx),
+        ]
         env = {"RLAUNCH_OUTPUT_DIR": str(rendered["output_dir"])} if rendered.get("output_dir") else {}
-        argv = torchrun_argv(ctx, [*LF_ENTRY, ctx.remote(LF_CONFIG_FILE), *job.args])
+        argv = torchrun_argv(ctx, [ctx.remote(LF_WRAPPER), ctx.remote(LF_CONFIG_FILE), *job.args])
+        notes.append(
+            f"llamafactory: torchrun runs {LF_WRAPPER} (`-m llamafactory.launcher`'s run_exp() plus the callback "
+            "that saves on `rlaunch stop --save`: docs/preemption.md); the yaml is not changed for it"
+        )
         if job.pretokenize:
             # Node rank 0 tokenizes (or reuses), the others wait for it and compare fingerprints, then torchrun.
             wait = max(600.0, inv.health.startup_timeout or inv.health.stall_timeout)

@@ -19,12 +19,17 @@ import traceback
 
 if __package__:  # imported by the head or tests as launcher.node.*
     from launcher.node import procs as proctab
-    from launcher.node import protocol
+    from launcher.node import protocol, stopreq
     from launcher.node import rundir as rd
 else:  # imported by guard.py run as a script from the run directory, beside this file
     import procs as proctab  # type: ignore[no-redef]
     import protocol  # type: ignore[no-redef]
     import rundir as rd  # type: ignore[no-redef]
+
+    try:  # stop requests (rlaunch stop --save, docs/preemption.md); absent in a bundle of an older rlaunch
+        import stopreq  # type: ignore[no-redef]
+    except ImportError:
+        stopreq = None  # type: ignore[assignment]
 
 PR_SET_CHILD_SUBREAPER = 36
 RECORD_EVERY_S = 1.0
@@ -168,6 +173,14 @@ class Guard:
             if self.job_status is not None:
                 state = protocol.SUCCEEDED if self.state.exit_code == 0 else protocol.FAILED
                 self.finish(state, "job exited")
+                return
+            late = (
+                stopreq.poll(self.rundir, self.procs, self.job, time.time(), proctab.signal_same)
+                if stopreq
+                else None
+            )
+            if late is not None:  # a stop request's deadline passed (stopreq.py): the normal teardown
+                self.finish(protocol.STOPPED, late)
                 return
             lost = self.head_lost()
             if lost is not None:

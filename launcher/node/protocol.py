@@ -30,6 +30,7 @@ GUARD_BUNDLE = (
     "daemon.py",
     "follower.py",
     "gpuwatch.py",
+    "stopreq.py",  # stop requests (rlaunch stop --save): the daemon's hook, docs/preemption.md
 )
 
 # Each attempt's guard files live in <run dir>/ATTEMPTS_DIR/attempt-N (launcher/plan.py attempt_dir; node/gc.py

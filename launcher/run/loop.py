@@ -58,6 +58,9 @@ class RunContext:
     adopt: Mapping[str, int] | None = None
     on_runner: Callable[[Runner], None] | None = None  # each attempt's Runner, once made
     on_attempt: Callable[[int], None] | None = None  # each attempt's number, before it starts or is adopted
+    resume_from: str | None = (
+        None  # the first attempt's checkpoint (a save made for preemption, docs/preemption.md)
+    )
 
 
 def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str, Any]]:
@@ -83,7 +86,7 @@ def execute(ctx: RunContext) -> Outcome:
     supervising = adopt is not None
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
-    resume_from: str | None = None
+    resume_from = ctx.resume_from
     # Progress lines with times (goodput and the loss curve), read like the hang rule reads them.
     tracker = attempts.ProgressTracker(record, inv.health.progress_regex)
     on_line = tracker.wrap(ctx.on_line)
@@ -134,7 +137,9 @@ def execute(ctx: RunContext) -> Outcome:
             runner.collect_artifacts()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         failed_node = (outcome.root_cause or {}).get("node")
-        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 else None
+        # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
+        stop_requested = bool(record.read_state().get("stop_requested"))
+        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 and not stop_requested else None
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
         # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker
@@ -149,12 +154,17 @@ def execute(ctx: RunContext) -> Outcome:
         )
         history.append(result)
         decision = policy.decide(
-            history, restart_policy.storm_times(ledger.read(), inv.cluster), now=time.time()
+            history,
+            restart_policy.storm_times(ledger.read(), inv.cluster),
+            now=time.time(),
+            stop_requested=stop_requested,
         )
         if decision.restart:
             history[-1] = dataclasses.replace(result, restarted=True)
         _save_outcome(record, attempt, outcome, history[-1], decision)
         left = policy.budget_left(history)
+        if stop_requested and outcome.code != EXIT_OK:
+            return _stopped_on_request(record, outcome, decision, left)
         if not decision.restart:
             return _finish(record, outcome, decision, left, say, restarts_allowed=bool(policy.max_restarts))
         record.update_state(restart_policy={**left, "stopped_by": None})
@@ -217,6 +227,24 @@ def _finish(
         restart_policy={**left, "stopped_by": decision.to_json() if stopped else None},
     )
     return dataclasses.replace(outcome, stopped_by=stopped)
+
+
+def _stopped_on_request(
+    record: records.RunRecord, outcome: Outcome, decision: restart_policy.Decision, left: dict[str, Any]
+) -> Outcome:
+    """The job ended because `rlaunch stop` asked it to (saved and exited 75, or torn down at the deadline): the
+    run is stopped, never restarted; launcher/preempt.py checks and records the save."""
+    code = restart_policy.exit_code_of(outcome.root_cause, outcome.nodes)
+    summary = "stopped on request (rlaunch stop)" + (f"; the job exited with code {code}" if code else "")
+    record.set_state(
+        RunState.STOPPED,
+        reason="rlaunch stop",
+        ended_at=time.time(),
+        summary=summary,
+        exit_code=EXIT_INTERRUPTED,
+        restart_policy={**left, "stopped_by": decision.to_json()},
+    )
+    return dataclasses.replace(outcome, code=EXIT_INTERRUPTED, summary=summary)
 
 
 def _swap_in_spare(
