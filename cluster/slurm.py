@@ -592,16 +592,15 @@ class SrunStep(SrunProcess):
         on_line: HostLineCallback,
     ) -> SrunStep:
         proc, first = _step_popen(transport, hosts, "exec", pack(bundle))
-        step = cls("+".join(hosts[:3]) + ("+..." if len(hosts) > 3 else ""), proc, lambda s, t: None, None)
-        step.hosts = list(hosts)
-        step.host_lines = on_line
+        step = cls(hosts, on_line, proc)
         if first:
             step.write(first)
         return step
 
-    def __init__(self, *args: object, **kwargs: object):
-        self.hosts: list[str] = []
-        self.host_lines: HostLineCallback = lambda h, s, t: None
+    def __init__(self, hosts: Sequence[str], on_line: HostLineCallback, proc: subprocess.Popen[bytes]):
+        # Set before the reader thread starts (LocalProcess.__init__): a task's first line may come at once.
+        self.hosts = list(hosts)
+        self.host_lines = on_line
         self.task_host: dict[str, str] = {}
         self.early: dict[str, list[tuple[str, str]]] = {}  # lines of a task before it said who it is
         self.task_codes: dict[str, int] = {}
@@ -609,7 +608,8 @@ class SrunStep(SrunProcess):
         self._last_word: tuple[bytes, float] = (b"", 0.0)
         self._word_lock = threading.Lock()
         self.changed = threading.Condition()
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        name = "+".join(self.hosts[:3]) + ("+..." if len(self.hosts) > 3 else "")
+        super().__init__(name, proc, lambda stream, text: None, None)
 
     def _deliver(self, stream: str, line: bytes) -> None:
         text = line.rstrip(b"\r").decode(errors="replace")

@@ -410,6 +410,22 @@ class SlurmCluster:
         rows = [tuple(line.split("|", 1)) for line in out.splitlines() if "|" in line]
         return [(jid, name) for jid, name in rows if "." in jid]  # type: ignore[misc]
 
+    def new_steps(self, job_id: str, seen: set[str], timeout: float = 30) -> list[tuple[str, str]]:
+        """Steps of the job accounting recorded since `seen` (step ids; updated). A sentinel step goes last:
+        slurmctld sends step records to slurmdbd in order, so once sacct shows it, every earlier step is there."""
+        done = self.run("srun", f"--jobid={job_id}", "-N1", "-n1", "--overlap", "--job-name=sentinel", "true")
+        if done.returncode != 0:
+            raise RuntimeError(f"sentinel step failed: {done.stderr.strip()}")
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self.steps(job_id)
+            fresh = [r for r in rows if r[0] not in seen]
+            if any(name == "sentinel" for _, name in fresh) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        seen.update(r[0] for r in rows)
+        return [r for r in fresh if r[1] != "sentinel"]
+
     def node_pids(self, node: str) -> list[tuple[int, str]]:
         """Live processes inside the node's PID namespace other than its slurmd (its PID 1)."""
         assert self.nodes is not None

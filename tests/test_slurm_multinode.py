@@ -77,20 +77,8 @@ class Multi:
         return SlurmTransport({h: Endpoint(h, h) for h in hosts}, environ=self.env, python=PYTHON, **options)
 
     def new_steps(self, since: set[str]) -> list[tuple[str, str]]:
-        """Steps accounting recorded since `since` (a set of step ids). A sentinel step goes last: slurmctld
-        sends step records to slurmdbd in order, so once it is there every earlier step is too."""
-        sentinel = self.cluster.run(
-            "srun", f"--jobid={self.job_id}", "-N1", "-n1", "--overlap", "--job-name=sentinel", "true"
-        )
-        assert sentinel.returncode == 0, sentinel.stderr
-        seen = wait_for(
-            lambda: (s := self.cluster.steps(self.job_id or "")) and s[-1][1] == "sentinel" and s,
-            30,
-            "the sentinel step in sacct",
-        )
-        steps = [s for s in seen if s[0] not in since and s[1] != "sentinel"]
-        since.update(s[0] for s in seen)
-        return steps
+        assert self.job_id
+        return self.cluster.new_steps(self.job_id, since)
 
     def nothing_left(self) -> None:
         """Every node's process table (its own PID namespace) holds nothing but slurmd."""
@@ -217,7 +205,7 @@ def test_run_all_is_one_step_whatever_the_node_count(alloc: Multi) -> None:
     seen: set[str] = set()
     alloc.new_steps(seen)
     transport = alloc.transport()
-    script = "import os,sys,socket; d=sys.stdin.read(); print(os.environ['SLURMD_NODENAME'], socket.gethostname(), len(d)); sys.exit(3 if d.startswith('three') else 0)"  # noqa: E501
+    script = "import os,sys,socket; d=sys.stdin.read(); print(os.environ['SLURMD_NODENAME'], socket.gethostname(), len(d)); sys.exit(3 if d.startswith('three') else 0)"
     payload = {
         h: (b"three" if h == "sn3" else b"x" * (200_000 + i)) for i, h in enumerate(alloc.cluster.node_names)
     }
