@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from cluster.local import LocalProcess
 from cluster.transport import (
@@ -276,7 +277,12 @@ class SlurmTransport(Transport):
         if step.refused_whole:
             return super().run_all(hosts, argv_for, stdin_for=stdin_for, timeout=timeout)
         seconds = time.monotonic() - started
-        return GroupResult({h: results.get(h) or step.missing(h, seconds) for h in hosts})
+        return GroupResult(
+            {
+                h: replace(results[h], seconds=seconds) if h in results else step.missing(h, seconds)
+                for h in hosts
+            }
+        )
 
     def start_all(
         self,

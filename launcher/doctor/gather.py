@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any
 
-from cluster.transport import Result, Transport, zip_hosts
+from cluster.transport import Result, Transport
 from launcher.doctor.facts import Facts, parse_facts
 from launcher.node.protocol import script_argv
 
@@ -66,23 +66,31 @@ def gather(
     *,
     python_for: Mapping[str, str] | None = None,
 ) -> dict[str, Facts]:
-    """Run the fact probe on every host (in parallel) and parse what comes back. Never raises for node trouble."""
+    """Run the fact probe on every host (in parallel) and parse what comes back. Never raises for node trouble.
+
+    One `run_all`: under Slurm that is one job step for every node, not one per node (cluster/slurm.py)."""
     hosts = list(hosts)
     times: dict[str, tuple[float, float]] = {}
+    sent_at: dict[str, float] = {}
 
-    def run_one(host: str) -> Result:
+    def stdin_for(host: str) -> bytes:
         node_args = dict(args(host) if callable(args) else args)
         node_args.setdefault("node", host)
-        python = (python_for or {}).get(host, "python3")
-        sent = time.time()
-        result = transport.run(
-            host, script_argv(python, "-"), stdin=with_args(script, node_args), timeout=timeout
-        )
-        times[host] = (sent, time.time())
-        return result
+        sent_at[host] = time.time()  # called just before the host's command starts (Transport.run_all)
+        return with_args(script, node_args)
+
+    group = transport.run_all(
+        hosts,
+        lambda host: script_argv((python_for or {}).get(host, "python3"), "-"),
+        stdin_for=stdin_for,
+        timeout=timeout,
+    )
+    for host, result in group.results.items():
+        sent = sent_at.get(host, 0.0)
+        times[host] = (sent, sent + result.seconds if result.seconds else time.time())
 
     out: dict[str, Facts] = {}
-    for host, result in zip_hosts(hosts, run_one, transport.max_parallel):
+    for host, result in group.results.items():
         decoded = decode_reply(result)
         sent, received = times.get(host, (0.0, 0.0))
         if isinstance(decoded, str):
