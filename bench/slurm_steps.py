@@ -64,7 +64,9 @@ def job_for(scenario: str, marker: Path) -> tuple[dict[str, Any], dict[str, Any]
         "    open(m,'w').close(); sys.exit(1)\n"
         "print('done', flush=True)\n"
     )
-    return {"kind": "command", "command": [PYTHON, "-c", code]}, {"restart": {"max_restarts": 1}}
+    return {"kind": "command", "command": [PYTHON, "-c", code]}, {
+        "restart": {"max_restarts": 1, "backoff": 1}
+    }
 
 
 def one_run(cluster: SlurmCluster, job_id: str, env: dict[str, str], one_step: bool, scenario: str,

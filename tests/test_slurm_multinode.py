@@ -303,7 +303,9 @@ def test_restart_after_a_crash_costs_a_constant_number_of_steps(in_alloc: Multi,
         "time.sleep(1); print('done', flush=True)\n"
     )
     job = {"kind": "command", "command": [PYTHON, "-c", code]}
-    inv = load_inventory(write_inventory(tmp_path, job, restart={"max_restarts": 1}), from_slurm=in_alloc.env)
+    inv = load_inventory(
+        write_inventory(tmp_path, job, restart={"max_restarts": 1, "backoff": 1}), from_slurm=in_alloc.env
+    )
     lines: list[tuple[str, int | None, str]] = []
     run_id, outcome = lifecycle.up(inv, on_line=lambda h, r, t: lines.append((h, r, t)))
     assert outcome.code == 0, outcome.summary
