@@ -136,21 +136,28 @@ def test_prolog_failing_on_one_node_drains_that_node_only(multi: Multi) -> None:
 
 
 def test_epilog_runs_on_every_node(multi: Multi) -> None:
-    before = multi.log.read_text() if multi.log.exists() else ""
-    done = multi.cluster.run("srun", f"-N{N}", "-t", "1", "true", timeout=120)
-    assert done.returncode == 0, done.stderr + multi.cluster.logs()
+    # Each node's own /tmp gets the epilog's metrics file: that it is there on every node says it ran there.
+    textfiles = "/tmp/rlaunch-textfile"
+    for node in multi.cluster.node_names:
+        multi.cluster.node_path(node, textfiles).mkdir(exist_ok=True)
+    multi.configure(RLAUNCH_PROLOG_CMD=f"{multi.standin} pass", RLAUNCH_TEXTFILE_DIR=textfiles)
+    try:
+        done = multi.cluster.run("srun", f"-N{N}", "-t", "1", "true", timeout=120)
+        assert done.returncode == 0, done.stderr + multi.cluster.logs()
 
-    def epilog_nodes() -> set[str]:
-        text = multi.log.read_text()[len(before) :] if multi.log.exists() else ""
-        return {
-            n for n in multi.cluster.node_names if any("epilog" in ln and n in ln for ln in text.splitlines())
-        }
+        def ran_on() -> set[str]:
+            return {
+                n
+                for n in multi.cluster.node_names
+                if multi.cluster.node_path(n, f"{textfiles}/rlaunch_epilog.prom").exists()
+            }
 
-    seen = wait_for(
-        lambda: epilog_nodes() == set(multi.cluster.node_names) and epilog_nodes(), 60, "4 epilogs"
-    )
-    assert seen == set(multi.cluster.node_names)
-    assert multi.cluster.wait_states("idle")
+        wait_for(lambda: ran_on() == set(multi.cluster.node_names), 60, "the epilog's metrics on every node")
+        prom = multi.cluster.node_path("sn4", f"{textfiles}/rlaunch_epilog.prom").read_text()
+        assert 'job_kind="epilog"' in prom and "rlaunch_ops_last_success" in prom, prom
+        assert multi.cluster.wait_states("idle")
+    finally:
+        multi.configure(RLAUNCH_PROLOG_CMD=f"{multi.standin} pass")
 
 
 def test_nodes_drain_drains_the_struck_node_only(multi: Multi, tmp_path: Path) -> None:
