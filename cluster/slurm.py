@@ -1,6 +1,15 @@
-"""Slurm transport: reach the nodes of the current allocation with `srun`, one job step per command.
+"""Slurm transport: reach the nodes of the current allocation with `srun`: one job step for all nodes at once.
 
-Every command becomes
+Fan-out (`run_all`: push, every guard verb, collect; `start_all`: every attached guard) is ONE step,
+`srun --nodes=N --ntasks-per-node=1 --nodelist=... --label` running a small stdlib dispatcher (DISPATCH) on every
+node, which finds its own entry by SLURMD_NODENAME in one bundle (per node argv and stdin, lzma-compressed JSON)
+and either runs it and prints the result as tagged chunks (`run`) or execs it (`exec`: the guard's follower
+stream, demultiplexed by the task label back into per-node processes). The bundle reaches the nodes with `sbcast`
+(it fans out through slurmd's tree like srun) when the step covers the whole allocation, else on the step's stdin
+(srun forwards it to every task, `--input=all` being srun's default). So a run costs the same few steps at 4
+nodes or 1,000 (docs/scale.md): today's per-node path (`one_step=False`) made one step per command per node,
+thousands of step-creation RPCs against slurmctld per run and a share of MaxStepCount (40,000 per job,
+slurm.conf(5)). A command on one node still becomes
 
     srun --jobid=$SLURM_JOB_ID --nodes=1 --ntasks=1 --nodelist=NODE --overlap --export=ALL --quiet -- ARGV
 
@@ -18,18 +27,28 @@ the node, and the remote command's exit code is the task's (srun returns it; a s
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import json
+import lzma
 import os
 import re
+import secrets
 import signal
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from cluster.local import LocalProcess
 from cluster.transport import (
     TIMEOUT,
     Endpoint,
+    GroupResult,
+    HostLineCallback,
     LineCallback,
     RemoteProcess,
     Result,
@@ -53,6 +72,96 @@ SRUN_FAILURE = re.compile(r"^srun: (fatal|error): (?!\S+: tasks? [\d,\-]+: )(?P<
 NOT_IN_ALLOCATION = ("Requested node configuration is not available", "Invalid node name")
 
 
+# The node side of one-step fan-out: run with the node's python (`-I`: stdlib only, nothing from the cwd), one
+# task per node. argv: MODE ("run" | "exec") [BUNDLE_PATH]. Without a path the bundle comes first on stdin as
+# "RLB1 <length>\n<bytes>", read to the byte (in exec mode the rest of stdin, heartbeats, belongs to the command).
+# run: the entry's argv with its stdin, output captured, then one JSON result in base64 chunks of CHUNK chars on
+# stdout ("RLR <host> <i> <n> <chunk>"): srun's I/O moves at most 1 KiB per message, `--label` keeps the lines of
+# each task whole. exec: "RLH <host>" (who this task is), then the entry's argv replaces the dispatcher.
+DISPATCH = r"""
+import base64, errno, json, lzma, os, subprocess, sys
+def read_exact(n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(0, n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+def bundle():
+    if len(sys.argv) > 2:
+        try:
+            with open(sys.argv[2], "rb") as f:
+                return f.read()
+        finally:
+            try:
+                os.unlink(sys.argv[2])  # node-local: nothing left behind
+            except OSError:
+                pass
+    head = b""
+    while not head.endswith(b"\n") and len(head) < 64:
+        c = os.read(0, 1)
+        if not c:
+            break
+        head += c
+    words = head.split()
+    if len(words) != 2 or words[0] != b"RLB1" or not words[1].isdigit():
+        raise ValueError("no bundle on stdin")
+    return read_exact(int(words[1]))
+def say(host, result):
+    text = base64.b64encode(json.dumps(result).encode()).decode()
+    size = int(os.environ.get("RLAUNCH_CHUNK", "700"))
+    parts = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    out = sys.stdout
+    for i, part in enumerate(parts):
+        out.write("RLR %s %d %d %s\n" % (host, i, len(parts), part))
+    out.flush()
+host = os.environ.get("SLURMD_NODENAME", "")
+mode = sys.argv[1]
+try:
+    data = json.loads(lzma.decompress(bundle()))
+except Exception as exc:
+    say(host, {"error": "cannot read the step's bundle: %s" % exc})
+    sys.exit(3)
+me = data["nodes"].get(host)
+if me is None:
+    say(host, {"error": "node %r has no entry in the step's bundle" % host})
+    sys.exit(3)
+argv = me["argv"]
+if mode == "exec":
+    sys.stdout.write("RLH %s\n" % host)
+    sys.stdout.flush()
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        sys.stderr.write("%s: %s\n" % (argv[0], exc.strerror))
+        sys.exit(127 if exc.errno == errno.ENOENT else 126)
+blob = me.get("stdin")
+stdin = base64.b64decode(data["blobs"][blob]) if blob else None
+try:
+    done = subprocess.run(argv, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    code, out, err = done.returncode, done.stdout, done.stderr
+    if code < 0:
+        code = 128 - code
+except OSError as exc:
+    code, out, err = (127 if exc.errno == errno.ENOENT else 126), b"", ("%s: %s\n" % (argv[0], exc.strerror)).encode()
+say(host, {"rc": code, "out": out.decode("utf-8", "replace"), "err": err.decode("utf-8", "replace")})
+"""
+BUNDLE_MAGIC = "RLB1"
+BUNDLE_DIR = "/tmp"  # node-local on every node; where sbcast leaves the bundle (the dispatcher removes it)
+LABEL = re.compile(r"^\s*(\d+): ?(.*)$", re.S)
+RESULT_CHUNK = re.compile(r"^RLR (\S+) (\d+) (\d+) (\S*)$")
+HELLO = re.compile(r"^RLH (\S+)$")
+# srun's report naming the node whose task ended badly: "srun: error: sn2: task 1: Exited with exit code 3".
+TASK_ON_NODE = re.compile(
+    r"^srun: (?:error|warning): (?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?P<why>.+)$"
+)
+EXITED_WITH = re.compile(r"Exited with exit code (\d+)")
+DEDUP_S = 0.25  # identical words written to one step's stdin within this long reach every task once
+STEPS_ENV = "RLAUNCH_SLURM_STEPS"  # "per-node": today's one step per command per node (bench/slurm_steps.py)
+
+
 def allocation_job_id(environ: Mapping[str, str]) -> str | None:
     """The job id of the allocation we run in: sbatch/salloc export SLURM_JOB_ID (older ones SLURM_JOBID)."""
     return environ.get("SLURM_JOB_ID") or environ.get("SLURM_JOBID") or None
@@ -70,12 +179,19 @@ class SlurmTransport(Transport):
         job_id: str | None = None,
         environ: Mapping[str, str] | None = None,
         srun: str = "srun",
+        sbcast: str = "sbcast",
+        python: str = "python3",
+        one_step: bool | None = None,
     ):
         super().__init__(endpoints, max_parallel)
         # The environment srun runs with (and, through --export=ALL, the remote command's base environment).
         self.environ = dict(os.environ if environ is None else environ)
         self.job_id = job_id or allocation_job_id(self.environ)
         self.srun = srun
+        self.sbcast = sbcast
+        self.python = python  # runs DISPATCH on the nodes (the inventory's `python:`)
+        self.one_step = self.environ.get(STEPS_ENV) != "per-node" if one_step is None else one_step
+        self._allocation: list[str] | None = None
 
     # ------------------------------------------------------------------------------------------------ argv
     def srun_argv(self, host: str, argv: Sequence[str]) -> list[str]:
@@ -102,7 +218,134 @@ class SlurmTransport(Transport):
             *argv,
         ]
 
+    def step_argv(self, hosts: Sequence[str], mode: str, bundle_path: str | None) -> list[str]:
+        """One step, one task on each of hosts, running DISPATCH. Raises TransportError (like srun_argv)."""
+        for host in hosts:
+            self.srun_argv(host, ["true"])  # the same checks: known node, inside an allocation
+        return [
+            self.srun,
+            f"--jobid={self.job_id}",
+            f"--nodes={len(hosts)}",
+            f"--ntasks={len(hosts)}",
+            "--ntasks-per-node=1",
+            f"--nodelist={','.join(hosts)}",
+            "--overlap",
+            "--export=ALL",
+            "--quiet",
+            "--label",  # "N: " before each line of task N: lines of different nodes never interleave
+            "--kill-on-bad-exit=0",  # one node's failure is its own: the others' tasks go on
+            "--",
+            self.python,
+            "-I",
+            "-c",
+            DISPATCH,
+            mode,
+            *([bundle_path] if bundle_path else []),
+        ]
+
     # ---------------------------------------------------------------------------------------------- commands
+    def run_all(
+        self,
+        hosts: Iterable[str],
+        argv_for: Callable[[str], Sequence[str]] | Sequence[str],
+        *,
+        stdin_for: Callable[[str], bytes | None] | None = None,
+        timeout: float | None = 60.0,
+    ) -> GroupResult:
+        """One job step for every host (see the module's docstring); one Result per host, as per-node runs give.
+        A step srun refuses as a whole (a node outside the allocation) falls back to one step per node, so each
+        node still gets its own answer and the bad one its own line."""
+        hosts = list(dict.fromkeys(hosts))
+        if not self.one_step or len(hosts) <= 1:
+            return super().run_all(hosts, argv_for, stdin_for=stdin_for, timeout=timeout)
+        blobs: dict[str, str] = {}
+        nodes: dict[str, dict[str, object]] = {}
+        for host in hosts:
+            argv = list(argv_for(host) if callable(argv_for) else argv_for)
+            data = stdin_for(host) if stdin_for else None
+            key = None
+            if data is not None:  # identical inputs (a guard verb's, a script's) travel once
+                key = hashlib.sha256(data).hexdigest()[:24]
+                blobs.setdefault(key, base64.b64encode(data).decode())
+            nodes[host] = {"argv": argv, "stdin": key}
+        started = time.monotonic()
+        try:
+            step = StepRun(self, hosts, "run", {"nodes": nodes, "blobs": blobs}, timeout)
+            results = step.results()
+        except TransportError as exc:
+            return GroupResult({h: Result(h, None, error=exc.reason, failure=exc.kind) for h in hosts})
+        if step.refused_whole:
+            return super().run_all(hosts, argv_for, stdin_for=stdin_for, timeout=timeout)
+        seconds = time.monotonic() - started
+        return GroupResult(
+            {
+                h: replace(results[h], seconds=seconds) if h in results else step.missing(h, seconds)
+                for h in hosts
+            }
+        )
+
+    def start_all(
+        self,
+        hosts: Iterable[str],
+        argv_for: Callable[[str], Sequence[str]],
+        on_line: HostLineCallback,
+    ) -> dict[str, RemoteProcess]:
+        """Every host's long-lived command in ONE step (`exec` mode); host → that task's process view. The
+        step's stdin reaches every task: a word written to any view (a heartbeat, stop) is sent once for all."""
+        hosts = list(dict.fromkeys(hosts))
+        if not self.one_step or len(hosts) <= 1:
+            return super().start_all(hosts, argv_for, on_line)
+        bundle = {"nodes": {h: {"argv": list(argv_for(h))} for h in hosts}, "blobs": {}}
+        step = SrunStep.launch(self, hosts, bundle, on_line)
+        return {h: StepTask(step, h) for h in hosts}
+
+    def allocation_nodes(self) -> list[str]:
+        """The allocation's node names (SLURM_JOB_NODELIST, expanded by `scontrol show hostnames`: no RPC)."""
+        if self._allocation is None:
+            listed = self.environ.get("SLURM_JOB_NODELIST") or self.environ.get("SLURM_NODELIST") or ""
+            names: list[str] = []
+            if listed:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    done = subprocess.run(
+                        ["scontrol", "show", "hostnames", listed],
+                        env=self.environ,
+                        capture_output=True,
+                        text=True,
+                        timeout=30,
+                    )
+                    if done.returncode == 0:
+                        names = done.stdout.split()
+            self._allocation = names
+        return self._allocation
+
+    def broadcast(self, hosts: Sequence[str], blob: bytes) -> str | None:
+        """sbcast the bundle to every node's BUNDLE_DIR when the step covers the whole allocation (sbcast writes
+        on all of the job's nodes, and only the step's tasks remove it again): its path there, else None (the
+        bundle then goes on the step's stdin). Raises TransportError when sbcast fails."""
+        if not hosts or sorted(hosts) != sorted(self.allocation_nodes()):
+            return None
+        fd, local = tempfile.mkstemp(prefix="rlaunch-bundle-")  # 0600: the bundle holds the run's environment
+        dest = f"{BUNDLE_DIR}/rlaunch-bundle-{secrets.token_hex(8)}"
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            done = subprocess.run(
+                [self.sbcast, f"--jobid={self.job_id}", "--force", local, dest],
+                env=self.environ,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise TransportError(hosts[0], f"sbcast of the step's bundle failed: {exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(local)
+        if done.returncode != 0:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise TransportError(hosts[0], f"sbcast of the step's bundle failed: {why}")
+        return dest
+
     def run(
         self, host: str, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = 60.0
     ) -> Result:
@@ -230,3 +473,237 @@ def without_step_status(err: str) -> str:
 
 def _text(data: bytes | None) -> str:
     return (data or b"").decode(errors="replace")
+
+
+def pack(bundle: Mapping[str, object]) -> bytes:
+    """The bundle as the dispatcher reads it. lzma, not zlib: per node payloads are near copies of each other
+    (the same guard files, another rank), and lzma's dictionary spans them where zlib's 32 KiB window does not."""
+    return lzma.compress(json.dumps(bundle, separators=(",", ":")).encode(), preset=1)
+
+
+def _step_popen(
+    transport: SlurmTransport, hosts: Sequence[str], mode: str, blob: bytes
+) -> tuple[subprocess.Popen[bytes], bytes]:
+    """Start the step; returns srun and what must go first on its stdin (the bundle, unless sbcast took it)."""
+    path = transport.broadcast(hosts, blob)
+    command = transport.step_argv(hosts, mode, path)
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=transport.environ,
+            start_new_session=True,  # as in _popen: a Ctrl-C on our terminal must not reach srun
+        )
+    except OSError as exc:
+        raise TransportError(
+            hosts[0], f"cannot run {transport.srun} on this head node: {exc.strerror} (install slurm-client)"
+        ) from None
+    first = b"" if path else f"{BUNDLE_MAGIC} {len(blob)}\n".encode() + blob
+    return proc, first
+
+
+class StepRun:
+    """One `run` step: every node's command to completion, results read back from the tagged chunks."""
+
+    def __init__(
+        self,
+        transport: SlurmTransport,
+        hosts: Sequence[str],
+        mode: str,
+        bundle: Mapping[str, object],
+        timeout: float | None,
+    ):
+        self.hosts = list(hosts)
+        self.timed_out = False
+        self.refused_whole = False
+        proc, first = _step_popen(transport, hosts, mode, pack(bundle))
+        try:
+            out, err = proc.communicate(first, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+            end_step(proc)
+            out, err = proc.communicate()
+        self.timeout = timeout
+        self.returncode = proc.returncode
+        self.chunks: dict[str, dict[int, str]] = {}
+        self.counts: dict[str, int] = {}
+        for line in _text(out).splitlines():
+            m = LABEL.match(line)
+            chunk = RESULT_CHUNK.match(m.group(2)) if m else None
+            if chunk:
+                host, i, n, part = chunk.groups()
+                self.chunks.setdefault(host, {})[int(i)] = part
+                self.counts[host] = int(n)
+        self.node_errors: dict[str, str] = {}
+        self.failure: str | None = None
+        for line in _text(err).splitlines():
+            if m := TASK_ON_NODE.match(line):
+                self.node_errors.setdefault(m.group("host"), m.group("why").strip())
+            elif self.failure is None and (m := SRUN_FAILURE.match(line)):
+                self.failure = m.group("why").strip()
+        if not self.chunks and self.failure and any(w in self.failure for w in NOT_IN_ALLOCATION):
+            self.refused_whole = True
+
+    def results(self) -> dict[str, Result]:
+        out: dict[str, Result] = {}
+        for host, parts in self.chunks.items():
+            if host not in self.hosts or len(parts) != self.counts.get(host):
+                continue
+            try:
+                data = json.loads(base64.b64decode("".join(parts[i] for i in range(len(parts)))))
+            except (ValueError, KeyError):
+                continue
+            if not isinstance(data, dict):
+                continue
+            if "error" in data:
+                out[host] = Result(host, None, error=f"srun on {host}: {data['error']}")
+            else:
+                out[host] = Result(
+                    host, int(data.get("rc", 1)), str(data.get("out", "")), str(data.get("err", ""))
+                )
+        return out
+
+    def missing(self, host: str, seconds: float) -> Result:
+        """The Result of a node whose task gave no result."""
+        if self.timed_out:
+            return Result(
+                host,
+                None,
+                error=f"timed out after {self.timeout:g}s on {host} (srun step cancelled)",
+                failure=TIMEOUT,
+                seconds=seconds,
+            )
+        why = (
+            self.node_errors.get(host)
+            or self.failure
+            or f"no answer from its task (srun exit {self.returncode})"
+        )
+        return Result(host, None, error=f"srun on {host}: {why}", seconds=seconds)
+
+
+class SrunStep(SrunProcess):
+    """The one step that carries every node's long-lived command (`exec` mode). Its lines arrive labelled by
+    task; each task says first which node it is ("RLH host"), and from then on its lines go to that node's
+    callback. srun's own lines about a task ending ("srun: error: sn2: task 1: Exited with exit code 3") give
+    that node's exit code."""
+
+    @classmethod
+    def launch(
+        cls,
+        transport: SlurmTransport,
+        hosts: Sequence[str],
+        bundle: Mapping[str, object],
+        on_line: HostLineCallback,
+    ) -> SrunStep:
+        proc, first = _step_popen(transport, hosts, "exec", pack(bundle))
+        step = cls(hosts, on_line, proc)
+        if first:
+            step.write(first)
+        return step
+
+    def __init__(self, hosts: Sequence[str], on_line: HostLineCallback, proc: subprocess.Popen[bytes]):
+        # Set before the reader thread starts (LocalProcess.__init__): a task's first line may come at once.
+        self.hosts = list(hosts)
+        self.host_lines = on_line
+        self.task_host: dict[str, str] = {}
+        self.early: dict[str, list[tuple[str, str]]] = {}  # lines of a task before it said who it is
+        self.task_codes: dict[str, int] = {}
+        self.released: set[str] = set()
+        self._last_word: tuple[bytes, float] = (b"", 0.0)
+        self._word_lock = threading.Lock()
+        self.changed = threading.Condition()
+        name = "+".join(self.hosts[:3]) + ("+..." if len(self.hosts) > 3 else "")
+        super().__init__(name, proc, lambda stream, text: None, None)
+
+    def _deliver(self, stream: str, line: bytes) -> None:
+        text = line.rstrip(b"\r").decode(errors="replace")
+        m = LABEL.match(text)
+        if m is None:
+            if stream == "stderr" and (task := TASK_ON_NODE.match(text)):
+                code = EXITED_WITH.search(task.group("why"))
+                with self.changed:
+                    self.task_codes[task.group("host")] = int(code.group(1)) if code else -1
+                    self.changed.notify_all()
+            return  # srun's own words (STEP CANCELLED, task status): not a node's output
+        task, rest = m.group(1), m.group(2)
+        host = self.task_host.get(task)
+        if host is None:
+            hello = HELLO.match(rest) if stream == "stdout" else None
+            if hello and hello.group(1) in self.hosts:
+                self.task_host[task] = hello.group(1)
+                for early_stream, early_text in self.early.pop(task, []):
+                    self._to_host(hello.group(1), early_stream, early_text)
+            else:
+                self.early.setdefault(task, []).append((stream, rest))
+            return
+        self._to_host(host, stream, rest)
+
+    def _to_host(self, host: str, stream: str, text: str) -> None:
+        with contextlib.suppress(Exception):  # a failing callback must not kill the reader
+            self.host_lines(host, stream, text)
+
+    def write_word(self, data: bytes, *, block: bool) -> bool:
+        """Write to the step's stdin once for all tasks: the same words from every node's view within DEDUP_S
+        (one heartbeat round, one stop) are one write, which srun forwards to every task."""
+        with self._word_lock:
+            now = time.monotonic()
+            if data == self._last_word[0] and now - self._last_word[1] < DEDUP_S:
+                return True
+            sent = True
+            if block:
+                self.write(data)
+            else:
+                sent = self.try_write(data)
+            if sent:
+                self._last_word = (data, now)
+            return sent
+
+    def task_code(self, host: str) -> int | None:
+        """The node's task's exit code: srun's word on it, or the step's own once it has ended."""
+        if host in self.task_codes:
+            return self.task_codes[host]
+        code = super().poll()
+        if code is None:
+            return None
+        return 0 if code == 0 else code
+
+    def release(self, host: str) -> None:
+        """A view closed; the step ends when every view is closed (the run loop closes them all at the end)."""
+        self.released.add(host)
+        if self.released >= set(self.hosts):
+            self.close()
+
+
+class StepTask(RemoteProcess):
+    """One node's share of a SrunStep: what the run loop holds as that node's follower."""
+
+    def __init__(self, step: SrunStep, host: str):
+        self.step = step
+        self.host = host
+
+    def write(self, data: bytes) -> None:
+        self.step.write_word(data, block=True)
+
+    def try_write(self, data: bytes) -> bool:
+        return self.step.write_word(data, block=False)
+
+    def close_stdin(self) -> None:
+        """The stdin is every node's: it closes with the step (release), not with one node."""
+
+    def poll(self) -> int | None:
+        return self.step.task_code(self.host)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            with self.step.changed:
+                self.step.changed.wait(0.1 if left is None else min(0.1, left))
+        return code
+
+    def close(self) -> None:
+        self.step.release(self.host)

@@ -127,6 +127,7 @@ class GroupResult:
 
 
 LineCallback = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line without newline)
+HostLineCallback = Callable[[str, str, str], None]  # (host, stream name, line without newline)
 
 
 class RemoteProcess(ABC):
@@ -188,6 +189,35 @@ class Transport(ABC):
         on_exit: Callable[[int], None] | None = None,
     ) -> RemoteProcess:
         """Start argv and deliver its output lines to on_line from a background thread."""
+
+    def start_all(
+        self,
+        hosts: Iterable[str],
+        argv_for: Callable[[str], Sequence[str]],
+        on_line: HostLineCallback,
+    ) -> dict[str, RemoteProcess]:
+        """Start argv_for(host) on every host: host → its long-lived process, whose lines reach on_line(host, ...).
+
+        The run loop starts every attached guard with this one call. Here: one `start` per host, in parallel
+        (bounded); a transport that can start them all at once overrides it (Slurm: one job step for every node,
+        cluster/slurm.py). All or nothing: when one cannot start, those already started are closed and its
+        TransportError is raised."""
+        hosts = list(hosts)
+
+        def one(host: str) -> RemoteProcess | TransportError:
+            try:
+                return self.start(host, argv_for(host), lambda stream, line: on_line(host, stream, line))
+            except TransportError as exc:
+                return exc
+
+        started = dict(zip_hosts(hosts, one, self.max_parallel))
+        failed = [v for v in started.values() if isinstance(v, TransportError)]
+        if failed:
+            for proc in started.values():
+                if isinstance(proc, RemoteProcess):
+                    proc.close()
+            raise failed[0]
+        return started  # type: ignore[return-value]
 
     def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
         """Write data to dest on host atomically (temp file + rename, mode 600); stdout is `sha256  dest`.
@@ -255,5 +285,5 @@ def make_transport(inv: Inventory, kind: str | None = None) -> Transport:
     if kind == "slurm":
         from cluster.slurm import SlurmTransport
 
-        return SlurmTransport(endpoints, max_parallel=inv.ssh.max_parallel)
+        return SlurmTransport(endpoints, max_parallel=inv.ssh.max_parallel, python=inv.python)
     raise ValueError(f"unknown transport {kind!r}")

@@ -7,6 +7,7 @@ typed reply per node, as Fabric's Group does.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -144,6 +145,48 @@ class GuardClient:
                 on_other(target.host, stream, line)
 
         return self.transport.start(target.host, argv, on_line)
+
+    def run_attached(
+        self, targets: Iterable[GuardTarget], on_record: RecordSink, *, on_other: RawSink | None = None
+    ) -> dict[str, RemoteProcess]:
+        """Start every attached guard (`run`: it streams like follow) with one transport call: host → its
+        channel. Per node in parallel on most transports; ONE job step for all nodes under Slurm
+        (cluster/slurm.py `start_all`), so starting costs the same few steps whatever the node count."""
+        by_host = {t.host: t for t in targets}
+
+        def on_line(host: str, stream: str, line: str) -> None:
+            record = protocol.parse_record(line) if stream == "stdout" else None
+            if record is not None:
+                on_record(host, record)
+            elif on_other is not None:
+                on_other(host, stream, line)
+
+        return self.transport.start_all(
+            by_host,
+            lambda h: protocol.guard_argv(
+                by_host[h].python, by_host[h].run_dir, protocol.RUN, unbuffered=True
+            ),
+            on_line,
+        )
+
+
+def stop_over_channels(
+    channels: Mapping[str, RemoteProcess], ended: Callable[[str], bool], timeout: float
+) -> set[str]:
+    """Stop attached guards with the stop word on their open channels (protocol.STOP_WORD: the follower
+    SIGTERMs its guard, which tears the job down and sends its exit record): no new process on the nodes, and
+    under Slurm one write on the step's stdin for every node instead of a stop step. Waits until `ended(host)`
+    for each (its exit record arrived) or the timeout; returns the hosts still running, for the stop verb."""
+    word = (protocol.STOP_WORD + "\n").encode()
+    left = set(channels)
+    for channel in channels.values():
+        with contextlib.suppress(TransportError):  # the stop verb asks this one
+            channel.write(word)
+    deadline = time.monotonic() + timeout
+    while left and time.monotonic() < deadline:
+        left = {h for h in left if not ended(h)}
+        time.sleep(0.1)
+    return left
 
 
 def heartbeat_interval(heartbeat_timeout: float) -> float:

@@ -21,6 +21,9 @@ if [[ "${1:-}" != "--no-apt" && "${1:-}" != "--demo" ]]; then
   command -v unshare >/dev/null || need+=(util-linux)
   # a one-node Slurm for the ops tests (prolog/epilog/health check through real jobs)
   command -v slurmctld >/dev/null || need+=(slurmd slurmctld slurm-client munge)
+  # the multi-node Slurm of tests/test_slurm_multinode.py counts job steps with sacct: slurmdbd on a MariaDB
+  command -v slurmdbd >/dev/null || need+=(slurmdbd)
+  command -v mariadbd >/dev/null || need+=(mariadb-server)
   # headless Chromium renders `rlaunch report --html` pages in a test (console errors, a screenshot)
   command -v chromium >/dev/null || need+=(chromium)
   if ((${#need[@]})); then

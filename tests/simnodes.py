@@ -58,25 +58,27 @@ STALE_LEGACY_S = (
 )
 START_TIMEOUT = 20.0
 
-# Runs as PID 1 of the node's namespaces, then becomes sshd. Paths arrive as arguments, never spliced in.
-# Paths under /tmp given after the sixth argument (the checkout and its venv, when CI clones into /tmp) stay
-# visible through the private /tmp: the host's /tmp is held at $6 first, then bound back path by path.
+# Runs as PID 1 of the node's namespaces, then becomes the node's daemon (`SimCluster.serve_argv`: sshd, or a
+# slurmd in tests/slurm_fixture.py). Paths arrive as arguments, never spliced in. Paths under /tmp given after the
+# fifth argument, up to `--` (the checkout and its venv, when CI clones into /tmp), stay visible through the
+# private /tmp: the host's /tmp is held at $5 first, then bound back path by path; the daemon's argv follows `--`.
 NODE_INIT = r"""
 set -e
 hostname "$1"
-hold="$6"
+hold="$5"
 mount --bind /tmp "$hold"
 mount -t tmpfs -o mode=1777,size=256m tmpfs /tmp
 mount --bind "$2" /etc/hosts
 if [ -f "$3" ]; then mount --bind "$4" "$3"; fi
-config="$5"
-shift 6
-for keep in "$@"; do
-  rel="${keep#/tmp/}"
+shift 5
+while [ "$1" != "--" ]; do
+  rel="${1#/tmp/}"
   mkdir -p "/tmp/$rel"
   mount --bind "$hold/$rel" "/tmp/$rel"
+  shift
 done
-exec /usr/sbin/sshd -D -e -f "$config"
+shift
+exec "$@"
 """
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -468,8 +470,12 @@ class SimCluster:
         t = int(self.token, 16)
         return f"02:{t >> 8:02x}:{t & 0xFF:02x}:{side:02x}:{node.index >> 8:02x}:{node.index & 0xFF:02x}"
 
+    def serve_argv(self, node: SimNode) -> list[str]:
+        """What the node runs as its PID 1 (in the foreground, listening on node.address:node.port): sshd here; a
+        subclass may serve something else (tests/slurm_fixture.py: one slurmd per node)."""
+        return [SSHD, "-D", "-e", "-f", str(node.state_dir / "sshd_config")]
+
     def _launch(self, node: SimNode) -> None:
-        config = str(node.state_dir / "sshd_config")
         log = open(node.state_dir / "sshd.log", "ab")  # noqa: SIM115 - handed to the child
         prefix = ["ip", "netns", "exec", node.netns] if node.netns else []
         if self.namespaces:
@@ -479,12 +485,12 @@ class SimCluster:
                 *prefix,
                 "unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--uts", "--mount", "--propagation", "private",
                 "sh", "-c", NODE_INIT, "node-init",
-                node.name, str(node.state_dir / "hosts"), bashrc, str(self.base / "empty_bashrc"), config,
-                str(hold), *paths_to_keep(),
+                node.name, str(node.state_dir / "hosts"), bashrc, str(self.base / "empty_bashrc"),
+                str(hold), *paths_to_keep(), "--", *self.serve_argv(node),
             ]  # fmt: skip
             hold.mkdir(exist_ok=True)
         else:
-            argv = [*prefix, SSHD, "-D", "-e", "-f", config]
+            argv = [*prefix, *self.serve_argv(node)]
         # The parent-death signal follows the thread that forked (prctl(2)): spawn from one thread that lives as
         # long as this process, never from the short-lived pool threads that start nodes side by side.
         argv = ["setpriv", "--pdeathsig", "KILL", *argv]

@@ -693,3 +693,29 @@ def test_stop_requests_speak_one_contract() -> None:
     daemon = (ROOT / "launcher" / "node" / "daemon.py").read_text()
     assert daemon.count("stopreq.") <= 2 and "SigCgt" not in daemon  # a hook of a few lines
     assert "stopreq.py" in protocol.GUARD_BUNDLE
+
+
+def test_slurm_fan_out_is_one_job_step_per_call() -> None:
+    """Issue 23: under Slurm a run costs a constant number of job steps, not one per command per node. Fan-out is
+    one Transport call (`run_all`, `start_all`) that SlurmTransport answers with ONE step; the run loop starts
+    every attached guard with one call and stops them with the stop word on their channels first; the node-side
+    dispatcher is standard library only (it runs with the node's python, `-I`)."""
+    import inspect
+    import sys
+
+    from cluster.slurm import DISPATCH, SlurmTransport
+    from cluster.transport import Transport
+    from launcher.run.attempt import Runner
+
+    assert SlurmTransport.run_all is not Transport.run_all
+    assert SlurmTransport.start_all is not Transport.start_all
+    start = inspect.getsource(Runner._start_attached)
+    assert "run_attached(" in start and ".follow(" not in start
+    assert "stop_over_channels(" in inspect.getsource(Runner.stop)
+    imported = set()
+    for node in ast.walk(ast.parse(DISPATCH)):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported <= set(sys.stdlib_module_names), imported

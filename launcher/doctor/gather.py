@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from cluster.transport import Result, Transport, zip_hosts
+from cluster.transport import Result, Transport
 from launcher import nodecall
 from launcher.doctor.facts import Facts, parse_facts
 
@@ -49,23 +49,34 @@ def gather(
     *,
     python_for: Mapping[str, str] | None = None,
 ) -> dict[str, Facts]:
-    """Run the fact probe on every host (in parallel) and parse what comes back. Never raises for node trouble."""
+    """Run the fact probe on every host (in parallel) and parse what comes back. Never raises for node trouble.
+
+    One `run_all`: under Slurm that is one job step for every node, not one per node (cluster/slurm.py)."""
     hosts = list(hosts)
     times: dict[str, tuple[float, float]] = {}
+    sent_at: dict[str, float] = {}
 
-    def run_one(host: str) -> Result:
+    def stdin_for(host: str) -> bytes:
         node_args = dict(args(host) if callable(args) else args)
         node_args.setdefault("node", host)
-        python = (python_for or {}).get(host, "python3")
-        sent = time.time()
-        reply = nodecall.call(
-            transport, host, python, None, stdin=with_args(script, node_args), timeout=timeout
-        )
-        times[host] = (sent, time.time())
-        return reply.result
+        sent_at[host] = time.time()  # called just before the host's command starts (Transport.run_all)
+        return with_args(script, node_args)
+
+    replies = nodecall.call_all(
+        transport,
+        hosts,
+        lambda host: (python_for or {}).get(host, "python3"),
+        None,
+        stdin_for=stdin_for,
+        timeout=timeout,
+    )
+    group_results = {host: reply.result for host, reply in replies.items()}
+    for host, result in group_results.items():
+        sent = sent_at.get(host, 0.0)
+        times[host] = (sent, sent + result.seconds if result.seconds else time.time())
 
     out: dict[str, Facts] = {}
-    for host, result in zip_hosts(hosts, run_one, transport.max_parallel):
+    for host, result in group_results.items():
         decoded = decode_reply(result)
         sent, received = times.get(host, (0.0, 0.0))
         if isinstance(decoded, str):

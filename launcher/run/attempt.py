@@ -21,7 +21,14 @@ from typing import Any
 from cluster.transport import GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
 from launcher import nodecall
 from launcher.errors import BadInput, ExitCode, RlaunchError
-from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
+from launcher.guardctl import (
+    GuardClient,
+    GuardReply,
+    GuardTarget,
+    Heartbeats,
+    heartbeat_interval,
+    stop_over_channels,
+)
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
@@ -205,10 +212,11 @@ class Runner:
 
     def _start_attached(self, timeout: float = 60.0) -> None:
         """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
-        for target in self.targets.values():
-            self.nodes[target.host].follower = self.guards.follow(
-                target, self._on_record_safe, attached=True, on_other=self._on_other
-            )
+        channels = self.guards.run_attached(
+            self.targets.values(), self._on_record_safe, on_other=self._on_other
+        )
+        for host, channel in channels.items():  # one call: under Slurm one step for every node
+            self.nodes[host].follower = channel
         deadline = time.time() + timeout
         while time.time() < deadline:
             with self._lock:
@@ -559,6 +567,14 @@ class Runner:
         live = [t for h, t in self.targets.items() if h not in lost]
         gone = [t for h, t in self.targets.items() if h in lost]
         with teardown_shield():
+            # Attached guards (Slurm): the stop word on their open channels, one write for a whole step; the stop
+            # verb (another step) only for those that did not end in time.
+            if self.transport.guard_attached:
+                open_ = {h: self.nodes[h].follower for h in (t.host for t in live) if not self._ended(h)}
+                left = stop_over_channels({h: c for h, c in open_.items() if c}, self._ended, grace + 15)
+                live = [
+                    t for t in live if not self._ended(t.host) and (t.host in left or t.host not in open_)
+                ]
             # A node already lost (cut off, frozen) is asked too, in parallel, but only briefly: waiting the full
             # stop timeout for it would hold `up` for half a minute, and its guard ends the job by itself once
             # our heartbeat stops reaching it.
@@ -588,6 +604,9 @@ class Runner:
             }
         )
         return replies
+
+    def _ended(self, host: str) -> bool:
+        return self.nodes[host].final is not None
 
     def lost_hosts(self) -> set[str]:
         """Nodes the link or the watcher gave up on: cut off, frozen, or whose guard died."""
