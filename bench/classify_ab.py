@@ -46,22 +46,35 @@ def healthy_lines() -> list[str]:
     return lines
 
 
-def load_at(rev: str) -> ModuleType:
-    text = subprocess.run(
-        ["git", "show", f"{rev}:launcher/health/rules.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    path = Path("/tmp") / f"rlaunch_rules_{rev.replace('/', '_')}.py"
+def _show(rev: str, path: str) -> str | None:
+    found = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True)
+    return found.stdout if found.returncode == 0 else None
+
+
+def _load(name: str, text: str) -> ModuleType:
+    path = Path("/tmp") / f"{name}.py"
     path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"rules_{abs(hash(rev))}", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def load_at(rev: str) -> ModuleType:
+    """rules.py at `rev`, with the vocabulary.py of the same revision (where it has one): importing the working
+    tree's vocabulary would give the old rules the new tables."""
+    tag = f"rlaunch_{abs(hash(rev))}"
+    text = _show(rev, "launcher/health/rules.py")
+    assert text is not None, rev
+    vocabulary = _show(rev, "launcher/health/vocabulary.py")
+    if vocabulary is not None:
+        _load(f"{tag}_vocabulary", vocabulary)
+        text = text.replace(
+            "from launcher.health import vocabulary", f"import {tag}_vocabulary as vocabulary"
+        )
+    return _load(f"{tag}_rules", text)
 
 
 def entered(module: ModuleType, lines: list[str]) -> int:

@@ -2,8 +2,8 @@
 
 `sim` (N simulated nodes, tests/simnodes.py: one sshd per node in its own namespaces), one run per N, phases in
 order, each the real CLI in a child process (`python -m launcher.cli ...`) measured from outside:
-  doctor --fast, up --no-doctor (a command job printing a line a second for JOB_S), up (with doctor), up --detach
-  (a long job), status, logs, down; then pdsh running the same job, and pdsh running `true` (one round trip).
+  doctor --fast, up --no-doctor (a command job printing a line a second for JOB_S), up (with doctor),
+  up --detach --no-doctor (a long job), status, logs, down; then pdsh running the same job, and pdsh running `true` (one round trip).
 Per phase: wall, head CPU (the child's own rusage: user + system), peak RSS, peak threads and file descriptors
 (sampled from /proc/PID every 0.1 s), the exit code, and after every phase the nodes' process tables (one /proc
 walk, grouped by PID namespace): nothing of the job may be left after a phase that ends it.
@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,27 @@ class Phase:
     fds: int
     left: int  # job processes left on the nodes after the phase (where the phase ends the job)
     tail: str = ""
+    started_s: float | None = (
+        None  # wall until node 0's first job line reached the terminal (foreground `up`)
+    )
+    follow_cpu_s: float | None = (
+        None  # the head's CPU per second while only following (between two job lines)
+    )
+    load: float = 0.0  # the machine's 1-minute load average when the phase ended
+
+
+TAIL_CHARS = 4 << 20  # enough for `logs` of every node (tests read it); the JSON dump keeps less
+FIRST_LINE = b"step=1\n"  # node 0's job is running and its lines reach the head
+FOLLOW_FROM, FOLLOW_TO = b"step=2\n", f"step={JOB_S - 1}\n".encode()  # every node started: only following
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """The process's own user + system CPU seconds so far (proc(5): fields 14 and 15 of /proc/PID/stat)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _proc_sample(pid: int) -> tuple[int, int]:
@@ -77,11 +99,17 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     peak = [0, 0]
     done = threading.Event()
+    seen: dict[bytes, tuple[float, float]] = {}  # marker -> (wall, head CPU) when it first appeared
 
     def sample() -> None:
         while not done.wait(0.1):
             threads, fds = _proc_sample(proc.pid)
             peak[0], peak[1] = max(peak[0], threads), max(peak[1], fds)
+            if len(seen) < 3:
+                text = os.pread(out.fileno(), 1 << 20, 0)
+                for marker in (FIRST_LINE, FOLLOW_FROM, FOLLOW_TO):
+                    if marker not in seen and marker in text:
+                        seen[marker] = (time.perf_counter() - start, _proc_cpu(proc.pid) or 0.0)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -101,7 +129,11 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
     sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     out.seek(0)
-    tail = out.read().decode(errors="replace")[-20000:]
+    tail = out.read().decode(errors="replace")[-TAIL_CHARS:]
+    follow = None
+    if FOLLOW_FROM in seen and FOLLOW_TO in seen and seen[FOLLOW_TO][0] > seen[FOLLOW_FROM][0]:
+        (t0, c0), (t1, c1) = seen[FOLLOW_FROM], seen[FOLLOW_TO]
+        follow = (c1 - c0) / (t1 - t0)
     return Phase(
         name,
         proc.returncode,
@@ -112,12 +144,15 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
         peak[1],
         -1,
         tail,
+        seen[FIRST_LINE][0] if FIRST_LINE in seen else None,
+        follow,
+        os.getloadavg()[0],
     )
 
 
-def leftovers(sim: Any) -> dict[str, list[str]]:
-    """Job processes on every node (anything but the node's init and sshd), one walk of /proc."""
-    by_ns = {node.pidns: node for node in sim.nodes if node.pidns}
+def leftovers(sim: Any, skip: Collection[str] = ()) -> dict[str, list[str]]:
+    """Job processes on every node but `skip` (anything but the node's init and sshd), one walk of /proc."""
+    by_ns = {node.pidns: node for node in sim.nodes if node.pidns and node.name not in skip}
     found: dict[str, list[str]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -139,8 +174,30 @@ def leftovers(sim: Any) -> dict[str, list[str]]:
     return found
 
 
-def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None, repeat: int = 1) -> list[Phase]:
-    """Every phase on n simulated nodes; each Phase's `left` counts job processes left where the phase ends."""
+# Faults for `status`, `logs` and `down` (issue 23 item 3: one slow or dead node never holds the rest): a hung node
+# (every process stopped, its kernel still ACKs: connections open, nobody answers) and a dead one (its link down:
+# silence). They are made after `up --detach`; the run's own connections get a long keepalive and heartbeat
+# timeout so that the detached supervisor does not end the run meanwhile: the faults are for the verbs to meet.
+FAULTS = {"freeze": "hung", "partition": "dead"}
+FAULT_INVENTORY = {
+    "ssh": {"keepalive": 120.0, "connect_timeout": 3.0},
+    "health": {"heartbeat_timeout": 600, "hang_floor": 600, "grace": 2},
+}
+
+
+def run_sim(
+    n: int,
+    *,
+    pdsh: bool = True,
+    phases: list[str] | None = None,
+    repeat: int = 1,
+    faults: dict[str, str] | None = None,
+) -> list[Phase]:
+    """Every phase on n simulated nodes; each Phase's `left` counts job processes left where the phase ends.
+
+    `faults` (node -> "freeze" | "partition") are made after `up --detach`; `status`, `logs` and `down` then run
+    with them, and `down-after-heal` (the faults undone) must leave nothing anywhere."""
+    faults = faults or {}
     from simnodes import SimCluster
 
     wanted = phases or [
@@ -157,7 +214,11 @@ def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None, repea
     out: list[Phase] = []
     with SimCluster(n) as sim, tempfile.TemporaryDirectory(prefix="rlaunch-scale-") as tmp:
         hosts = [node.name for node in sim.nodes]
-        base = sim.inventory_dict(ssh={"max_parallel": 64}, health={"heartbeat_timeout": 15})
+        extra = FAULT_INVENTORY if faults else {}
+        base = sim.inventory_dict(
+            ssh={"max_parallel": 64, **extra.get("ssh", {})},
+            health={"heartbeat_timeout": 15, **extra.get("health", {})},
+        )
         short, long = Path(tmp, "short.yaml"), Path(tmp, "long.yaml")
         short.write_text(json.dumps({**base, "job": {"kind": "command", "command": JOB}}))
         long.write_text(json.dumps({**base, "job": {"kind": "command", "command": LONG_JOB}}))
@@ -174,11 +235,13 @@ def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None, repea
                 for k in range(repeat)
             ],
             ("up", [*cli, "up", str(short)], True),
-            ("up-detach", [*cli, "up", str(long), "--detach"], False),
+            ("up-detach", [*cli, "up", str(long), "--detach", "--no-doctor"], False),
             ("status", [*cli, "status", "--json"], False),
             ("logs", [*cli, "logs"], False),
             ("down", [*cli, "down"], True),
         ]
+        if faults:
+            steps.append(("down-after-heal", [*cli, "down"], True))
         if pdsh and shutil.which("pdsh"):
             pdsh_env = {**env, "PDSH_RCMD_TYPE": "ssh", "PDSH_SSH_ARGS": f"-F {sim.ssh_config} -x %h"}
             fan = ["pdsh", "-S", "-f", str(n), "-w", ",".join(hosts)]
@@ -186,27 +249,38 @@ def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None, repea
             steps += [("pdsh", [*fan, job], True), ("pdsh-true", [*fan, "true"], True)]
         else:
             pdsh_env = env
+        broken: set[str] = set()
         for name, argv, ends in steps:
-            if name.split("#")[0] not in wanted:
+            if name.split("#")[0] not in wanted and not (name == "down-after-heal" and "down" in wanted):
                 continue
+            if name == "status" and faults:
+                for node, how in faults.items():
+                    getattr(sim, how)(node)  # SimCluster.freeze / .partition
+                    broken.add(node)
+            if name == "down-after-heal":
+                for node, how in faults.items():
+                    (sim.thaw if how == "freeze" else sim.heal)(node)
+                broken.clear()
             phase = measure(name, argv, pdsh_env if name.startswith("pdsh") else env)
             if ends:
-                deadline = (
-                    time.monotonic() + 30
-                )  # a guard's teardown may still be finishing on a loaded machine
-                left = leftovers(sim)
+                # A guard's teardown may still be finishing on a loaded machine; broken nodes are read after healing.
+                deadline = time.monotonic() + 30
+                left = leftovers(sim, broken)
                 while left and time.monotonic() < deadline:
                     time.sleep(0.5)
-                    left = leftovers(sim)
+                    left = leftovers(sim, broken)
                 phase.left = sum(len(v) for v in left.values())
             out.append(phase)
             print(
                 f"{n} nodes {name}: exit {phase.code} wall {phase.wall_s:.1f}s cpu {phase.cpu_s:.2f}s "
-                f"rss {phase.rss_mib:.0f}MiB threads {phase.threads} fds {phase.fds} left {phase.left}",
+                f"rss {phase.rss_mib:.0f}MiB threads {phase.threads} fds {phase.fds} left {phase.left} "
+                f"first line {phase.started_s} follow {phase.follow_cpu_s} load {phase.load:.0f}",
                 file=sys.stderr,
                 flush=True,
             )
         # Nothing may be left whatever happened above (a failed `down` included).
+        for node, how in faults.items():
+            (sim.thaw if how == "freeze" else sim.heal)(node)
         final = leftovers(sim)
         if final:
             out.append(
@@ -217,15 +291,18 @@ def run_sim(n: int, *, pdsh: bool = True, phases: list[str] | None = None, repea
 
 def sim_table(rows: dict[int, list[Phase]]) -> str:
     lines = [
-        "| nodes | phase | exit | wall (s) | head CPU (s) | CPU / node (ms) | peak RSS (MiB) | threads | fds | left |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| nodes | phase | exit | wall (s) | to first line (s) | head CPU (s) | CPU / node (ms) "
+        "| following: CPU / node / s (ms) | peak RSS (MiB) | RSS / node (MiB) | threads | fds | left | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, phases in rows.items():
         for p in phases:
             left = "-" if p.left < 0 else str(p.left)
+            first = "-" if p.started_s is None else f"{p.started_s:.1f}"
+            follow = "-" if p.follow_cpu_s is None else f"{1000 * p.follow_cpu_s / n:.3f}"
             lines.append(
-                f"| {n} | {p.name} | {p.code} | {p.wall_s:.1f} | {p.cpu_s:.2f} | {1000 * p.cpu_s / n:.1f} "
-                f"| {p.rss_mib:.0f} | {p.threads} | {p.fds} | {left} |"
+                f"| {n} | {p.name} | {p.code} | {p.wall_s:.1f} | {first} | {p.cpu_s:.2f} | {1000 * p.cpu_s / n:.1f} "
+                f"| {follow} | {p.rss_mib:.0f} | {p.rss_mib / n:.2f} | {p.threads} | {p.fds} | {left} | {p.load:.0f} |"
             )
     return "\n".join(lines)
 
@@ -268,7 +345,7 @@ def main() -> None:
         for n in (int(x) for x in args.sizes.split(",")):
             phases = args.phases.split(",") if args.phases else None
             rows[n] = run_sim(n, pdsh=not args.no_pdsh, phases=phases, repeat=args.repeat)
-        raw["sim"] = {n: [asdict(p) for p in ps] for n, ps in rows.items()}
+        raw["sim"] = {n: [{**asdict(p), "tail": p.tail[-20000:]} for p in ps] for n, ps in rows.items()}
         print(sim_table(rows))
     else:
         import headsim

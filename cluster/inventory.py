@@ -690,6 +690,34 @@ def from_mapping(
     return inv
 
 
+def local_only(inventory: Inventory | None = None) -> Inventory:
+    """This machine as the only node, on the local transport (the Slurm prolog form of `doctor --local` and
+    `validate --local`): the inventory's node that is this host (else its first), reached at 127.0.0.1, with no
+    master pinned; without an inventory, this host with the Python running rlaunch and a job that does nothing."""
+    import socket
+    import sys
+
+    me = socket.gethostname()
+    if inventory is None:
+        return from_mapping(
+            {
+                "cluster": "local",
+                "nodes": [{"host": me, "address": "127.0.0.1"}],
+                "python": sys.executable,
+                "transport": "local",
+                "job": {"kind": "command", "command": ["true"]},
+            }
+        )
+    mine = [n for n in inventory.nodes if n.host in (me, me.split(".")[0])] or [inventory.nodes[0]]
+    return inventory.model_copy(
+        update={
+            "nodes": (mine[0].model_copy(update={"address": "127.0.0.1"}),),
+            "transport": "local",
+            "master": inventory.master.model_copy(update={"node": None}),
+        }
+    )
+
+
 def _explain(
     exc: ValidationError, data: dict[str, Any], source: str, lines: yamlpos.Located | None
 ) -> InventoryError:

@@ -52,6 +52,18 @@ READ_CHUNK = 65536
 # send carries at most one packet (32 KiB): a 50 MB stdin was copied ~1,600 times, 40 GB of memcpy per node under
 # the GIL (bench/sync.py at 64 nodes: under 1 MB/s in all). _feed hands paramiko one packet's worth at a time.
 FEED_CHUNK = 32 * 1024
+# paramiko's transport thread reads its socket with a 0.1 s timeout (`Transport._active_check_timeout`) only to
+# notice its own close and to send keepalives: ten wake-ups a second per idle connection, measured at ~1 ms of
+# head CPU per node per second (bench/ssh_reuse.py), the largest cost of following 250 nodes. Once a second is
+# enough for keepalives (whole seconds, below); our close shuts the socket down first, which wakes the read at once.
+IDLE_POLL_S = 1.0
+
+
+class _QuietTransport(paramiko.Transport):
+    """paramiko's Transport with fewer idle wake-ups (IDLE_POLL_S); the hook is SSHClient.connect's
+    `transport_factory` (paramiko 3.2+)."""
+
+    _active_check_timeout = IDLE_POLL_S
 
 
 class SSHTransport(Transport):
@@ -63,6 +75,7 @@ class SSHTransport(Transport):
         self._clients: dict[str, paramiko.SSHClient] = {}
         self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
         self._known_hosts_lock = threading.Lock()
+        self._parsed_keys: dict[str, tuple[tuple[int, int, int], paramiko.HostKeys]] = {}
 
     # ------------------------------------------------------------------------------------------ connections
     def connect(self, host: str) -> None:
@@ -86,7 +99,7 @@ class SSHTransport(Transport):
             with self._lock_for(host):
                 client = self._clients.pop(host, None)
             if client is not None:
-                client.close()
+                _close_client(client)
 
     def socket(self, host: str) -> socket.socket:
         """The TCP socket under host's connection (for diagnostics and tests)."""
@@ -129,19 +142,25 @@ class SSHTransport(Transport):
             )
         sock = _tcp_socket(ep)
         client = paramiko.SSHClient()
+        # paramiko trusts the system file's keys for a node first and the user's only where it has none; both
+        # land in the client's own table here, which is all paramiko's check reads.
+        name = _known_hosts_name(ep)
+        known: dict[str, paramiko.PKey] = {}
         if os.path.isfile(GLOBAL_KNOWN_HOSTS):
             # OpenSSH also trusts the system-wide file (GlobalKnownHostsFile); keys there are never written to.
             with contextlib.suppress(OSError, paramiko.SSHException):
-                client.load_system_host_keys(GLOBAL_KNOWN_HOSTS)
-        if ep.known_hosts and os.path.exists(ep.known_hosts):
+                known = dict(self._host_keys(GLOBAL_KNOWN_HOSTS).lookup(name) or {})
+        if not known and ep.known_hosts and os.path.exists(ep.known_hosts):
             try:
-                client.load_host_keys(ep.known_hosts)
+                known = dict(self._host_keys(ep.known_hosts).lookup(name) or {})
             except (OSError, paramiko.SSHException) as exc:
                 sock.close()
                 client.close()  # also ends its reader thread, which would log about the dead socket
                 raise TransportError(
                     ep.host, f"cannot read known_hosts {ep.known_hosts}: {exc}", HOST_KEY
                 ) from None
+        for keytype, key in known.items():
+            client.get_host_keys().add(name, keytype, key)
         if ep.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(_AcceptNew(ep, self._known_hosts_lock))
         else:
@@ -160,6 +179,7 @@ class SSHTransport(Transport):
                 banner_timeout=ep.connect_timeout,
                 auth_timeout=ep.connect_timeout,
                 channel_timeout=ep.connect_timeout,
+                transport_factory=_QuietTransport,
             )
         except paramiko.BadHostKeyException as exc:
             sock.close()
@@ -201,6 +221,21 @@ class SSHTransport(Transport):
         assert transport is not None
         transport.set_keepalive(max(1, round(ep.keepalive)))
         return client
+
+    def _host_keys(self, path: str) -> paramiko.HostKeys:
+        """The file's keys, parsed once per transport while the file stays the same (inode, size, mtime).
+
+        paramiko's `load_host_keys` parses the whole file for every connection: a known_hosts that names every
+        node made connecting N nodes cost O(N²) key parses (~35 ms each connection at 250 nodes, bench/ssh_reuse.py).
+        Keys accept-new adds change the file's stat, so the next connection reads it again."""
+        st = os.stat(path)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._known_hosts_lock:
+            cached = self._parsed_keys.get(path)
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, paramiko.HostKeys(path))
+                self._parsed_keys[path] = cached
+            return cached[1]
 
     # ---------------------------------------------------------------------------------------------- commands
     def run(
@@ -507,6 +542,17 @@ def _tcp_socket(ep: Endpoint) -> socket.socket:
         if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
             hint = ": node down, wrong address, or no route from the head node"
         raise TransportError(ep.host, f"cannot connect to {where}: {exc.strerror or exc}{hint}") from None
+
+
+def _close_client(client: paramiko.SSHClient) -> None:
+    """Shut the socket down before paramiko closes it: a shutdown wakes the transport thread's pending read at
+    once (poll(2) reports the hang-up), where a bare close leaves it asleep until its IDLE_POLL_S timeout."""
+    transport = client.get_transport()
+    sock = getattr(transport, "sock", None)
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    client.close()
 
 
 def _drain(chan: paramiko.Channel, deadline: float | None) -> tuple[bytes, bytes, bool]:

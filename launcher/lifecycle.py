@@ -25,7 +25,6 @@ from launcher.errors import Infra
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
 from launcher.run.attempt import (
-    EXIT_INFRA,
     EXIT_OK,
     LaunchError,
     LaunchRefused,
@@ -33,22 +32,19 @@ from launcher.run.attempt import (
     Outcome,
     show_specs,
 )
-from launcher.run.loop import TARGETS_FILE, RunContext, execute, open_run
-from launcher.run.scripts import node_script
+from launcher.run.loop import RunContext, execute, open_run
 from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
 
 
 def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
     """Every attempt's node targets, in order (runs recorded before per-attempt targets: the current ones)."""
-    numbered = [p for p in record.root.glob("targets-*.json") if p.stem.rsplit("-", 1)[1].isdigit()]
-    paths = sorted(numbered, key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-    return [_read_targets(record, path) for path in paths] or [targets_of(record)]
+    return [_read_targets(record, path) for path in record.targets_paths()] or [targets_of(record)]
 
 
 def targets_of(record: records.RunRecord) -> list[GuardTarget]:
     """The node targets the run record holds; a missing or tampered list is an error, never a guess."""
-    path = record.root / TARGETS_FILE
+    path = record.targets_path()
     try:
         return _read_targets(record, path)
     except FileNotFoundError:
@@ -155,7 +151,7 @@ def up(
                     f"run {busy} is still running on these nodes; stop it with `rlaunch down {busy}` (or use --force)",
                 )
             record = records.RunRecord.create(run_id, plan.to_json())
-            records.write_atomic(record.root / "inventory.json", inv.model_dump_json(indent=1))
+            records.write_atomic(record.inventory_path, inv.model_dump_json(indent=1))
             record.set_state(
                 RunState.STARTING,
                 cluster=inv.cluster,
@@ -182,8 +178,7 @@ def up(
                 raise LaunchError(
                     "doctor preflight failed, nothing was started:\n"
                     + "\n".join(f"  {line}" for line in failed)
-                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)",
-                    EXIT_INFRA,
+                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)"
                 )
         if inv.keep_runs is not None:
             _collect_old_runs(inv, transport, run_id, say)
@@ -215,7 +210,7 @@ def up(
 def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str], None]) -> Inventory:
     from launcher import netauto
 
-    script = node_script("netfacts.py")
+    script = nodecall.node_script("netfacts.py")
     if transport is not None:
         return netauto.resolve(inv, transport, script, say)
     with make_transport(inv) as own:
@@ -249,8 +244,7 @@ def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callab
     failed = {h: n.error for h, n in result.nodes.items() if n.error}
     if failed:
         raise LaunchError(
-            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items())),
-            EXIT_INFRA,
+            "sync failed, nothing was started: " + "; ".join(f"{h}: {e}" for h, e in sorted(failed.items()))
         )
     sent = sum(n.sent_bytes for n in result.nodes.values())
     files = sum(n.sent_files for n in result.nodes.values())
@@ -276,7 +270,7 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
     from launcher.doctor import run_doctor
 
     probe = inv.model_copy(update={"master": inv.master.model_copy(update={"port": plan.master_port})})
-    report = run_doctor(probe, transport, node_script("facts.py").encode(), fast=True)
+    report = run_doctor(probe, transport, nodecall.node_script("facts.py").encode(), fast=True)
     return [
         f"{c.name}"
         + (f" [{', '.join(c.nodes)}]" if c.nodes else "")
@@ -388,16 +382,13 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
 
 
 def latest_outcome(record: records.RunRecord) -> dict[str, Any] | None:
-    """The last attempt's outcome-N.json, by attempt number: sorted as text, attempt 10 came before attempt 2."""
-    numbered = []
-    for path in record.root.glob("outcome-*.json"):
-        number = path.stem.rsplit("-", 1)[1]
-        if number.isdigit():
-            numbered.append((int(number), path))
-    if not numbered:
+    """The last attempt's outcome-N.json, by attempt number (RunRecord.outcome_paths; sorted as text, attempt 10
+    came before attempt 2)."""
+    paths = record.outcome_paths()
+    if not paths:
         return None
     with contextlib.suppress(OSError, ValueError):
-        data = json.loads(max(numbered)[1].read_text())
+        data = json.loads(paths[-1].read_text())
         return data if isinstance(data, dict) else None
     return None
 
@@ -616,7 +607,6 @@ def follow_logs(
 
 
 __all__ = [
-    "EXIT_INFRA",
     "LaunchError",
     "LogRead",
     "down",

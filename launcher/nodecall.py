@@ -12,7 +12,6 @@ with the job's PYTHONPATH starts with protocol.SAFE_PATH and runs without it (`i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -84,18 +83,8 @@ def argv(python: str, code: str | None, *args: str, isolated: bool = True) -> li
 
 
 def reply_of(stdout: str, tag: str | None = None) -> dict[str, Any] | None:
-    """The script's reply: the JSON object on the last line (protocol.reply_of), or, for a script that may print
-    other JSON before it (doctor's probe, the route probe), the last line holding `tag` that is a JSON object."""
-    if tag is None:
-        return protocol.reply_of(stdout)
-    for line in reversed(stdout.splitlines()):
-        if tag in line and line.lstrip().startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                return None
-            return data if isinstance(data, dict) else None
-    return None
+    """The script's reply: the JSON object on the last line, or the last line holding `tag` (protocol.reply_of)."""
+    return protocol.reply_of(stdout, tag)
 
 
 def read(result: Result, tag: str | None = None) -> NodeReply:

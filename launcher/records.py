@@ -151,6 +151,16 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o600) -> None:
 PROGRESS_FILE = "progress.jsonl"
 
 
+class RecordFile:
+    """A file directly inside the run record: `record.state_path` is `record.root / "state.json"`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, record: RunRecord, owner: type | None = None) -> Path:
+        return record.root / self.name
+
+
 class RunRecord:
     def __init__(self, root: Path):
         self.root = root
@@ -261,27 +271,18 @@ class RunRecord:
         return target if target.is_relative_to(base) and target != base else None
 
     # --- the record's file layout (known here only: every other module asks for a path) ----------------
-    @property
-    def state_path(self) -> Path:
-        return self.root / "state.json"
-
-    @property
-    def plan_path(self) -> Path:
-        return self.root / "plan.json"
-
-    @property
-    def events_path(self) -> Path:
-        return self.root / "events.jsonl"
-
-    @property
-    def inventory_path(self) -> Path:
-        """The inventory the run was started with (restarts and spares read it back)."""
-        return self.root / "inventory.json"
-
-    @property
-    def progress_path(self) -> Path:
-        """One record per new step ({t, a, node, rank, step, loss}; launcher/attempts.py)."""
-        return self.root / PROGRESS_FILE
+    # One file each, directly in the record (RecordFile below): state, plan, events; the inventory the run was
+    # started with (restarts and spares read it back); progress.jsonl, one record per new step (launcher/attempts.py);
+    # hang forensics: every host's stack dumps as collected, the flight-recorder summaries, straggler metrics in
+    # node_exporter's textfile format.
+    state_path = RecordFile("state.json")
+    plan_path = RecordFile("plan.json")
+    events_path = RecordFile("events.jsonl")
+    inventory_path = RecordFile("inventory.json")
+    progress_path = RecordFile(PROGRESS_FILE)
+    stacks_json_path = RecordFile("stacks.json")
+    fr_path = RecordFile("fr.json")
+    metrics_path = RecordFile("metrics.prom")
 
     @property
     def logs_dir(self) -> Path:
@@ -319,21 +320,6 @@ class RunRecord:
 
     def stacks_path(self, host: str) -> Path:
         return self.stacks_dir() / f"{host}.txt"
-
-    @property
-    def stacks_json_path(self) -> Path:
-        """Every host's stack dumps as collected (stacks.json)."""
-        return self.root / "stacks.json"
-
-    @property
-    def fr_path(self) -> Path:
-        """The flight-recorder summaries of a hang (fr.json)."""
-        return self.root / "fr.json"
-
-    @property
-    def metrics_path(self) -> Path:
-        """Straggler metrics in node_exporter's textfile format (metrics.prom)."""
-        return self.root / "metrics.prom"
 
     def _numbered(self, prefix: str) -> list[Path]:
         found = []

@@ -10,10 +10,9 @@ from collections.abc import Callable, Mapping
 
 from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport
-from launcher import ledger
+from launcher import ledger, nodecall
 from launcher import plan as planning
-from launcher.run.attempt import EXIT_INFRA, LaunchError
-from launcher.run.scripts import node_script
+from launcher.run.attempt import LaunchError
 
 
 def swap(inv: Inventory, failed: str, spare: NodeSpec) -> Inventory:
@@ -38,8 +37,7 @@ def admit(inv: Inventory, entries: list[dict], now: float | None = None) -> tupl
         usable = [s for s in inv.spares if not ledger.over_limit([s.host], summary, limit)]
         if not usable:
             raise LaunchError(
-                "refusing to start: " + ledger.describe_limit(node, limit, inv.health.strike_window),
-                EXIT_INFRA,
+                "refusing to start: " + ledger.describe_limit(node, limit, inv.health.strike_window)
             )
         inv = swap(inv, node.host, usable[0])
         replaced[node.host] = usable[0].host
@@ -74,7 +72,7 @@ def pick(
         probe = candidate.model_copy(
             update={"master": candidate.master.model_copy(update={"port": plan.master_port})}
         )
-        report = run_doctor(probe, transport, node_script("facts.py").encode(), fast=True)
+        report = run_doctor(probe, transport, nodecall.node_script("facts.py").encode(), fast=True)
         # A check failing on a survivor is not the spare's fault; one naming the spare (or no node) is.
         bad = [c for c in report.failed if c.severity == "error" and (not c.nodes or spare.host in c.nodes)]
         if not bad:

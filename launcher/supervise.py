@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import ExitCode
+from launcher.records import RunRecord
 from launcher.states import RunState, is_active
 
 SUPERVISOR_LOG = "supervisor.log"
@@ -41,7 +42,7 @@ OFFSETS_EVERY_S = 2.0
 
 
 def _starttime(pid: int) -> int | None:
-    from launcher.node.guard import read_stat
+    from launcher.node.procs import read_stat
 
     st = read_stat(pid)
     return None if st is None or st["state"] in ("Z", "X") else int(st["starttime"])
@@ -106,7 +107,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
     deadline = time.time() + timeout
     while time.time() < deadline:
         with contextlib.suppress(OSError, ValueError):
-            state = json.loads((root / "state.json").read_text())
+            state = json.loads(RunRecord(root).state_path.read_text())
             if state.get("supervisor_pid") == pid and supervisor_alive(state):
                 return pid
             if not is_active(state.get("state")):
@@ -120,7 +121,7 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
 
 def ensure(root: Path) -> tuple[int | None, bool]:
     """A live supervisor for an active run: (pid, started now). (None, False) if the run is over."""
-    state = json.loads((root / "state.json").read_text())
+    state = json.loads(RunRecord(root).state_path.read_text())
     if not is_active(state.get("state")) or not state.get("detached"):
         return None, False
     recorded = _recorded(state)
@@ -131,9 +132,9 @@ def ensure(root: Path) -> tuple[int | None, bool]:
 
 def stop(root: Path, timeout: float) -> bool:
     """SIGTERM the run's supervisor (it tears the job down like Ctrl-C in a foreground `up`); wait for it."""
-    from launcher.node.guard import signal_same
+    from launcher.node.procs import signal_same
 
-    state = json.loads((root / "state.json").read_text())
+    state = json.loads(RunRecord(root).state_path.read_text())
     recorded = _recorded(state)
     if recorded is None or not supervisor_alive(state):
         return False
@@ -307,16 +308,16 @@ def tail_record(
         offsets[path] += end
         return data[:end].decode("utf-8", "replace").splitlines()
 
-    events = root / "events.jsonl"
+    events = RunRecord(root).events_path
     read_new(events)  # events: only new ones, whatever from_start says (the summary covers the past)
     while True:
-        state = json.loads((root / "state.json").read_text())
-        plan_json = json.loads((root / "plan.json").read_text())
+        state = json.loads(RunRecord(root).state_path.read_text())
+        plan_json = json.loads(RunRecord(root).plan_path.read_text())
         first_rank = {n["host"]: int(n["ranks"][0]) for n in plan_json["nodes"]}
         for host in sorted(first_rank):
             if node and host != node:
                 continue
-            for text in read_new(root / "logs" / f"{host}.log"):
+            for text in read_new(RunRecord(root).log_path(host)):
                 local, rest = parse_rank_prefix(text)
                 if local is not None:
                     on_line(host, first_rank[host] + local, rest)

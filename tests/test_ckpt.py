@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from launcher.run.scripts import node_script
+from launcher.nodecall import node_script
 
 
 def latest(root: Path, world_size: int) -> dict:

@@ -243,14 +243,14 @@ def test_sync_over_the_local_transport_sends_only_changes(tmp_path: Path) -> Non
 
 
 def test_status_takes_the_latest_attempt_by_number(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
     from launcher.lifecycle import latest_outcome
+    from launcher.records import RunRecord, new_run_id
 
+    record = RunRecord.create(new_run_id(), {"nodes": []}, base=tmp_path / "home")
     for n in (1, 2, 10):
-        (tmp_path / f"outcome-{n}.json").write_text(json.dumps({"attempt": n}))
-    (tmp_path / "outcome-x.json").write_text("{}")
-    assert latest_outcome(SimpleNamespace(root=tmp_path)) == {"attempt": 10}  # type: ignore[arg-type]
+        record.outcome_path(n).write_text(json.dumps({"attempt": n}))
+    (record.root / "outcome-x.json").write_text("{}")
+    assert latest_outcome(record) == {"attempt": 10}  # as text, outcome-2.json came last
 
 
 def test_since_takes_durations_and_times() -> None:

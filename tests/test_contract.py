@@ -491,29 +491,25 @@ def test_the_run_loop_speaks_through_public_seams() -> None:
     assert "on_attempt" in runner and 'startswith("restart ' not in runner
 
 
+def _literal_exit_codes(path: Path) -> list[str]:
+    """Every `return <int>` and `Outcome(<int>, ...)` of one module, as "file:line: N"."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        literal = node.value if isinstance(node, ast.Return) else None
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Outcome" and node.args:
+            literal = node.args[0]
+        if isinstance(literal, ast.Constant) and type(literal.value) is int:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {literal.value}")
+    return found
+
+
 def test_run_verbs_return_no_literal_exit_codes() -> None:
     """The rule of test_verb_entry_points_return_exit_codes_by_name, over every verb module of the run: no
     `return <int>` and no `Outcome(<int>, ...)` in lifecycle, the supervisor or launcher/run/; the codes come from
     launcher/errors.py by name."""
-    paths = [
-        ROOT / "launcher" / "lifecycle.py",
-        ROOT / "launcher" / "supervise.py",
-        *sorted((ROOT / "launcher" / "run").glob("*.py")),
-    ]
-    literal = []
-    for path in paths:
-        for node in ast.walk(ast.parse(path.read_text())):
-            value = node.value if isinstance(node, ast.Return) else None
-            if isinstance(value, ast.Constant) and type(value.value) is int:
-                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: return {value.value}")
-            if (
-                isinstance(node, ast.Call)
-                and getattr(node.func, "id", None) == "Outcome"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                literal.append(f"{path.relative_to(ROOT)}:{node.lineno}: Outcome({node.args[0].value}, ...)")
-    assert literal == []
+    run = sorted((ROOT / "launcher" / "run").glob("*.py"))
+    paths = [ROOT / "launcher" / "lifecycle.py", ROOT / "launcher" / "supervise.py", *run]
+    assert [line for path in paths for line in _literal_exit_codes(path)] == []
 
 
 def test_run_states_are_named_not_spelled() -> None:
@@ -531,30 +527,20 @@ def test_run_states_are_named_not_spelled() -> None:
     assert active == []
 
 
-# Issue 22: node-script calls, the guard's bundle, the follower's records. Until the run loop's move lands
-# (launcher/run/), run.py, hangs.py and lifecycle.py still build a few node-script calls themselves; the lead
-# switches them to nodecall at merge and empties this list.
-NODECALL_PENDING = (
-    "launcher/run/attempt.py",
-    "launcher/run/forensics.py",
-    "launcher/run/loop.py",
-    "launcher/lifecycle.py",
-    "launcher/spares.py",
-)
+# Issue 22: node-script calls, the guard's bundle, the follower's records, the run record's layout.
 
 
 def test_node_script_calls_go_through_nodecall() -> None:
     """Every node-script call from the head is built (`python -I -c CODE`, `python -I -`) and read (the JSON reply on
     the last line) by launcher/nodecall.py; guard verbs by launcher/guardctl.py. The head's own supervisor
     (supervise.py BOOT) is no node script."""
-    skip = ("launcher/nodecall.py", "launcher/guardctl.py", *NODECALL_PENDING)
+    skip = ("launcher/nodecall.py", "launcher/guardctl.py")
     pattern = r"(?<!nodecall\.)(script_argv|reply_of)\(|\"-I\", \"-c\""
     head = [line for line in _launcher_lines(pattern, skip=skip) if not line.startswith("launcher/node/")]
     assert [line for line in head if not line.startswith("launcher/supervise.py")] == []
     assert _launcher_lines(r"json\.loads\([^)]*\.stdout", skip=skip) == []
-    assert (
-        _launcher_lines(r"from launcher\.run(\.scripts)? import .*node_script", skip=NODECALL_PENDING) == []
-    )
+    # One reader of a node script's text: nodecall.node_script.
+    assert _launcher_lines(r"import .*\bnode_script\b") == []
 
 
 def test_the_guard_bundle_is_the_only_pushed_file_list() -> None:
@@ -604,10 +590,9 @@ def test_the_head_takes_the_followers_rule_for_a_flagged_line() -> None:
 
 def test_the_run_records_layout_lives_in_records_py() -> None:
     """Paths inside a run record come from RunRecord (records.py: targets, outcomes, stacks, fr, metrics,
-    progress ...), never built from `record.root / "..."` elsewhere. The run loop's files switch at its merge."""
-    pending = (*NODECALL_PENDING, "launcher/supervise.py", "launcher/validate/runner.py")
-    names = r'"(targets|outcome)-|"(stacks|fr)\.json"|"metrics\.prom"|"progress\.jsonl"|root / "'
-    assert _launcher_lines(names, skip=("launcher/records.py", *pending)) == []
+    progress ...), never built from `record.root / "..."` elsewhere."""
+    names = r'"(targets|outcome)-|"(targets|stacks|fr)\.json"|"metrics\.prom"|"progress\.jsonl"|root / "'
+    assert _launcher_lines(names, skip=("launcher/records.py",)) == []
 
 
 def test_every_command_documents_its_exit_codes() -> None:
@@ -640,3 +625,31 @@ def test_every_command_documents_its_exit_codes() -> None:
     walk(main, "")
     assert not missing, f"no `Exit:` line in --help: {missing}"
     assert not unknown, unknown
+
+
+def test_ssh_connections_parse_no_known_hosts_and_poll_quietly() -> None:
+    """Issue 23 (scale): a connection never parses a whole known_hosts file (N² parses for a verb on N nodes; the
+    transport parses each file once, `SSHTransport._host_keys`), and every paramiko Transport is the quiet one
+    (one idle wake-up a second, not ten: ~1 ms of head CPU per node per second)."""
+    source = (ROOT / "cluster" / "ssh.py").read_text()
+    calls = [
+        node.func.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+    assert "load_host_keys" not in calls and "load_system_host_keys" not in calls
+    connects = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "connect"
+        and any(k.arg == "sock" for k in node.keywords)
+    ]
+    assert connects and all(
+        any(
+            k.arg == "transport_factory" and isinstance(k.value, ast.Name) and k.value.id == "_QuietTransport"
+            for k in node.keywords
+        )
+        for node in connects
+    ), "every SSHClient.connect passes transport_factory=_QuietTransport"

@@ -17,8 +17,8 @@ from e2e_helpers import assert_nothing_left
 from cluster.inventory import from_mapping
 from cluster.transport import make_transport
 from launcher import doctor, lifecycle
+from launcher.nodecall import node_script
 from launcher.plan import build_plan, load_sources
-from launcher.run.scripts import node_script
 
 # A public RCCL init line (ROCm/rccl-tests#163, tests/fixtures/netinit/rccl-tests-163-socket.log) and an IB one
 # (ROCm/rccl#419), printed by a command job as RCCL would print them.

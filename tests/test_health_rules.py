@@ -311,16 +311,47 @@ def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
     assert _SCAN.search("step 12: all good so far") is None
 
 
+def test_the_needle_lookahead_names_exactly_the_rules_whose_literal_is_in_the_line() -> None:
+    """classify() tries only the rules _FIND names, with no needle test of its own: on every fixture line (and each
+    needle planted in a line) they must be exactly the rules one of whose needles the line holds."""
+    from launcher.health.rules import _ALL_NEEDLES, _CANDIDATES, _FIND, RULES
+
+    lines = [line for _, _, _, line in CASES] + [f"x {needle} y {needle[:-1]}" for needle in _ALL_NEEDLES]
+    for line in lines:
+        low = line.lower()
+        found = {i for m in _FIND.finditer(low) for i in _CANDIDATES[m.group(1)]}
+        expected = {i for i, rule in enumerate(RULES) if rule.needles and any(n in low for n in rule.needles)}
+        assert found == expected, line
+
+
 # ---- the last resort -------------------------------------------------------------------------------------------------
 
 
 def test_last_resort_rules_come_last_and_are_never_fatal() -> None:
-    from launcher.health.rules import FALLBACK_RULES
+    from launcher.health.rules import _AREA_RULES, FALLBACK_RULES
 
     assert RULES[-len(FALLBACK_RULES) :] == FALLBACK_RULES
     assert {(rule.category, rule.severity, rule.cascade) for rule in FALLBACK_RULES} == {
         ("unclassified", "warning", False)
     }
+    # the areas only rename a last-resort flag: warnings, no cascade, a known category
+    assert {(rule.severity, rule.cascade) for rule in _AREA_RULES} == {("warning", False)}
+    assert {rule.category for rule in _AREA_RULES} < set(CATEGORIES) - {"unclassified"}
+
+
+def test_an_area_names_only_lines_the_last_resort_flags() -> None:
+    """An area (rules.py _AREAS) renames what the last resort flags; its words alone flag nothing: a healthy line that
+    mentions the GPU, NCCL or a config file stays unflagged, and an error-shaped line naming nothing known stays
+    `unclassified`."""
+    assert classify("Using the GPU at 0000:c1:00.0 with the NCCL backend, config from train.yaml") is None
+    unknown = classify("[ERROR] shard 12 of the dataset is truncated")
+    assert unknown is not None and (unknown.rule, unknown.category) == ("error-level", "unclassified")
+    named = classify("[ERROR] shard 12 could not be copied to the GPU")
+    assert named is not None and (named.rule, named.category, named.severity) == (
+        "last-resort-gpu-fault",
+        "gpu-fault",
+        "warning",
+    )
 
 
 @pytest.mark.parametrize(
@@ -350,7 +381,7 @@ def test_a_last_resort_warning_never_becomes_the_root_cause() -> None:
     from launcher.health.watch import Watcher
 
     watcher = Watcher(ranks={"node1": [0], "node2": [1]}, stall_timeout=600)
-    unknown = watcher.observe_line(10.0, "node1", 0, "ValueError: expected 3 channels, got 4")
+    unknown = watcher.observe_line(10.0, "node1", 0, "mypkg.data.ShardReadError: shard 12 is truncated")
     assert unknown is not None and (unknown.category, unknown.severity) == ("unclassified", "warning")
     assert watcher.first_failure is None and not watcher.should_stop  # a warning alone stops nothing
     oom = watcher.observe_line(

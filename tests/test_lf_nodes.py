@@ -26,8 +26,8 @@ from launcher.health.events import Event
 from launcher.health.watch import State, Watcher
 from launcher.jobs.lfpaths import check_paths_on_nodes
 from launcher.node import facts as node_facts
+from launcher.nodecall import node_script
 from launcher.run.attempt import LaunchError
-from launcher.run.scripts import node_script
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")

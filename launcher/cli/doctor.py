@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from importlib import resources
 
 import click
 
-from cluster.inventory import from_mapping
+from cluster.inventory import local_only
 from launcher.cli.app import (
     EXIT_FAILED,
     EXIT_INFRA,
@@ -58,24 +57,12 @@ def doctor(
     from cluster.transport import make_transport
     from launcher.doctor import run_doctor
 
-    if inventory:
+    if local:  # this machine only (cluster/inventory.py local_only: the same for validate --local)
+        inv = local_only(load(inventory, hostfile, from_slurm) if inventory else None)
+    elif inventory:
         inv = load(inventory, hostfile, from_slurm)
-    elif local:
-        inv = from_mapping(
-            {"nodes": [{"host": socket.gethostname()}], "job": {"kind": "command", "command": ["true"]}}
-        )
     else:
         raise UserError("doctor needs an inventory (rlaunch doctor cluster.yaml) or --local")
-    if local:
-        me = socket.gethostname()
-        mine = [n for n in inv.nodes if n.host in (me, me.split(".")[0])] or [inv.nodes[0]]
-        inv = inv.model_copy(
-            update={
-                "nodes": (mine[0],),
-                "transport": "local",
-                "master": inv.master.model_copy(update={"node": None}),
-            }
-        )
     from launcher.jobs.lfdata import job_dataset_spec
 
     # Without --dataset, a llamafactory job's datasets: each node resolves them through its dataset_info.json.

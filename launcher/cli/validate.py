@@ -3,37 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 
 import click
 
-from cluster.inventory import Inventory, from_mapping
+from cluster.inventory import local_only
 from launcher.cli.app import EXIT_INFRA, UserError, guarded, inventory_options, load, main
-
-
-def local_inventory(inventory: Inventory | None) -> Inventory:
-    """This machine as the only node, on the local transport (the Slurm prolog form)."""
-    if inventory is None:
-        return from_mapping(
-            {
-                "cluster": "local",
-                "nodes": [{"host": socket.gethostname(), "address": "127.0.0.1"}],
-                "python": sys.executable,
-                "transport": "local",
-                "job": {"kind": "command", "command": ["true"]},
-            }
-        )
-    me = socket.gethostname()
-    mine = [n for n in inventory.nodes if n.host in (me, me.split(".")[0])] or [inventory.nodes[0]]
-    return inventory.model_copy(
-        update={
-            "nodes": (mine[0].model_copy(update={"address": "127.0.0.1"}),),
-            "transport": "local",
-            "master": inventory.master.model_copy(update={"node": None}),
-        }
-    )
 
 
 def parse_tolerances(pairs: tuple[str, ...]) -> dict:
@@ -131,7 +107,7 @@ def validate(
     if local:
         if stage == "cluster":
             raise UserError("--local runs the node-local stages only (single, dual), not cluster")
-        inv = local_inventory(inv)
+        inv = local_only(inv)
     assert inv is not None
     if budget is not None and budget <= 0:
         raise UserError(f"--budget {budget:g}: must be positive")

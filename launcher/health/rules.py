@@ -131,7 +131,14 @@ def _vocabulary(*families: str) -> tuple[Rule, ...]:
 # step" is the loss scaler doing its job; no rule matches it, but a progress bar on the same line may say loss=nan.)
 # C++ stack frames ("frame #2: c10::DistNetworkError::DistNetworkError(...)") and "Exception raised from"
 # only repeat the exception's class names; the message line above them is what gets classified.
-HEALTHY = re.compile(r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from ")
+# CPython's traceback.py joins chained exceptions with two fixed sentences; the exceptions are on their own lines.
+HEALTHY = re.compile(
+    r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from "
+    r"|^\s*(?:During handling of the above exception, another exception occurred|The above exception was the direct"
+    r" cause of the following exception):\s*$"
+    # a frame's source line echoed by the traceback (indented, before the exception line): `raise ValueError("...")`
+    r"|^\s+raise [A-Za-z_][\w.]*\("
+)
 
 # fmt: off
 # Last resort, placed after every specific rule (first match wins), so it only sees lines no rule knows. Every held-out
@@ -161,6 +168,46 @@ _ERROR_WORD_NEEDLES = (
 )
 _ERROR_SHAPED_NEEDLES = (*_ERROR_WORD_NEEDLES, "fatal", "critical", "sigabrt", "sigsegv", "sigbus", "sigill", "sigfpe")
 _FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines around it"
+# Where to look (issue 26 item 2): an error-shaped line no rule knows still names its emitter or subject most of the
+# time ("amdgpu: ... failed", "NCCL ... error", "MIOpen ... Error", "TCPStore ... failed"). When a last-resort rule
+# below matches, the first area whose words the line holds names its category (`classify`), so `unclassified` is left
+# for lines that name nothing known. The area only renames a flag the last resort raised anyway: still a warning,
+# never cascade, never a root cause. Order: memory and numerics first (the most specific words), then the libraries (a
+# MIOpen or rocBLAS error on a GPU names the GPU too), the GPU stack, the collectives, the store, the network,
+# configuration, the launchers. Searched only after a last-resort match, never on the lines that pass (a lookahead
+# per area in every last-resort regex cost 1 ms on a long healthy line).
+_AREAS: tuple[tuple[str, str, str], ...] = (
+    ("oom", r"out of memory|\boom\b|oom-kill|cannot allocate memory|memory allocation failed|failed to allocate"
+            r"|alloc(?:ation)? failed|insufficient memory|not enough memory",
+     "memory running out: device memory (batch size, sequence length) or the host's"),
+    ("divergence", r"\bnan\b|\binf\b|non-?finite|overflow|loss scale|diverg",
+     "non-finite values: the training diverged or overflowed"),
+    ("version-mismatch", r"miopen|rocblas|hipblas|tensile|comgr|hiprtc|code ?object|\bisa\b|\bgfx\d|undefined symbol"
+                         r"|incompatible|\bversion\b|not compiled|no binary|no kernel image|\.hsaco|\bsupported\b",
+     "a ROCm library (MIOpen, rocBLAS, hipBLASLt, comgr) or the build: the gfx targets and library versions"),
+    ("gpu-fault", r"amdgpu|amdkfd|\bkfd\b|gfxhub|mmhub|\bhsa\b|hsa_|\bhip\b|hiperror|\brocr\b|\bgpu\b|\bcuda\b"
+                  r"|\brocm\b|\bdrm\b|\bring \w|xgmi|\bras\b|\becc\b|device-side|\bsmu\b|\bpsp\b|\bmes\b",
+     "the GPU, its driver or its runtime (HIP, HSA): dmesg and amd-smi on that node"),
+    ("comm-error", r"\bnccl|\brccl|processgroup|collective|all_?reduce|all_?gather|reduce_?scatter|broadcast"
+                   r"|all_?to_?all|\bgloo\b|mscclpp",
+     "the collectives (RCCL/NCCL, gloo, ProcessGroup): the first rank to fail names the cause"),
+    ("rendezvous", r"c10d|tcpstore|\bstore\b|rendezvous|master_addr|master_port|init_process_group|process group",
+     "the rendezvous or the c10d store: MASTER_ADDR/MASTER_PORT, the master node up, every rank started"),
+    ("network", r"socket|connection (?:refused|reset|closed|aborted|timed out)|\bibv_|infiniband|\brdma\b|\broce\b"
+                r"|mlx5|\bnet/|network|unreachable|\bdns\b|hostname",
+     "the network between nodes: interfaces (NCCL_SOCKET_IFNAME), firewall, the fabric"),
+    ("config", r"config|\.ya?ml\b|\.json\b|argument|permission denied|no such file or directory|environment variable"
+               r"|\bis not set\b|invalid value",
+     "the job's configuration or files: the named argument, path or setting"),
+    ("crash", r"torchrun|\belastic\b|deepspeed|launcher|subprocess|\bworker|segfault|segmentation|signal|traceback"
+              r"|exit(?:ed)? (?:with )?(?:status|code)|return code|core dump|died|terminat",
+     "a process of the job died or was stopped: its own last lines say why"),
+)
+_AREA_RULES: tuple[Rule, ...] = tuple(
+    Rule(f"last-resort-{category}", re.compile(words, re.IGNORECASE), category, "warning",
+         f"an error-shaped line no rule knows; it points at {hint}", needles=None)
+    for category, words, hint in _AREAS
+)
 FALLBACK_RULES: tuple[Rule, ...] = (
     Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
          "a Python exception no rule knows; if nothing else explains the failure, its traceback is the place to look",
@@ -263,6 +310,18 @@ RULES: tuple[Rule, ...] = (
           "killed by SIGKILL: the OOM killer if the kernel log or the cgroup says so, else an external kill"),
     _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ (Killed\b|已杀死)|\]\s*Killed\s*$|^\s*已杀死\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
+    # bash jobs.c reports a foreground child that died of a signal as "<script>: line N: <pid> <strsignal text>  <cmd>"
+    # (the texts of glibc's strsignal, string/siglist.h; added after round 10)
+    _rule("shell-job-signal", r"\bline \d+: +\d+ (?:Aborted|Segmentation fault|Bus error|Illegal instruction"
+          r"|Floating point exception|Terminated|Trace/breakpoint trap)\b", "crash", "fatal",
+          "the shell reports a child that died of a signal (SIGABRT, SIGSEGV, ...): its own output above says why",
+          needles=("aborted", "segmentation fault", "bus error", "illegal instruction", "floating point exception",
+                   "terminated", "trace/breakpoint trap")),
+    # glibc assert/assert.c __assert_fail_base: "%s%s%s:%u: %s%sAssertion `%s' failed.\n" then abort(): a C/C++ assert
+    # in a library or tool (MIOpen, a test binary) stopped the process (added after round 10)
+    _rule("assertion-failed", r": Assertion `.*' failed\.", "crash", "fatal",
+          "a C/C++ assertion failed and aborted the process: the file:line and the condition say which library",
+          needles=("assertion `",)),
 
     # ---- divergence: HF Trainer log dicts, DeepSpeed's loss scaler, fairseq, Lightning, common scripts
     _rule("loss-scale-at-minimum", r"Current loss scale already at minimum|Minimum loss scale reached"
@@ -316,8 +375,13 @@ RULES: tuple[Rule, ...] = (
     # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
     # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
     # (added after round 9)
-    _rule("fairseq-loss-scale-collapsing", r"overflow detected, setting loss scale to: 0\.000\d", "divergence", "warning",
-          "fairseq's fp16 loss scale is nearly at its minimum: the run is diverging (use bf16 or a lower LR)"),
+    # apex amp/handle.py (NVIDIA/apex commit 007c5947) prints on every skipped step "Gradient overflow.  Skipping step,
+    # loss scaler {} reducing loss scale to {}" and has no minimum by default: a scale of 1e-4 or below (Python writes
+    # 6.103515625e-05, 1.4582244039112795e-303) is a collapse, not a scaler at work (added after round 10)
+    _rule("fairseq-loss-scale-collapsing", r"(?:overflow detected, setting loss scale to: |Skipping step, loss scaler \d+"
+          r" reducing loss scale to )(?:0\.000\d|\d(?:\.\d+)?e-(?:0[4-9]|[1-9]\d+))", "divergence", "warning",
+          "the fp16 loss scale (fairseq, apex amp) is nearly at its minimum: the run is diverging (use bf16 or a lower LR)",
+          needles=("overflow detected, setting loss scale to: ", "reducing loss scale to ")),
     _rule("deepspeed-step-skipped", r"\[deepspeed\] OVERFLOW! Skipping step\. Gradients are non-finite",
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
@@ -375,6 +439,10 @@ RULES: tuple[Rule, ...] = (
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
           "gpu-fault", "fatal", "the driver reset the GPU; everything running on it is lost"),
+    # gmc_v9_0.c / gmc_v10_0.c process_interrupt print the protection-fault status register after the fault line, then
+    # its decode fields (the amdgpu family's warnings): a detail, not a second fault (added after round 11)
+    _rule("amdgpu-fault-status", r"\bG?C?VM_L2_PROTECTION_FAULT_STATUS:0x[0-9A-Fa-f]+\s*$", "gpu-fault", "warning",
+          "the status register of the GPU page fault reported just above (a detail of that fault)"),
     _rule("amdgpu-page-fault", r"\[(gfx|mm)hub\d*\] (retry |no-retry )?page fault|GPU fault detected"
           r"|VM_L2_PROTECTION_FAULT_STATUS|in page starting at address", "gpu-fault", "fatal",
           "the GPU faulted on an address (kernel bug, use after free, or bad hardware)"),
@@ -398,7 +466,8 @@ RULES: tuple[Rule, ...] = (
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
-    *_vocabulary("hip", "clr", "rocr", "amdgpu", "rccl", "miopen", "blas", "python-stack"),
+    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "ck", "miopen-ocl", "miopen", "blas",
+                  "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
@@ -444,10 +513,12 @@ RULES: tuple[Rule, ...] = (
     _rule("store-connect-timeout", r"client socket has timed out after .* trying to connect to|DistStoreError"
           r"|DistNetworkError|Socket Timeout|connect\(\) timed out\. Original timeout was",
           "rendezvous", "fatal", "cannot reach MASTER_ADDR:MASTER_PORT (wrong address, firewall, master not up)"),
-    _rule("store-socket-error", r"^\s*(RuntimeError|(torch\.distributed\.)?DistNetworkError): (Connection reset by peer|Broken pipe)\s*$",
+    # c10d tcputil's SYSCHECK raises the errno's text alone; "Connection timed out" (ETIMEDOUT) added after round 10
+    _rule("store-socket-error", r"^\s*(RuntimeError|(torch\.distributed\.)?DistNetworkError): (Connection reset by peer"
+          r"|Broken pipe|Connection timed out)\s*$",
           "rendezvous", "fatal", "the TCPStore socket broke (c10d tcputil prints only the errno text): the store's "
           "host (rank 0's agent) died or the network to it failed", cascade=True,
-          needles=("connection reset by peer", "broken pipe")),
+          needles=("connection reset by peer", "broken pipe", "connection timed out")),
     _rule("gloo-connect-full-mesh", r"connectFullMesh failed", "rendezvous", "fatal",
           "gloo could not connect all ranks: GLOO_SOCKET_IFNAME or an unreachable interface"),
 
@@ -492,6 +563,10 @@ RULES: tuple[Rule, ...] = (
           "network", "fatal", "InfiniBand/RoCE completion error: link, switch or NIC trouble"),
     _rule("ib-async-event", r"NET/IB\w*\s*:.*Got async event\s*:", "network", "warning",
           "the InfiniBand/RoCE NIC reported an async event (port error: a flapping link or cable)"),
+    # RCCL/NCCL transport/net_ib.cc (ROCm/rccl 0cbce2a7, ncclIbInit): a device ibv_open_device cannot open is skipped
+    # ("NET/IB : Unable to open device %s", then `continue`), so this one is a warning (added after round 11)
+    _rule("ib-open-device-failed", r"Call to ibv_open_device failed", "network", "warning",
+          "NCCL/RCCL could not open an InfiniBand device and skips it (check the HCA if no other device or socket is used)"),
     _rule("ibverbs-call-failed", r"Call to ibv_\w+ failed|\bibv_\w+ failed \(errno", "network", "fatal",
           "an ibverbs call failed (RoCE GID/route/interface problem)"),
     _rule("ofi-completion-error", r"NET/OFI .*completed with error", "network", "fatal",
@@ -608,6 +683,9 @@ RULES: tuple[Rule, ...] = (
     # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
     _rule("cxx-exception-what", r"^\s*what\(\):\s", "crash", "warning",
           "the message of an uncaught C++ exception that aborted the process", needles=("what():",)),
+    # An exception header whose message no rule above knows: its class says where to look (vocabulary.py,
+    # "python-exceptions"; warnings). RuntimeError and Exception are not rows: they go on to the last resort.
+    *_vocabulary("python-exceptions"),
     *FALLBACK_RULES,
 )
 # fmt: on
@@ -616,7 +694,8 @@ RULES: tuple[Rule, ...] = (
 # SIGKILL on the same node around then is an OOM kill, not just "killed by SIGKILL" (see watch.py).
 OOM_EVIDENCE_RULES = frozenset({"host-oom-killer"})
 
-RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in (*RULES, *_AREA_RULES)}
+_FIRST_FALLBACK = len(RULES) - len(FALLBACK_RULES)
 
 # What training stacks print once training is over: HF Trainer's "Training completed." and the
 # train_runtime metric (also in LLaMA-Factory's "***** train metrics *****" block), and the "training complete"
@@ -673,16 +752,21 @@ _SPECIFIC_ONLY = _SCAN_NEEDLES - _FALLBACK_NEEDLES
 _SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 
 
-# Which rules a needle can stand for: a line that holds minimal needle m can match only the rules one of whose needles
-# contains m. The scan finds every minimal needle in the line (a lookahead at each position; no minimal needle is a
-# prefix of another, so at most one starts at a position), and only those rules are tried, in table order. With ~200
-# rules, a line that enters the loop no longer pays a Python-level needle test per rule.
-_FIND = re.compile(f"(?=({_literal_trie(_SCAN_NEEDLES)}))")
+# Which rules a line can match: those with a needle in it. A second trie holds every rule's needles, not only the
+# minimal ones, and a lookahead at each position finds the longest needle that starts there (a trie's branches are
+# greedy); every needle that starts at that position is a prefix of it. So a found needle stands exactly for the rules
+# one of whose needles is a prefix of it, and the loop tries only rules whose literal is in the line, with no
+# Python-level needle test per rule (with the minimal needles alone, "error" stood for the ~70 rules whose needles
+# contain it and each was tested in Python: the vocabulary families made that the loop's main cost; issue 26).
+_ALL_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
+_FIND = re.compile(f"(?=({_literal_trie(_ALL_NEEDLES)}))")
 _CANDIDATES: dict[str, tuple[int, ...]] = {
-    m: tuple(
-        i for i, rule in enumerate(RULES) if rule.needles is not None and any(m in n for n in rule.needles)
+    found: tuple(
+        i
+        for i, rule in enumerate(RULES)
+        if rule.needles is not None and any(found.startswith(n) for n in rule.needles)
     )
-    for m in _SCAN_NEEDLES
+    for found in _ALL_NEEDLES
 }
 # The one rule without needles: the anchored glog "E1019 ..." prefix.
 _NO_NEEDLE_RULES = tuple(i for i, rule in enumerate(RULES) if rule.needles is None)
@@ -706,9 +790,11 @@ def classify(line: str) -> Match | None:
         return None
     for index in sorted(candidates):
         rule = RULES[index]
-        if rule.needles is not None and not any(n in low for n in rule.needles):
-            continue
         if rule.pattern.search(line):
+            if index >= _FIRST_FALLBACK:  # the last resort: name the area the line points at, if it names one
+                area = next((a for a in _AREA_RULES if a.pattern.search(line)), None)
+                if area is not None:
+                    return Match(area.name, area.category, area.severity, area.hint)
             return Match(rule.name, rule.category, rule.severity, rule.hint, rule.cascade, rule.waiting)
     return None
 

@@ -215,7 +215,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "clr",
         "ROCm/clr hipamd/src/hip_code_object.cpp, hip_fatbin.cpp, rocclr/device/rocm/rocdevice.cpp, rocvirtual.cpp, "
-        "rocclr/device/comgrctx.cpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
+        "rocclr/device/comgrctx.cpp, rocclr/device/rocm/rocprogram.cpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
         "the HIP runtime (CLR) could not load code for this GPU or set the device up: check the build's gfx targets",
         (
             ("%s - [Not Found]", "version-mismatch", "fatal"),
@@ -242,6 +242,14 @@ FAMILIES: tuple[Family, ...] = (
             ("Arena Memory Creation failed!", "oom", "fatal"),
             ("Error creating new instance of Device", "config", "fatal"),
             ("Allow p2p access failed - hsa_amd_agents_allow_access", "config", "fatal"),
+            # added after round 10: rocclr/device/rocm/rocprogram.cpp Program::setKernels puts these in the build log when
+            # ROCr will not load the code object (hsa_strerror's text follows each; an older CLR printed them after
+            # "devProgram.load() failed with buildLog=")
+            ("Error: Executable for AMD HSA Code Object isn't created", "version-mismatch", "fatal"),
+            ("Error: AMD HSA Code Object Reader create failed", "version-mismatch", "fatal"),
+            ("Error: AMD HSA Code Object loading failed", "version-mismatch", "fatal"),
+            ("Error: Freezing the executable failed", "version-mismatch", "fatal"),
+            ("Error: Cannot Find Global Var Sizes", "version-mismatch", "fatal"),
         ),
     ),
     # ---- ROCr queue/agent errors ROCr itself prints (ROCm/ROCR-Runtime, commit c7785a6d, core/runtime/
@@ -250,12 +258,23 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "rocr",
         "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
-        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); rocminfo",
+        "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9), rocrtst/samples/rocrinfo/rocrinfo.cc; ROCm/rocminfo rocminfo.cc "
+        "(commit 792d1354)",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
         (
             ("hsa api call failure at: %s", "config", "fatal"),
-            ("Failed to get user name to check for video group membership", "config", "fatal"),
-            ("is member of render group", "config", "warning"),
+            # rocminfo.cc CheckInitialState (ROCm/rocminfo commit 792d1354f4ff1f32b7c670c8923394fc50ba37cc): why the
+            # GPU cannot be opened. The success line "<user> is member of <group> group" is not a row (it was one until
+            # round 10, which found it on a healthy rocminfo run). "ROCk module is NOT loaded" and "Unable to open
+            # /dev/kfd" are the older rule hip-no-device's.
+            ("ROCk module is NOT live, possibly no GPU devices", "config", "fatal"),
+            ("Failed to get group info to check for %s group membership", "config", "fatal"),
+            ("Failed to get user name to check for %s group membership", "config", "fatal"),
+            # added after round 11: the older rocminfo (ROCR-Runtime rocrtst/samples/rocrinfo/rocrinfo.cc, c7785a6d, which
+            # rocminfo 1.x printed the same way) reports a failed HSA call with the line and the status number
+            ("hsa api call failure at line %d, file: %s. Call returned %d", "config", "fatal"),
+            ("Failed to find pwd entry for user %s", "config", "fatal"),
+            ("is not member of \"%s\" group, the default DRM access group", "config", "fatal"),
             # added after round 9: ROCr core/runtime/amd_aql_queue.cpp's GPU core dump on a queue error ("GPU core dump
             # skipped because PC Sampling active", "GPU core dump failed" in c7785a6d; newer ROCr also prints "GPU core
             # dump created: <file>", as seen in a thread): a detail of the fault printed next to it
@@ -308,6 +327,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Failed to initialize parser -%d", "gpu-fault", "warning"),
             # added after round 9: amdkfd/kfd_process_queue_manager.c pqm_destroy_queue pr_err (code search, 6.x trees)
             ("Pasid 0x%x destroy queue %d failed, ret %d", "gpu-fault", "fatal"),
+            # added after round 10: gfx_v9_0.c / gfx_v9_4_3.c gfx_v9_0_wait_for_rlc_serdes DRM_INFO (code search): the RLC
+            # did not answer while the driver programmed the shader engines, printed during a GPU init or reset
+            ("Timeout wait for RLC serdes %u,%u", "gpu-fault", "warning"),
         ),
         example_prefix="[ 4518.220312] amdgpu 0000:c1:00.0: amdgpu: ",
     ),
@@ -415,13 +437,48 @@ FAMILIES: tuple[Family, ...] = (
         prefix=r"NCCL WARN ",
         needle="nccl warn",
     ),
+    # ---- composable_kernel (added after round 11): every CK device op checks IsSupportedArgument before it runs, and
+    #      its profilers, examples and the libraries built on it (flash-attention's CK backend, MIOpen's CK solvers)
+    #      report a refusal as "<op type string> does not support this problem" (code search: profiler/include/profiler/
+    #      profile_gemm_impl.hpp and the examples' std::runtime_error): no kernel instance for this GPU and shape.
+    Family(
+        "ck",
+        "ROCm/composable_kernel profiler/include/profiler/profile_gemm_impl.hpp, example/*.cpp IsSupportedArgument checks "
+        "(code search)",
+        "composable_kernel has no kernel instance for this GPU and problem shape: check the gfx target the library was built for",
+        (("%s does not support this problem", "version-mismatch", "fatal"),),
+        example_prefix="RuntimeError: ",
+    ),
+    # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
+    #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
+    #      <file>:<line>: <message> <text>". The kernel build and link failures and the missing tools are rows; the
+    #      generic texts ("Invalid Value", "Out Of Resources") are not. Before the `miopen` family, whose "MIOpen Error: "
+    #      row would name every one of them version-mismatch.
+    Family(
+        "miopen-ocl",
+        "ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage, include/miopen/errors.hpp MIOPEN_THROW_CL_STATUS "
+        "(commit 2d1fd997)",
+        "MIOpen's OpenCL backend could not build a kernel for this GPU, or lacks its compiler: check the ROCm install",
+        (
+            ("Build Program Failure", "version-mismatch", "fatal"),
+            ("Compile Program Failure", "version-mismatch", "fatal"),
+            ("Link Program Failure", "version-mismatch", "fatal"),
+            ("Invalid Program Executable", "version-mismatch", "fatal"),
+            ("Compiler Not Available", "config", "fatal"),
+            ("Linker Not Available", "config", "fatal"),
+            ("Mem Object Allocation Failure", "oom", "fatal"),
+            ("Out Of Host Memory", "oom", "fatal"),
+        ),
+        example_prefix="MIOpen Error: /MIOpen/src/ocl/clhelper.cpp:170: Error Building OpenCL Program ",
+    ),
     # ---- MIOpen: ROCm/MIOpen (commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, 2024-10-24) src/handle_api.cpp
     #      miopenGetErrorString (the miopenStatus_t names), src/include/miopen/errors.hpp / src/errors.cpp ("MIOpen Error:
     #      " + what()), src/logger.cpp (the "MIOpen(HIP): Error [Function] ..." prefix of MIOPEN_LOG_E), src/hip/
     #      hipoc_program.cpp ("Code object build failed"), src/comgr.cpp (HIPRTC / comgr status names).
     Family(
         "miopen",
-        "ROCm/MIOpen src/handle_api.cpp, errors.cpp, logger.cpp, hip/hipoc_program.cpp, comgr.cpp (commit 2d1fd997)",
+        "ROCm/MIOpen src/handle_api.cpp, errors.cpp, logger.cpp, hip/hipoc_program.cpp, comgr.cpp, driver/conv_driver.hpp "
+        "(commit 2d1fd997)",
         "MIOpen could not build or find a kernel for this GPU (a gfx target the install lacks, a stale kernel cache)",
         (
             ("miopenStatusNotInitialized", "config", "fatal"),
@@ -441,6 +498,12 @@ FAMILIES: tuple[Family, ...] = (
             ("No suitable algorithm was found to execute the required convolution", "version-mismatch", "fatal"),
             ("MIOpen Error: ", "version-mismatch", "fatal"),
             ("MIOpen(HIP): Error [", "version-mismatch", "warning"),
+            # added after round 11: MIOpenDriver's verification against the CPU reference (driver/conv_driver.hpp, 2d1fd997):
+            # the kernel MIOpen chose computed a wrong result for this GPU and problem
+            ("Forward Convolution FAILED: %s > %s", "version-mismatch", "fatal"),
+            ("Backward Convolution Data FAILED: %s > %s", "version-mismatch", "fatal"),
+            ("Backward Convolution Weights FAILED: %s > %s", "version-mismatch", "fatal"),
+            ("Backward Convolution Bias FAILED: %s > %s", "version-mismatch", "fatal"),
         ),
         shared_needles=("miopenstatus", "hiprtc_error_", "comgr_status_error"),
     ),
@@ -504,7 +567,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "python-stack",
         "torch 2.13.0, deepspeed 0.19.8, transformers, llamafactory (the .venv): distributed_c10d.py, reducer.cpp, "
-        "cuda/__init__.py, op_builder/builder.py, cpp_extension.py, utils/versions.py, extras/misc.py",
+        "cuda/__init__.py, op_builder/builder.py, runtime/config.py, cpp_extension.py, utils/versions.py, extras/misc.py, "
+        "hparams/parser.py; bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e); flash-attention "
+        "csrc/flash_attn/flash_api.cpp, transformers utils/import_utils.py (code search)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
             ("Default process group has not been initialized", "config", "fatal"),
@@ -526,7 +591,424 @@ FAMILIES: tuple[Family, ...] = (
             ("Your setup doesn't support bf16/gpu", "config", "fatal"),
             ("Please launch distributed training with `llamafactory-cli` or `torchrun`", "config", "fatal"),
             ("No module named '%s'", "config", "warning"),
+            # added after round 10: llamafactory/hparams/parser.py _parse_args prints this, then raises ValueError
+            ("Got unknown args, potentially deprecated arguments: %s", "config", "warning"),
+            # added after round 11: deepspeed/runtime/config.py (0.19.8) _batch_assertion: the batch sizes in the config and
+            # the world size disagree
+            ("Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size", "config", "fatal"),
+            # added after round 11 (code search): flash-attention csrc/flash_attn/flash_api.cpp TORCH_CHECK(is_sm90 || is_sm8x,
+            # ...): the extension has no kernels for this GPU; transformers utils/import_utils.py _LazyModule._get_module
+            # wraps a failed import of a model module (the cause follows on the next line: a warning)
+            ("FlashAttention only supports Ampere GPUs or newer", "version-mismatch", "fatal"),
+            ("Failed to import transformers.%s because of the following error (look up to see its traceback)", "version-mismatch", "warning"),
+            # added after round 10: bitsandbytes, whose native library must match the torch build: cextension.py's
+            # RuntimeError in the 0.4x releases (code search: "CUDA Setup failed despite GPU being available"), and
+            # ROCm/bitsandbytes cextension.py (commit 41f21d4e720d543adfdae05d38f635a7485dbfaa) get_native_library
+            ("CUDA Setup failed despite GPU being available", "version-mismatch", "fatal"),
+            ("bitsandbytes library load error: %s", "version-mismatch", "warning"),
+            ("Configured %s binary not found at %s", "version-mismatch", "fatal"),
         ),
+    ),
+    # ---- rccl-tests (added after round 10): ROCm/rccl-tests src/common.h, the check macros every test binary
+    #      (all_reduce_perf, ...) prints through. Commit 04422e03fd9d366e667635e5f3af78bcf25252e1: HIPCHECK "%s: Test HIP
+    #      failure %s:%d '%s'", NCCLCHECK "%s: Test NCCL failure %s:%d '%s'", TESTCHECK " .. %s: Test failure %s:%d";
+    #      commit 89120edc6515360a49b733977943ff0f6320bcec: CUDACHECK "%s: Test CUDA failure %s:%d '%s'" (hipified, so
+    #      the text is hipGetErrorString's), NCCLCHECK "... '%s / %s'" (the error string, then ncclGetLastError),
+    #      TESTCHECK " .. %s pid %d: Test failure %s:%d". The HIP and CUDA checks get one row per hipGetErrorString text
+    #      (the HIP table above, its category); every NCCL result is comm-error (ncclGetErrorString, ROCm/rccl init.cc,
+    #      commit 0cbce2a7: the older nccl-* rules name the same texts comm-error); TESTCHECK only relays a failure
+    #      printed above it: a warning, comm-error since what failed is the collective test.
+    Family(
+        "rccl-tests",
+        "ROCm/rccl-tests src/common.h HIPCHECK/CUDACHECK/NCCLCHECK/TESTCHECK (commits 04422e03, 89120edc); the texts "
+        "from ROCm/clr hip_error.cpp (f9f995c6)",
+        "an RCCL test binary failed a check: the quoted text is the HIP or RCCL error, file:line where it was checked",
+        (
+            *((f"%s: Test {api} failure %s:%d '{text}'", category, severity)
+              for api in ("HIP", "CUDA")
+              for _, text, category, severity in HIP_ERRORS),
+            ("%s: Test NCCL failure %s:%d '%s'", "comm-error", "fatal"),
+            ("%s pid %d: Test failure %s:%d", "comm-error", "warning"),
+            ("%s: Test failure %s:%d", "comm-error", "warning"),
+        ),
+        shared_needles=("test hip failure", "test cuda failure"),
+    ),
+    # ---- RCCL's other WARN formats (second pass of issue 26): every distinct WARN("...") format in ROCm/rccl src/ at commit
+    #      0cbce2a7571c907554199fad7e905f16ec0a565c (383, read from the fetched tree) that neither the curated `rccl`
+    #      family above (71 of them) nor an older rule (41 more: Bootstrap/NET interface, shm, ROCr loading, config
+    #      attributes, CUDA calloc ...) already names, less 10 whose longest literal part is under 12 characters ("Call
+    #      to", "Invalid %s %d (maximum %d).") or that older rules name generically (checks.h's "Cuda failure '%s'"): 261.
+    #      Category by the file that prints it, which says where to look: the network transports and socket code
+    #      (misc/socket.cc, transport/net_ib.cc, net_socket.cc, coll_net.cc, net.cc, ibvwrap) network; bootstrap.cc
+    #      rendezvous; the topology and its XML, MSCCL's algorithm parser, argument checks, the GDR / NVML / ROCm SMI /
+    #      ROCm driver wrappers and shared memory config (a format printed by two files keeps its first: 260 rows); alloc.h oom;
+    #      proxy, init, enqueue, group, MSCCL, clique, p2p
+    #      and the rest comm-error. All warnings: NCCL prints a WARN, then returns the error its caller raises.
+    Family(
+        "rccl-warn",
+        "ROCm/rccl src/ WARN(...) formats not in the curated table, by file (src/bootstrap.cc, src/proxy.cc, "
+        "src/transport/net_ib.cc, src/misc/socket.cc, src/graph/*.cc, ...; commit 0cbce2a7571c907554199fad7e905f16ec0a565c)",
+        "RCCL/NCCL warned before failing: the part of RCCL that warned says where to look; the error follows",
+        (
+            # src/bootstrap.cc
+            ("Unexpected connections are not empty", "rendezvous", "warning"),
+            # src/clique/CliqueManager.cc
+            ("Invalid rank specified.  Expected 0 <= %d < %d for CliqueManager", "comm-error", "warning"),
+            ("Unable to allocated pinned host memory for clique pointers.  Disabling clique-based kernels", "comm-error", "warning"),
+            ("Unable to get IPC handle for barrier memory", "comm-error", "warning"),
+            ("Unable to initialize shared memory. Disabling clique-based kernels", "comm-error", "warning"),
+            ("CliqueManager must be initialized before use", "comm-error", "warning"),
+            ("WaitForPointers must be called after DeclarePointers", "comm-error", "warning"),
+            ("Uanble to get pointer information for %p", "comm-error", "warning"),
+            # src/clique/ShmObject.h
+            ("Root rank unable to broadcast across message queue.  Closing message queue.", "config", "warning"),
+            ("Call to ShmObject::Open in root rank failed : %s", "config", "warning"),
+            ("Call to shm_unlink in ShmObject failed : %s", "config", "warning"),
+            ("Call to shm_open from non-root rank in ShmObject failed : %s", "config", "warning"),
+            ("Cannot allocate ShmObject twice.", "config", "warning"),
+            ("Rank %d failed ShmObject::Open().  Closing message queue.", "config", "warning"),
+            # src/enqueue.cc
+            ("Failed to get kernel attributes", "comm-error", "warning"),
+            ("%s: unsupported collective. Please ensure the collective has been enabled in build.", "comm-error", "warning"),
+            ("Unknown collnet pattern %d", "comm-error", "warning"),
+            ("Sendrecv plan not aligned for self", "comm-error", "warning"),
+            ("hostStreamPlanCallback() failed : %s", "comm-error", "warning"),
+            ("'NCCL_WORK_FIFO_DEPTH=%d' is too small. Minimum value is %d", "comm-error", "warning"),
+            ("Unknown pattern for collective %d algorithm %d", "comm-error", "warning"),
+            ("Invalid regBufType %d", "comm-error", "warning"),
+            ("Streams given to a communicator within a NCCL group must either be all uncaptured or all captured by the same graph.", "comm-error", "warning"),
+            ("ncclRedOpDestroy : operator is a NCCL builtin.", "comm-error", "warning"),
+            ("ncclRedOpDestroy :  operator is garbage.", "comm-error", "warning"),
+            ("ncclRedOpDestroy : invalid communicator passed.", "comm-error", "warning"),
+            ("ncclRedOpDestroy : operator unknown to this communicator.", "comm-error", "warning"),
+            # src/graph/connect.cc
+            ("Internal error : tree already has %d children (%d %d %d)", "config", "warning"),
+            ("User asked for a minimum of %d channels, limiting to %d", "config", "warning"),
+            ("User asked for a maximum of %d channels, setting it to 1", "config", "warning"),
+            ("NCCL_MIN_NCHANNELS set by environment is ignored due to less than 8 GPUs.", "config", "warning"),
+            ("NCCL_MIN_NCHANNELS set by environment is ignored due to greater than max allowed %d channels.", "config", "warning"),
+            # src/graph/paths.cc
+            ("Could not find node of type %d id %lx", "config", "warning"),
+            ("Failed to find reverse path from remNode %d/%lx nlinks %d to node %d/%lx", "config", "warning"),
+            ("Error : could not find CPU close to GPU %d", "config", "warning"),
+            ("P2P is disabled between NVLINK connected GPUs %d and %d. This should not be the case given their connectivity, and is probably due to a hardware issue. If you still want to proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.", "config", "warning"),
+            ("Could not find intermediate GPU between GPU rank %d and NIC %lx", "config", "warning"),
+            ("Could not find id %lx", "config", "warning"),
+            # src/graph/rome_models.cc
+            ("invalid netGdrLevel: %s", "config", "warning"),
+            ("Unable to open %s, not dumping Rome model.", "config", "warning"),
+            # src/graph/search.cc
+            ("Could not find rev link for %d/%ld -> %d/%ld", "config", "warning"),
+            ("Could not find gpu rank %d", "config", "warning"),
+            ("Could not find net id %lx", "config", "warning"),
+            ("XML Import Channel : dev %ld not found.", "config", "warning"),
+            ("XML Export Channel : rank %d not found.", "config", "warning"),
+            ("Could not find NIC for rank %d in NVLS graph", "config", "warning"),
+            # src/graph/topo.cc
+            ("Error : tried to create too many nodes of type %d", "config", "warning"),
+            ("Error : too many Topo links (max %d)", "config", "warning"),
+            ("Add NVLink error : could not find GPU %lx", "config", "warning"),
+            ("Set CPU affinity : unable to find GPU/CPU for rank %d", "config", "warning"),
+            # src/graph/topo.h
+            ("Could not find NET with id %lx", "config", "warning"),
+            # src/graph/tuning.cc
+            ("Invalid %s %d (must be a multiple of %d)", "config", "warning"),
+            # src/graph/xml.cc
+            ("XML Parse : Unexpected EOF", "config", "warning"),
+            ("XML Parse : Expected (double) quote.", "config", "warning"),
+            ("XML Parse : Unexpected value with name %s", "config", "warning"),
+            ("Error : name %s too long (max %d)", "config", "warning"),
+            ("XML Parse error : unterminated comment", "config", "warning"),
+            ("XML Parse error : expecting '<', got '%c'", "config", "warning"),
+            ("XML Parse error : unexpected trailing %c in closing tag %s", "config", "warning"),
+            ("XML Parse : expected >, got '%c'", "config", "warning"),
+            ("Error : XML parser is limited to %d nodes", "config", "warning"),
+            ("XML Parse : unterminated %s", "config", "warning"),
+            ("XML Mismatch : %s / %s", "config", "warning"),
+            ("Error : XML parser is limited to %d subnodes", "config", "warning"),
+            ("Unable to open %s, not dumping topology.", "config", "warning"),
+            ("TopoFuseXmls : could not find CPU numa ID.", "config", "warning"),
+            ("Could not find real path of %s", "config", "warning"),
+            ("GetXmlFromCpu : could not find CPU numa ID.", "config", "warning"),
+            ("No NVML device handle. Skipping nvlink detection.", "config", "warning"),
+            # src/graph/xml.h
+            ("Error : too many XML nodes (max %d)", "config", "warning"),
+            ("Error : too many XML subnodes (max %d)", "config", "warning"),
+            ("KV Convert to str : could not find value %d in dictionary", "config", "warning"),
+            # src/group.cc
+            ("Either none or all communicators in a ncclGroup() can be CUDA graph captured.", "comm-error", "warning"),
+            ("Error waiting for pthread_join : %s", "comm-error", "warning"),
+            ("ncclGroupEnd: not in a group call.", "comm-error", "warning"),
+            # src/include/alloc.h
+            ("CUMEM not supported prior to CUDA 11.3", "oom", "warning"),
+            # src/include/gdrwrap.h
+            ("GDRCOPY failure %d", "config", "warning"),
+            # src/init.cc
+            ("Split shares resources, but parent comm netName %s is different from child comm netName %s", "comm-error", "warning"),
+            ("NCCL_WORK_FIFO_DEPTH=%d is being ignored because it is not a power of 2.", "comm-error", "warning"),
+            ("Child comms (nRanks %d) fails to share parent comms (nRanks %d) sharp resources", "comm-error", "warning"),
+            ("MNNVL is not supported on this system", "comm-error", "warning"),
+            ("NPKit currently does not support more than 1 device per process", "comm-error", "warning"),
+            ("CollNet currently only supports up to %d GPUs per node, disabling CollNet", "comm-error", "warning"),
+            ("MSCCL++: Cannot enable MSCCL++ on %s architecture", "comm-error", "warning"),
+            ("MSCCL++: Cannot enable MSCCL++; environment is not MSCCL compatible", "comm-error", "warning"),
+            ("MSCCL++: Feature not enabled. ENABLE_MSCCLPP must be defined at compile-time to enable this feature.", "comm-error", "warning"),
+            ("NCCL_CGA_CLUSTER_SIZE value %d is too big. Limiting value to %d.", "comm-error", "warning"),
+            ("minCTAs %d is larger than #channels upper limit %d, cap it to %d", "comm-error", "warning"),
+            ("maxCTAs %d is larger than #channels upper limit %d, cap it to %d", "comm-error", "warning"),
+            ("minCTAs %d is larger than maxCTAs %d, set both to %d", "comm-error", "warning"),
+            ("splitShare %d is not a valid value 0/1, set it to 0", "comm-error", "warning"),
+            ("NPKIT_DUMP_DIR is empty", "comm-error", "warning"),
+            ("commReclaim: comm %p (rank = %d) destroys proxy resource error %d", "comm-error", "warning"),
+            ("MSCCL++: comm=%p not found in mscclpp_uniqueIdReverseMap for key=%p", "comm-error", "warning"),
+            ("MSCCL++: mscclpp_ncclCommDestroy failed (%s)", "comm-error", "warning"),
+            # src/misc/alt_rsmi.cc
+            ("Failed to open topo/nodes directory", "config", "warning"),
+            ("Failed to close topology/node root directory", "config", "warning"),
+            ("Error reading link properties files", "config", "warning"),
+            ("Could not read node # %u property %s", "config", "warning"),
+            ("Could not read node # %u", "config", "warning"),
+            ("Could not determine GPU id of node # %u", "config", "warning"),
+            # src/misc/api_trace.cc
+            ("[rocprofiler-sdk-rccl][%d] rocprofiler-register failed with error code %d", "comm-error", "warning"),
+            # src/misc/argcheck.cc
+            ("%s : reduction operation %d unknown to this communicator", "config", "warning"),
+            # src/misc/cudawrap.cc
+            ("CUDA some PFN functions not found in the library", "config", "warning"),
+            # src/misc/gdrwrap.cc
+            ("dlsym failed on %s - %s", "config", "warning"),
+            ("Failed to open %s", "config", "warning"),
+            ("GDRCOPY lib wrapper not initialized.", "config", "warning"),
+            ("gdr_close() failed: %d", "config", "warning"),
+            ("gdr_pin_buffer(addr %lx, size %zi) failed: %d", "config", "warning"),
+            ("gdr_unpin_buffer(handle %lx) failed: %d", "config", "warning"),
+            ("gdr_get_info(handle %lx) failed: %d", "config", "warning"),
+            ("gdr_map(handle %lx, size %zi) failed: %d", "config", "warning"),
+            ("gdr_unmap(handle %lx, va %p, size %zi) failed: %d", "config", "warning"),
+            ("gdr_copy_to_mapping(handle %lx, map_d_ptr %p, h_ptr %p, size %zi) failed: %d", "config", "warning"),
+            ("gdr_copy_from_mapping(handle %lx, h_ptr %p, map_d_ptr %p, size %zi) failed: %d", "config", "warning"),
+            # src/misc/ibvsymbols.cc
+            ("dlvsym failed on %s - %s version %s", "network", "warning"),
+            # src/misc/ibvwrap.cc
+            ("lib wrapper not initialized.", "network", "warning"),
+            # src/misc/ipcsocket.cc
+            ("UDS: Socket creation error : %s (%d)", "comm-error", "warning"),
+            ("UDS: Cannot bind provided name to socket. Name too large", "comm-error", "warning"),
+            ("UDS: Binding to socket %s failed : %s (%d)", "comm-error", "warning"),
+            ("ncclSocketGetFd: pass NULL socket", "comm-error", "warning"),
+            ("UDS: Receiving data over socket failed : %d", "comm-error", "warning"),
+            ("UDS: Receiving data over socket failed", "comm-error", "warning"),
+            ("UDS: Receiving data over socket %s failed", "comm-error", "warning"),
+            ("UDS: Cannot connect to provided name for socket. Name too large", "comm-error", "warning"),
+            ("UDS: Sending data over socket %s failed : %s (%d)", "comm-error", "warning"),
+            # src/misc/msccl/msccl_lifecycle.cc
+            ("NCCL_MAX_NCHANNELS:%d is lesser than number of channels required by MSCCL:%d, so disabling MSCCL for %s between minBytes:%ld and maxBytes:%ld from file: %s", "comm-error", "warning"),
+            ("MSCCL Internal Scheduler: dladdr1 failed", "comm-error", "warning"),
+            ("MSCCL Internal Scheduler: closedir failed, error %d", "comm-error", "warning"),
+            ("Invalid MSCCL function type in saved parameter", "comm-error", "warning"),
+            # src/misc/msccl/msccl_parser.cc
+            ("Error : XML parser is limited to 1024 nodes", "config", "warning"),
+            ("Could not open MSCCL XML algorithm file %s : %s", "config", "warning"),
+            ("type of buffer is not supported: %s", "config", "warning"),
+            ("Incorrect offset set for input buffer: offset: %d maximum allowed: %d", "config", "warning"),
+            ("Incorrect offset set for output buffer: offset: %d maximum allowed: %d", "config", "warning"),
+            ("Incorrect offset set for scratch buffer: offset: %d maximum allowed: %d", "config", "warning"),
+            ("MSCCL: protocol %s is not supported.", "config", "warning"),
+            ("MSCCL: unsupported collective: %s", "config", "warning"),
+            ("MSCCL: nScratchChunks must be not negative. nScratchChunks: %d", "config", "warning"),
+            ("MSCCL: bid must be not negative. bid: %d", "config", "warning"),
+            ("MSCCL: too many thread blocks are requested. Max thread blocks: %d", "config", "warning"),
+            ("MSCCL: duplicate thread block id %d for MSCCL", "config", "warning"),
+            ("MSCCL: peer (%d,%d) and gpu id (%d) must be different", "config", "warning"),
+            ("MSCCL: wrong recvPeer (%d) or sendPeer (%d) in thread block %d on gpu %d", "config", "warning"),
+            ("MSCCL: recvPeer (%d) or sendPeer (%d) for thread block %d cannot be gpu %d", "config", "warning"),
+            ("MSCCL: threadblock %d on GPU %d has an invalid channel %d", "config", "warning"),
+            ("MSCCL: too many steps are requested. Max number of steps: %d, requested: %d", "config", "warning"),
+            ("MSCCL: step must be positive: step %d", "config", "warning"),
+            ("MSCCL: type of transfer is not supported: %s", "config", "warning"),
+            ("MSCCL: count (%d) must be positive and less than %d", "config", "warning"),
+            ("MSCCL: there is a send in thread block %d on GPU %d without a sendPeer.", "config", "warning"),
+            ("MSCCL: too many sends per channel. Max allowed %d", "config", "warning"),
+            ("MSCCL: there is a recv in thread block %d on GPU %d without a recvPeer.", "config", "warning"),
+            ("MSCCL: too many recvs per channel. Max allowed %d", "config", "warning"),
+            ("MSCCL: when there is a chain of dependencies, the last reduction must be a part of the first immediate instruction. Detected for GPU %d, thread block %d, and step %d. XML will be ignored.", "config", "warning"),
+            ("MSCCL: hasDependence needs to be 0 or 1, but it was %d", "config", "warning"),
+            ("MSCCL: thread block %d is missing", "config", "warning"),
+            # src/misc/msccl/msccl_setup.cc
+            ("MSCCL: something went wrong. Max allowed count is 0", "comm-error", "warning"),
+            ("MSCCL: number of channels available (%d) less than required (%d)", "comm-error", "warning"),
+            ("Data type supplied to user-created ncclRedOp_t does not match type", "comm-error", "warning"),
+            ("MSCCL: this version of MSCCL build doesn't support full Ops", "comm-error", "warning"),
+            ("MSCCL: Size of allocation for scratch buffer (%lu * 2) will wrap around", "comm-error", "warning"),
+            ("MSCCL: number of captured works (%u) > max limit (%lu)", "comm-error", "warning"),
+            # src/misc/nvmlwrap.cc
+            ("Failed to open libnvidia-ml.so.1", "config", "warning"),
+            ("nvmlDeviceGetCount%s() failed: %s", "config", "warning"),
+            ("nvmlDeviceGetCount() reported more devices (%d) than the internal maximum (ncclNvmlMaxDevices=%d)", "config", "warning"),
+            ("nvmlDeviceGetHandleByIndex(%d) failed: %s", "config", "warning"),
+            ("nvmlDeviceGetCudaComputeCapability(%d) failed: %s", "config", "warning"),
+            ("nvmlDeviceGetP2PStatus(%d,%d,NVML_P2P_CAPS_INDEX_READ) failed: %s", "config", "warning"),
+            # src/misc/rocm_smi_wrap.cc
+            ("ARSMI failure %d", "config", "warning"),
+            ("rocm_smi_lib: %s device index not found", "config", "warning"),
+            ("ARSMI_lib: %s device index not found", "config", "warning"),
+            # src/misc/rocmwrap.cc
+            ("pfn_hsa_system_get_info failed with %d", "config", "warning"),
+            # src/misc/shmutils.cc
+            ("Error: failed to extend %s to %ld bytes", "config", "warning"),
+            ("Could not map %s size %zi, error: %s", "config", "warning"),
+            ("unlink shared memory %s failed, error: %s", "config", "warning"),
+            ("Error while %s shared memory segment %s (size %ld)", "config", "warning"),
+            ("munmap of shared memory %p size %ld failed, error: %s", "config", "warning"),
+            # src/misc/socket.cc
+            ("Net : string is null", "network", "warning"),
+            ("ncclSocketListen: pass NULL socket", "network", "warning"),
+            ("ncclSocketListen: file descriptor is -1", "network", "warning"),
+            ("ncclSocketGetAddr: pass NULL socket", "network", "warning"),
+            # a peer of another kind or version on the port (a protocol mismatch, not a fault of the network)
+            ("socketFinalizeAccept: wrong type %d != %d", "comm-error", "warning"),
+            ("ncclSocketPollConnect: pass NULL socket", "network", "warning"),
+            ("ncclSocketReady: unexpected socket state %d", "network", "warning"),
+            ("ncclSocketConnect: pass NULL socket", "network", "warning"),
+            ("ncclSocketConnect: file descriptor is -1", "network", "warning"),
+            ("ncclSocketConnect: wrong socket state %d", "network", "warning"),
+            ("ncclSocketAccept: pass NULL socket", "network", "warning"),
+            ("ncclSocketAccept: wrong socket state %d", "network", "warning"),
+            ("ncclSocketProgress: pass NULL socket", "network", "warning"),
+            ("ncclSocketWait: pass NULL socket", "network", "warning"),
+            ("ncclSocketSend: pass NULL socket", "network", "warning"),
+            ("ncclSocketSend: socket state (%d) is not ready", "network", "warning"),
+            ("ncclSocketRecv: pass NULL socket", "network", "warning"),
+            ("ncclSocketRecv: socket state (%d) is not ready", "network", "warning"),
+            ("ncclSocketSendRecv: invalid socket %p/%p", "network", "warning"),
+            ("ncclSocketSendRecv: socket state (%d/%d) is not ready", "network", "warning"),
+            ("ncclSocketTryRecv: pass NULL socket", "network", "warning"),
+            # src/misc/strongstream.cc
+            ("Expected graph id=%llu was not at head of strong stream's internal list.", "comm-error", "warning"),
+            ("Stream is not being captured by the expected graph.", "comm-error", "warning"),
+            # src/misc/utils.cc
+            ("%s:%d Unrecoverable error detected: malloc(size=%llu) returned null.", "comm-error", "warning"),
+            # src/msccl.cc
+            ("MSCCL: MSCCL_MAX_NUM_ALGOS (%d) limit reached", "comm-error", "warning"),
+            # src/net.cc
+            ("NCCL_DEVICE_UNPACK plugin has incompatible version %d, this NCCL build is compatible with %d, not using it", "network", "warning"),
+            ("Unknown device code index", "network", "warning"),
+            ("Error: network %s not found.", "network", "warning"),
+            # src/proxy.cc
+            ("Mismatched response size for opId=%p", "comm-error", "warning"),
+            ("Storing response for already completed opId=%p", "comm-error", "warning"),
+            ("Couldn't find opId=%p", "comm-error", "warning"),
+            ("Attempting to dequeue nonexistent async opId=%p", "comm-error", "warning"),
+            ("Attempting to dequeue null operation", "comm-error", "warning"),
+            ("Could not find pool of op %p", "comm-error", "warning"),
+            ("List loop at element %d-%d", "comm-error", "warning"),
+            ("Inactive op has next set!", "comm-error", "warning"),
+            ("Proxy append out of bounds", "comm-error", "warning"),
+            ("Proxy append mismatch", "comm-error", "warning"),
+            ("Proxy append on running operation", "comm-error", "warning"),
+            ("Unable to post incomplete proxy op chain %d..%d (opCount %ld)", "comm-error", "warning"),
+            ("P2p operation is neither send or recv", "comm-error", "warning"),
+            ("Unable to create thread context due to old driver, disabling.", "comm-error", "warning"),
+            ("ncclProxyCallBlockingUDS call to tpRank %d(%lx) failed : %d", "comm-error", "warning"),
+            ("ncclProxyClientGetFd call to tpRank %d handle 0x%lx failed : %d", "comm-error", "warning"),
+            ("[Service thread] shm close failed", "comm-error", "warning"),
+            ("[Service thread] proxy ops shm unlink failed", "comm-error", "warning"),
+            ("[Proxy Service] Get listenSock fd fails", "comm-error", "warning"),
+            ("[Proxy service] Too many connections (%d max)", "comm-error", "warning"),
+            ("[Service thread] Initialize peers[%d].sock fails", "comm-error", "warning"),
+            ("[Service thread] Get peers[%d].sock fd fails", "comm-error", "warning"),
+            ("[Service thread] Unknown command %d from localRank %d", "comm-error", "warning"),
+            ("[Proxy Service] proxyDestroy failed", "comm-error", "warning"),
+            ("[Proxy Service UDS] Failed to set CUDA device %d", "comm-error", "warning"),
+            ("[Proxy Service UDS] Get listenSock fd fails", "comm-error", "warning"),
+            ("[Proxy Service UDS] Poll failed: %s", "comm-error", "warning"),
+            # src/register.cc
+            ("Deregister: Could not find handle", "comm-error", "warning"),
+            # src/transport.cc
+            ("Cannot initialize CollNet, using point-to-point network instead", "comm-error", "warning"),
+            # src/transport/coll_net.cc
+            ("sendProxyConnect: reqSize is %d != %ld", "network", "warning"),
+            ("sendProxyConnect: respSize is %d != %ld", "network", "warning"),
+            ("recvProxyConnect: reqSize is %d != %ld", "network", "warning"),
+            ("recvProxyConnect: respSize is %d != %ld", "network", "warning"),
+            ("CollNet sizes: want=%d got=%ld", "network", "warning"),
+            # src/transport/net.cc
+            ("PXN should not use host buffers for data", "network", "warning"),
+            ("NET: GDR Flush only supported on x86_64", "network", "warning"),
+            # src/transport/net_ib.cc
+            ("NET/IB: Ip address '%s' is invalid for family %s, ignoring address", "network", "warning"),
+            ("NET/IB: Ip address mask '%d' is invalid for family %s, ignoring mask", "network", "warning"),
+            ("Error: trying to connect already connected sendComm", "network", "warning"),
+            ("NET/IB : Local mergedDev=%s has a different number of devices=%d as remoteDev=%s nRemDevs=%d", "network", "warning"),
+            ("Listencomm in unknown state %d", "network", "warning"),
+            ("NET/IB : Local mergedDev %s has a different number of devices=%d as remote %s %d", "network", "warning"),
+            ("NET/IB : unable to allocate requests", "network", "warning"),
+            ("NET/IB: could not find mr %p inside cache of %d entries", "network", "warning"),
+            ("NET/IB: ncclIbIsend() called when comm->base.ready == 0", "network", "warning"),
+            ("NET/IB: ncclIbIrecv() called when comm->base.ready == 0", "network", "warning"),
+            ("NET/IB: sendReq(%p)->events={%d,%d}, i=%d, j=%d <= 0", "network", "warning"),
+            ("NET/IB: wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM and req->type=%d", "network", "warning"),
+            # src/transport/net_socket.cc
+            ("NET/Socket : NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to %d", "network", "warning"),
+            ("NET/Socket : the total number of sockets is greater than the maximum allowed, setting NCCL_NSOCKS_PERTHREAD to %d", "network", "warning"),
+            ("NET/Socket : unable to allocate requests", "network", "warning"),
+            ("NET/Socket : unable to allocate subtasks", "network", "warning"),
+            ("NET/Socket : test called with NULL request", "network", "warning"),
+            # src/transport/shm.cc
+            ("Ignoring SHM locality, must be 1 (sender side) or 2 (receiver side, default)", "config", "warning"),
+        ),
+        example_prefix="node1:2841:2903 [0] NCCL WARN ",
+        prefix=r"NCCL WARN ",
+        needle="nccl warn",
+    ),
+    # ---- Exception classes (added in the second pass of issue 26): the class of an exception header says where to look
+    #      when no rule knows its message. The builtin hierarchy of CPython 3.11 (the .venv's interpreter: every
+    #      BaseException subclass in builtins, 69 names; Doc/library/exceptions.rst), torch 2.13.0's own classes
+    #      (torch.OutOfMemoryError, AcceleratorError, FatalError; torch.distributed DistError / DistBackendError /
+    #      DistNetworkError / DistStoreError; elastic rendezvous/api.py Rendezvous*Error), subprocess.CalledProcessError,
+    #      json.JSONDecodeError and PyYAML's error classes. Only a header at the start of the line (the traceback's last
+    #      line, after any rank prefix), checked after every message rule and before the last resort; all warnings (the
+    #      class alone is weak evidence: a caught exception may be printed and survived). Not mapped, and left to the
+    #      last resort: RuntimeError and Exception (they say nothing), the *Warning classes, SystemExit, GeneratorExit,
+    #      StopAsyncIteration, BaseExceptionGroup, ReferenceError, BufferError, LookupError's and ArithmeticError's bare
+    #      base names (their subclasses are rows). Categories: running out of host or device memory is oom; a program bug
+    #      (a wrong key, index, type, name, attribute, assertion) is crash; a file, permission, bad value or parse error is
+    #      config; a module or operator missing from this build is version-mismatch; a closed or refused connection is
+    #      network; torch.distributed's backend error is comm-error and its store/network/rendezvous errors rendezvous.
+    Family(
+        "python-exceptions",
+        "CPython 3.11.7 builtins (the .venv's interpreter, Doc/library/exceptions.rst), torch 2.13.0 (the .venv): "
+        "torch/__init__.py, torch/distributed/__init__.py, elastic/rendezvous/api.py; subprocess, json, PyYAML",
+        "a Python exception whose class says where to look; its traceback above it says where it was raised",
+        tuple(
+            (f"{name}: %s", category, severity)
+            for names, category, severity in (
+                # the older rules already name these classes fatal (gpu-out-of-memory, store-connect-timeout,
+                # rendezvous-*): torch raises them only for what their names say
+                (("OutOfMemoryError",), "oom", "fatal"),
+                (("DistNetworkError", "DistStoreError"), "rendezvous", "fatal"),
+                (("MemoryError",), "oom", "warning"),
+                (("DistBackendError", "DistError"), "comm-error", "warning"),
+                (("RendezvousError", "RendezvousClosedError", "RendezvousConnectionError", "RendezvousStateError",
+                  "RendezvousTimeoutError"), "rendezvous", "fatal"),
+                (("ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
+                  "BrokenPipeError", "TimeoutError"), "network", "warning"),
+                (("AcceleratorError",), "gpu-fault", "warning"),
+                (("ModuleNotFoundError", "ImportError", "NotImplementedError"), "version-mismatch", "warning"),
+                (("FileNotFoundError", "FileExistsError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
+                  "OSError", "IOError", "EnvironmentError", "ValueError", "UnicodeDecodeError", "UnicodeEncodeError",
+                  "UnicodeError", "JSONDecodeError", "YAMLError", "ScannerError", "ParserError"), "config", "warning"),
+                (("KeyError", "IndexError", "TypeError", "AttributeError", "NameError", "UnboundLocalError",
+                  "AssertionError", "ZeroDivisionError", "OverflowError", "FloatingPointError", "RecursionError",
+                  "SystemError", "SyntaxError", "IndentationError", "TabError", "EOFError", "StopIteration",
+                  "ChildProcessError", "ProcessLookupError", "BlockingIOError", "InterruptedError", "KeyboardInterrupt",
+                  "FatalError", "CalledProcessError", "ExceptionGroup"), "crash", "warning"),
+            )
+            for name in names
+        ),
+        # the header at the start of the line, its class possibly dotted ("torch.distributed.DistBackendError: ...")
+        prefix=r"^\s*(?:[A-Za-z_]\w*\.)*",
+        example_prefix="[rank1]: ",
     ),
 )
 
@@ -606,15 +1088,17 @@ HSA_STRINGS: tuple[tuple[str, str], ...] = (
 # fmt: on
 
 
-def _shared(needle: str, shared: tuple[str, ...]) -> str:
-    return next((literal for literal in shared if literal in needle), needle)
+def _shared(needle: str, shared: tuple[str, ...], fmt: str) -> str:
+    """A shared literal of the format's literal parts if it has one (every instance then contains it), else its own."""
+    literal_parts = [part.lower() for part in _CONVERSION.split(fmt)[::2]]
+    return next((literal for literal in shared if any(literal in part for part in literal_parts)), needle)
 
 
 def _family_rows(family: Family) -> list[tuple[str, str, str, str, str]]:
     return [
         (
             family.prefix + format_regex(fmt),
-            family.needle or _shared(format_needle(fmt), family.shared_needles),
+            family.needle or _shared(format_needle(fmt), family.shared_needles, fmt),
             category,
             severity,
             family.example_prefix + instantiate(fmt),
@@ -643,10 +1127,16 @@ def family_rules(family: str) -> list[tuple[str, str, str, str, str, tuple[str, 
     groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for regex, needle, category, severity, _ in rows:
         groups.setdefault((category, severity), []).append((regex, needle))
+    # The family's prefix ("NCCL WARN ", the exception header's "^\s*(?:module.)*") once before the alternation, not
+    # in every branch: re tries a branch's prefix at every position of the line, so 25 branches cost 25 times one
+    prefix = next((f.prefix for f in FAMILIES if f.name == family), "")
     rules = []
     for (category, severity), members in groups.items():
         name = f"{family}-{category}" + ("" if severity == "fatal" else f"-{severity}")
-        regex = "|".join(f"(?:{r})" for r, _ in members)
+        if prefix and all(r.startswith(prefix) for r, _ in members):
+            regex = prefix + "(?:" + "|".join(f"(?:{r[len(prefix) :]})" for r, _ in members) + ")"
+        else:
+            regex = "|".join(f"(?:{r})" for r, _ in members)
         needles = tuple(dict.fromkeys(n for _, n in members))
         rules.append((name, regex, category, severity, hint, needles))
     return rules

@@ -146,11 +146,12 @@ def guard_argv(
     return argv
 
 
-def reply_of(stdout: str):
-    """The JSON object on the last non-empty line of a verb's stdout, or None."""
+def reply_of(stdout: str, tag: str | None = None):
+    """The JSON object on the last non-empty line of a verb's stdout, or None. With `tag` (a script that may print
+    other JSON first: doctor's probe, the route probe): the last line that holds `tag` and starts with "{"."""
     for line in reversed(stdout.strip().splitlines()):
         line = line.strip()
-        if not line:
+        if not line or (tag is not None and (tag not in line or not line.startswith("{"))):
             continue
         try:
             data = json.loads(line)

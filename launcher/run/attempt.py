@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Result, Transport, TransportError, zip_hosts
+from cluster.transport import GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
+from launcher import nodecall
 from launcher.errors import BadInput, ExitCode, RlaunchError
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget, Heartbeats, heartbeat_interval
 from launcher.health.classify import parse_rank_prefix
@@ -26,11 +27,9 @@ from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
 from launcher.health.watch import ProcSample, State, Watcher
 from launcher.node import protocol
-from launcher.node.protocol import script_argv
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
 from launcher.run.forensics import HangForensics
-from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 
 EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
@@ -46,19 +45,21 @@ SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
 
 
 class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again): exit code and one line per node.
+    """Nothing was started (or everything started was stopped again), one line per node: infrastructure (exit 3);
+    input that cannot work is its subclass LaunchRefused (exit 2). The code comes with the type, never an argument.
 
     `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
     could not be reached at all, as opposed to nodes that answered and failed a check."""
 
+    code = ExitCode.INFRA
+
     def __init__(
         self,
         message: str,
-        code: int | None = None,
         failed: dict[str, str] | None = None,
         failures: dict[str, str] | None = None,
     ):
-        super().__init__(message, code, failed)
+        super().__init__(message, None, failed)
         self.failures = failures or {}
 
 
@@ -146,7 +147,7 @@ class Runner:
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
         """Check every node and write its files; raise LaunchError naming each failed node. Starts nothing."""
-        code = node_script("push.py")
+        code = nodecall.node_script("push.py")
 
         def payload(host: str) -> bytes:
             node = self.plan.node(host)
@@ -163,26 +164,21 @@ class Runner:
             check_port = self.plan.master_port if node.node_rank == 0 else None
             return json.dumps({"files": files, "check_port": check_port, "min_free_mb": MIN_FREE_MB}).encode()
 
-        group = self.transport.run_all(
+        replies = nodecall.call_all(
+            self.transport,
             self.plan.hosts,
-            lambda host: script_argv(
-                self.plan.node(host).python,
-                "-c",
-                code,
-                self.plan.node(host).run_dir,
-                self.plan.node(host).guard_dir,
-            ),
+            lambda host: self.plan.node(host).python,
+            code,
+            lambda host: [self.plan.node(host).run_dir, self.plan.node(host).guard_dir],
             stdin_for=payload,
             timeout=120,
         )
-        failed = {host: _push_failure(self.plan.node(host), r) for host, r in group.results.items()}
+        failed = {host: _push_failure(self.plan.node(host), r) for host, r in replies.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
-            kinds = {h: r.failure for h, r in group.results.items() if h in failed and r.failure}
-            raise LaunchError(
-                _per_node("preflight failed, nothing was started", failed), EXIT_INFRA, failed, kinds
-            )
-        return group
+            kinds = {h: r.result.failure for h, r in replies.items() if h in failed and r.result.failure}
+            raise LaunchError(_per_node("preflight failed, nothing was started", failed), failed, kinds)
+        return GroupResult({host: reply.result for host, reply in replies.items()})
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
     def start(self) -> None:
@@ -202,7 +198,6 @@ class Runner:
             kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
             raise LaunchError(
                 _per_node("start failed; every started node was stopped again", failed),
-                EXIT_INFRA,
                 failed,
                 {h: k for h, k in kinds.items() if k},
             )
@@ -232,9 +227,7 @@ class Runner:
         if failed:
             self.stop(reason="a node failed to start")
             self.detach_followers()
-            raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed), EXIT_INFRA, failed
-            )
+            raise LaunchError(_per_node("start failed; every started node was stopped again", failed), failed)
         self._event(
             {"kind": "info", "severity": "info", "text": f"started on {len(self.nodes)} nodes (attached)"}
         )
@@ -246,6 +239,10 @@ class Runner:
         todo = [
             n for n in self.plan.nodes if self.nodes[n.host].follower is None
         ]  # attached guards have theirs
+        # Beats from the first follower on, not from the end of attach: at 250 simulated nodes (load 130) opening
+        # every follower took 45 s, and guards whose follower opened early heard nothing for 15 s and tore their
+        # jobs down ("no heartbeat ... while the head's connection stayed open"). `watch` stops the thread.
+        self.heartbeats().start()
         zip_hosts(
             [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
         )
@@ -601,22 +598,19 @@ class Runner:
     def collect_artifacts(self, max_bytes: int = 8 << 20) -> list[str]:
         """Copy flight-recorder dumps and torchrun error files of a failed run into the run record (not from lost
         nodes: they would only hold the verdict back for the transport's timeout)."""
-        code = node_script("collect.py")
+        code = nodecall.node_script("collect.py")
         lost = self.lost_hosts()
-        group = self.transport.run_all(
+        replies = nodecall.call_all(
+            self.transport,
             [h for h in self.plan.hosts if h not in lost],
-            lambda host: script_argv(
-                self.plan.node(host).python,
-                "-c",
-                code,
-                self.plan.node(host).guard_dir,
-                str(max_bytes),
-            ),
+            lambda host: self.plan.node(host).python,
+            code,
+            lambda host: [self.plan.node(host).guard_dir, str(max_bytes)],
             timeout=60,
         )
         saved: list[str] = []
-        for host, result in group.succeeded.items():
-            files = protocol.reply_of(result.stdout)
+        for host, reply in replies.items():
+            files = reply.data if reply.result.ok else None
             if files is None:
                 continue
             for rel, data in files.items():
@@ -645,7 +639,10 @@ class Runner:
         return saved
 
     def detach_followers(self) -> None:
-        """Close every follower, in parallel: a close waits (bounded) for its channel to end."""
+        """Close every follower, in parallel: a close waits (bounded) for its channel to end. The beats stop
+        first (attach starts them; an interrupt during attach never reaches `watch`, which stops them too)."""
+        if self._beats is not None:
+            self._beats.stop()
 
         def close(host: str) -> None:
             follower = self.nodes[host].follower
@@ -753,12 +750,12 @@ def _duration(final: dict[str, Any] | None) -> float | None:
     return round(float(final["ended_at"]) - float(final["started_at"]), 1)
 
 
-def _push_failure(node: NodePlan, result: Result) -> str | None:
+def _push_failure(node: NodePlan, reply: nodecall.NodeReply) -> str | None:
+    result, info = reply.result, reply.data
     if result.error:
         return result.error
     if result.exit_code == 127:
         return f"python '{node.python}' not found (set `python:` in the inventory)"
-    info = protocol.reply_of(result.stdout)
     if info is None:
         return result.why()
     return None if info.get("ok") else str(info.get("error"))

@@ -23,15 +23,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from cluster.transport import Transport
-from launcher import envrules
+from launcher import envrules, nodecall
 from launcher.health import flight
 from launcher.health.events import Event
 from launcher.health.watch import PRECEDENCE_CASCADE, Watcher, precedence
-from launcher.node import protocol
-from launcher.node.protocol import script_argv
 from launcher.plan import Plan
 from launcher.records import RunRecord, write_atomic
-from launcher.run.scripts import node_script
 
 PROBE_S = 5.0  # how long every node has to be heard from before a cascade line may be named the root cause
 STACK_KINDS = frozenset({"hang", "stall"})
@@ -136,10 +133,12 @@ class HangForensics:
         fr: dict[str, Any] = {}
         fr_thread = threading.Thread(target=lambda: fr.update(self.fetch_fr(hosts, budget)), daemon=True)
         fr_thread.start()
-        code = node_script("stacks.py")
-        group = runner.transport.run_all(
+        replies = nodecall.call_all(
+            runner.transport,
             hosts,
-            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(budget)),
+            lambda host: runner.plan.node(host).python,
+            nodecall.node_script("stacks.py"),
+            [str(budget)],
             stdin_for=lambda host: json.dumps(
                 [
                     {"pid": pid, "rank": rank, "start": self.rank_starts.get(host, {}).get(pid)}
@@ -150,21 +149,20 @@ class HangForensics:
         )
         dumps: list[tuple[str, int | None, str | None, str]] = []
         saved: dict[str, Any] = {}
-        for host, result in group.results.items():
-            reply = protocol.reply_of(result.stdout) if result.ok else None
+        for host, answer in replies.items():
+            reply = answer.data if answer.result.ok else None
             ranks = reply.get("ranks") if reply is not None else []
             ranks = ranks if isinstance(ranks, list) else []
-            saved[host] = ranks if ranks else {"error": result.why()}
+            saved[host] = ranks if ranks else {"error": answer.why()}
             for entry in ranks:
                 dumps.append((host, entry.get("rank"), entry.get("tool"), entry.get("text") or ""))
         # Record modes (0700 directories, 0600 files, atomic): stacks show the job's code and paths.
-        folder = runner.record.root / "stacks"
         for host, ranks in saved.items():
             if isinstance(ranks, list):
                 text = "\n\n".join(f"=== rank {r.get('rank')} pid {r.get('pid')} ({r.get('tool')})\n{r.get('text')}"
                                    for r in sorted(ranks, key=lambda r: r.get("rank") or 0))  # fmt: skip
-                write_atomic(folder / f"{host}.txt", text + "\n")
-        write_atomic(runner.record.root / "stacks.json", json.dumps(saved, indent=1))
+                write_atomic(runner.record.stacks_path(host), text + "\n")
+        write_atomic(runner.record.stacks_json_path, json.dumps(saved, indent=1))
         fr_thread.join(timeout=max(0.0, started + budget + 5 - time.time()))
         with runner.lock:
             refined = runner.watcher.explain_hang(dumps)
@@ -199,20 +197,22 @@ class HangForensics:
         targets = {h: t for h in hosts if (t := self.fr_targets(h)) is not None}
         if not targets:
             return {}
-        code = node_script("frtrace.py")
-        group = runner.transport.run_all(
+        replies = nodecall.call_all(
+            runner.transport,
             list(targets),
-            lambda host: script_argv(runner.plan.node(host).python, "-c", code, str(max(1.0, budget - 2))),
+            lambda host: runner.plan.node(host).python,
+            nodecall.node_script("frtrace.py"),
+            [str(max(1.0, budget - 2))],
             stdin_for=lambda host: json.dumps(targets[host]).encode(),
             timeout=budget + 3,
         )
         out: dict[str, Any] = {}
-        for host, result in group.results.items():
-            reply = protocol.reply_of(result.stdout) if result.ok else None
+        for host, answer in replies.items():
+            reply = answer.data if answer.result.ok else None
             ranks = reply.get("ranks") if reply is not None else None
-            out[host] = ranks if isinstance(ranks, list) else {"error": result.why()}
+            out[host] = ranks if isinstance(ranks, list) else {"error": answer.why()}
         if any(isinstance(r, list) and r for r in out.values()):
-            write_atomic(runner.record.root / "fr.json", json.dumps(out, indent=1))
+            write_atomic(runner.record.fr_path, json.dumps(out, indent=1))
         return out
 
     def _explain_fr(self, fr: dict[str, Any], *, named: bool) -> Event | None:
@@ -271,4 +271,4 @@ class HangForensics:
         for host in runner.nodes:
             gauge.labels(run=runner.record.run_id, node=host).set(1 if host in names else 0)
         # The textfile format of write_to_textfile, written atomically with the record's 0600 mode.
-        write_atomic(runner.record.root / "metrics.prom", generate_latest(registry))
+        write_atomic(runner.record.metrics_path, generate_latest(registry))

@@ -20,25 +20,22 @@ from typing import Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport
-from launcher import attempts, ledger, records, restart_policy, spares
+from launcher import attempts, ledger, nodecall, records, restart_policy, spares
 from launcher import plan as planning
+from launcher.errors import ExitCode
 from launcher.guardctl import GuardTarget
-from launcher.node import protocol
-from launcher.node.protocol import script_argv
 from launcher.run.attempt import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     LaunchError,
+    LaunchRefused,
     LineSink,
     Outcome,
     Runner,
     targets_of_plan,
 )
-from launcher.run.scripts import node_script
 from launcher.run.signals import teardown_shield
 from launcher.states import RunState
-
-TARGETS_FILE = "targets.json"  # typed node targets of the run's current attempt (guardctl.GuardTarget)
 
 
 @dataclass
@@ -66,7 +63,7 @@ class RunContext:
 def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str, Any]]:
     """A run's record, the inventory it was started from, and its current plan (plan.json)."""
     record = records.RunRecord.open(run_id)
-    inv = Inventory.model_validate_json((record.root / "inventory.json").read_text())
+    inv = Inventory.model_validate_json(record.inventory_path.read_text())
     return record, inv, record.plan_json()
 
 
@@ -74,8 +71,8 @@ def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt:
     """The current attempt's node targets (what down/status/follow talk to), and each attempt's (what `logs`
     reads every line from)."""
     data = json.dumps([t.to_json() for t in targets], indent=1)
-    records.write_atomic(record.root / f"targets-{attempt}.json", data)
-    records.write_atomic(record.root / TARGETS_FILE, data)
+    records.write_atomic(record.targets_path(attempt), data)
+    records.write_atomic(record.targets_path(), data)
 
 
 def execute(ctx: RunContext) -> Outcome:
@@ -189,7 +186,7 @@ def execute(ctx: RunContext) -> Outcome:
             exclude=excluded,
             detach=ctx.detach,
         )
-        records.write_atomic(record.root / "plan.json", json.dumps(plan.to_json(), indent=1))
+        records.write_atomic(record.plan_path, json.dumps(plan.to_json(), indent=1))
         record.update_state(hosts=sorted({*record.read_state().get("hosts", []), *plan.hosts}))
 
 
@@ -285,12 +282,14 @@ def _check_job_paths(plan: planning.Plan, transport: Transport, say: Callable[[s
     from launcher.jobs.lfpaths import check_paths_on_nodes
 
     say(f"llamafactory: checking the yaml's paths on {len(plan.nodes)} nodes")
-    code, lines = check_paths_on_nodes(plan, transport, node_script("lfpaths.py"))
+    code, lines = check_paths_on_nodes(plan, transport, nodecall.node_script("lfpaths.py"))
     if lines:
-        raise LaunchError(
+        # The yaml must change (a relative path, a dataset name dataset_info.json lacks): bad input; a path missing
+        # on a node, or a node that did not answer: infrastructure.
+        error = LaunchRefused if code == ExitCode.BAD_INPUT else LaunchError
+        raise error(
             "llamafactory: paths the nodes cannot open, nothing was started:\n"
-            + "\n".join(f"  {line}" for line in lines),
-            code,
+            + "\n".join(f"  {line}" for line in lines)
         )
 
 
@@ -313,13 +312,13 @@ def _save_outcome(
         "restarted": result.restarted,
         "decision": decision.to_json(),
     }
-    records.write_atomic(record.root / f"outcome-{attempt}.json", json.dumps(data, indent=1))
+    records.write_atomic(record.outcome_path(attempt), json.dumps(data, indent=1))
 
 
 def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptResult]:
     """The recorded attempts (outcome-N.json), in attempt order; an unreadable one is left out."""
     out = []
-    for path in record.root.glob("outcome-*.json"):
+    for path in record.outcome_paths():
         try:
             out.append(restart_policy.AttemptResult.from_json(json.loads(path.read_text())))
         except (OSError, ValueError, TypeError):
@@ -335,12 +334,14 @@ def find_checkpoint(
     if not inv.job.checkpoint_dir:
         return None
     master = next((n for n in plan.nodes if n.host != avoid), plan.nodes[0])
-    result = transport.run(
+    reply = nodecall.call(
+        transport,
         master.host,
-        script_argv(
-            master.python, "-c", node_script("ckpt.py"), inv.job.checkpoint_dir, str(plan.world_size)
-        ),
+        master.python,
+        nodecall.node_script("ckpt.py"),
+        inv.job.checkpoint_dir,
+        str(plan.world_size),
         timeout=60,
     )
-    latest = (protocol.reply_of(result.stdout) or {}).get("latest")
+    latest = reply.get("latest")
     return latest if isinstance(latest, str) else None

@@ -191,7 +191,7 @@ def run_attempts(
     results = []
     record = records.RunRecord.open(run_id)
     for attempt, lines in enumerate(collect.attempts[:-1]):
-        saved = json.loads((record.root / f"outcome-{attempt}.json").read_text())
+        saved = json.loads(record.outcome_path(attempt).read_text())
         results.append(
             WorkloadResult(f"{name}#{attempt}", list(hosts), saved["code"], saved["summary"], run_id, lines)
         )
