@@ -44,6 +44,7 @@ def logged_steps(out_dir: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.ssh
 def test_llamafactory_saves_once_on_stop_and_the_next_up_resumes_from_it(
     sim3: Any, shared_dir: Path, tiny: TinyAssets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
