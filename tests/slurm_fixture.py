@@ -239,7 +239,10 @@ def start_one_node_slurm(
     return cluster
 
 
-def _wait_for(ready, timeout: float, what: str, cluster: OneNodeSlurm) -> None:
+def _wait_for(
+    ready: Callable[[], bool], timeout: float, what: str, cluster: OneNodeSlurm | SlurmCluster
+) -> None:
+    """Poll `ready` until true; fail at once when one of the cluster's daemons exited, naming it with the logs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for name, proc in cluster.procs.items():
@@ -455,7 +458,7 @@ class SlurmCluster:
         self.nodes = SlurmNodes(self.n, prefix=self.prefix, conf=self.conf, prepare=self._prepare)
         try:
             self.nodes.start()
-            _wait_for_all(self._all_idle, 90, "every node idle", self)
+            _wait_for(self._all_idle, 90, "every node idle", self)
         except BaseException:
             self.stop()
             raise
@@ -474,7 +477,7 @@ class SlurmCluster:
         self._spawn("munged", ["munged", "-F", f"--key-file={key}", f"--socket={run}/munge.sock",
                                f"--pid-file={run}/munged.pid", f"--log-file={self.root}/log/munged.log",
                                f"--seed-file={self.root}/munge/seed"])  # fmt: skip
-        _wait_for_all(lambda: (run / "munge.sock").exists(), 15, "munged socket", self)
+        _wait_for(lambda: (run / "munge.sock").exists(), 15, "munged socket", self)
         accounting = ""
         if self.accounting:
             accounting = self._start_accounting()
@@ -540,7 +543,7 @@ class SlurmCluster:
                                  "--bind-address=127.0.0.1", f"--port={db_port}", "--skip-grant-tables",
                                  "--innodb-buffer-pool-size=16M", "--performance-schema=OFF",
                                  "--skip-log-bin", f"--log-error={log}/mariadb.log"])  # fmt: skip
-        _wait_for_all(lambda: _port_open("127.0.0.1", db_port), 60, "MariaDB", self)
+        _wait_for(lambda: _port_open("127.0.0.1", db_port), 60, "MariaDB", self)
         dbd_port = _free_port()
         dbd_conf = self.root / "slurmdbd.conf"
         dbd_conf.write_text(
@@ -566,7 +569,7 @@ class SlurmCluster:
         dbd_conf.chmod(0o600)  # slurmdbd refuses a config others can read
         self._spawn("slurmdbd", ["slurmdbd", "-D"], env={"SLURM_CONF": str(self.conf),
                                                          "SLURMDBD_CONF": str(dbd_conf)})  # fmt: skip
-        _wait_for_all(lambda: _port_open("127.0.0.1", dbd_port), 60, "slurmdbd", self)
+        _wait_for(lambda: _port_open("127.0.0.1", dbd_port), 60, "slurmdbd", self)
         return (
             "AccountingStorageType=accounting_storage/slurmdbd\n"
             f"AccountingStorageHost=127.0.0.1\nAccountingStoragePort={dbd_port}\n"
@@ -649,18 +652,3 @@ def _group_alive(pgid: int, wait: float = 10.0) -> bool:
         if time.monotonic() > deadline:
             return True
         time.sleep(0.1)
-
-
-def _wait_for_all(ready: Callable[[], bool], timeout: float, what: str, cluster: SlurmCluster) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for name, proc in cluster.procs.items():
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode}\n{cluster.logs()}")
-        try:
-            if ready():
-                return
-        except (subprocess.SubprocessError, OSError):
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"timed out waiting for {what}\n{cluster.logs()}")
