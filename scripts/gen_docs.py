@@ -77,6 +77,11 @@ MEANING: dict[str, str] = {
     "job.timeout": "Collective (process-group) timeout in seconds; `NCCL_TIMEOUT` in `env` is mapped here.",
     "job.deepspeed": '"zero3", "zero3_offload" (templates) or a head-node json path.',
     "job.files": "Extra head-node files pushed next to the job (files, not directories).",
+    "job.stop_signal": (
+        "Signal the node guard sends, besides the stop file, to the job processes that catch it on `rlaunch stop "
+        "--save` or a preemption notice (`RLAUNCH_STOP_SIGNAL`); never SIGTERM/SIGINT, torchrun kills its workers on "
+        "those (docs/preemption.md)."
+    ),
     "job.checkpoint_dir": "Shared checkpoint directory: enables resume on restart (`RLAUNCH_CKPT_DIR`).",
     "job.dataloader_workers": "Dataloader workers per rank (capped at half the node's cores per rank).",
     "job.pretokenize": "kind llamafactory: tokenize once on node rank 0 before training.",

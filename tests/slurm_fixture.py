@@ -16,6 +16,7 @@ that is not executable for all, hence the 0755 run/ directory beside the 0700 ke
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -41,6 +42,26 @@ ACCOUNTING = (
 CLIENTS = ("srun", "sbatch", "sinfo", "scontrol")
 APT_PACKAGES = "slurmd slurmctld slurm-client munge"
 ACCOUNTING_PACKAGES = "slurmdbd mariadb-server"
+
+
+# One Slurm at a time on this machine, across test sessions (another checkout's `make test`, a helper's loop): a
+# one-node Slurm's slurmd is this host's own NodeName, and two of them would answer for each other. Held from start
+# to stop; the kernel drops it with a killed holder (flock(2)).
+MACHINE_LOCK = "/run/rlaunch-slurm.lock"
+# The daemons die with the test process that started them, even when it is SIGKILLed (prctl(2) PR_SET_PDEATHSIG;
+# they are spawned from the session's main thread, which lives as long as the process).
+PDEATHSIG = ("setpriv", "--pdeathsig", "KILL")
+
+
+def _machine_lock() -> int:
+    fd = os.open(MACHINE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _release(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the only descriptor drops the flock
 
 
 def slurm_missing() -> str | None:
@@ -82,6 +103,7 @@ class OneNodeSlurm:
     conf: Path
     env: dict[str, str]
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    lock_fd: int | None = None
 
     def run(self, *argv: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess[str]:
         """A Slurm client command against this cluster (SLURM_CONF points at our slurm.conf)."""
@@ -135,6 +157,8 @@ class OneNodeSlurm:
         run = self.root / "run"
         if run.is_symlink():
             shutil.rmtree(run.resolve(), ignore_errors=True)
+        _release(self.lock_fd)
+        self.lock_fd = None
 
 
 def _slurm_conf(
@@ -202,12 +226,12 @@ def start_one_node_slurm(
     conf = root / "slurm.conf"
     conf.write_text(_slurm_conf(root, run, node, prolog, epilog, extra_conf))
     env = {**os.environ, "SLURM_CONF": str(conf), "PATH": _sbin_path()}
-    cluster = OneNodeSlurm(root=root, node=node, conf=conf, env=env)
+    cluster = OneNodeSlurm(root=root, node=node, conf=conf, env=env, lock_fd=_machine_lock())
 
     def spawn(name: str, argv: list[str]) -> None:
         out = open(root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
         cluster.procs[name] = subprocess.Popen(
-            argv,
+            [*PDEATHSIG, *argv],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -358,6 +382,7 @@ class SlurmCluster:
     accounting: bool = True
     nodes: SlurmNodes | None = None
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    lock_fd: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     conf: Path = Path("slurm.conf")
     name: str = ""
@@ -456,6 +481,7 @@ class SlurmCluster:
         self.name = f"rlm{secrets_token()}"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf), "PATH": _sbin_path()}
         self.nodes = SlurmNodes(self.n, prefix=self.prefix, conf=self.conf, prepare=self._prepare)
+        self.lock_fd = _machine_lock()
         try:
             self.nodes.start()
             _wait_for(self._all_idle, 90, "every node idle", self)
@@ -580,7 +606,7 @@ class SlurmCluster:
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         out = open(self.root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
         self.procs[name] = subprocess.Popen(
-            argv,
+            [*PDEATHSIG, *argv],
             env={**self.env, **(env or {})},
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -605,6 +631,8 @@ class SlurmCluster:
                     proc.wait(timeout=20)
         left = [name for name, proc in self.procs.items() if _group_alive(proc.pid)]
         self.procs.clear()
+        _release(self.lock_fd)
+        self.lock_fd = None
         if self.root.name.startswith("rlaunch-slurm-"):
             shutil.rmtree(self.root, ignore_errors=True)
         if left:

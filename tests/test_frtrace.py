@@ -27,6 +27,7 @@ from cluster.transport import Endpoint
 from launcher import envrules
 from launcher.health import flight
 from launcher.health.watch import Watcher
+from launcher.records import RunRecord
 from launcher.run.forensics import HangForensics
 
 torch = pytest.importorskip("torch")
@@ -283,7 +284,7 @@ def test_straggler_warning_gets_the_arrival_lag_read_on_the_nodes(dumps: Path, t
         runner = SimpleNamespace(
             plan=SimpleNamespace(node=plans.__getitem__),
             transport=transport,
-            record=SimpleNamespace(root=tmp_path),
+            record=RunRecord(tmp_path),
             nodes={h: SimpleNamespace(lost=False) for h in plans},
             lock=threading.Lock(),
             event=events.append,

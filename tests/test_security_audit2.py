@@ -740,10 +740,12 @@ def test_stack_and_straggler_files_get_the_record_modes(tmp_path: Path) -> None:
     from cluster.transport import Endpoint
     from launcher.health.events import Event
     from launcher.node.guard import read_stat
+    from launcher.records import RunRecord
     from launcher.run.forensics import HangForensics
 
-    root = tmp_path / "record"
+    root = tmp_path / "r1"  # the run id is the record directory's name
     root.mkdir(mode=0o700)
+    (root / "state.json").write_text("{}")  # a record has its state file from creation on (RunRecord.create)
     os.umask(os.umask(0o022))  # the umask stays as it was (what the old code relied on)
     rank = subprocess.Popen(["sleep", "60"])
     try:
@@ -753,7 +755,7 @@ def test_stack_and_straggler_files_get_the_record_modes(tmp_path: Path) -> None:
             runner = SimpleNamespace(
                 plan=SimpleNamespace(node=lambda h: plan, health={"stack_budget": 5.0}),
                 transport=transport,
-                record=SimpleNamespace(root=root, run_id="r1", update_state=lambda **k: None),
+                record=RunRecord(root),
                 nodes={"n1": SimpleNamespace(lost=False, last_heard=time.time())},
                 watcher=SimpleNamespace(explain_hang=lambda dumps: None, stragglers=["n1"]),
                 lock=threading.Lock(),
