@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from launcher.errors import ExitCode
+
 Format = Literal["alpaca", "sharegpt"]
 
 USER_SIDE = {"human", "user", "observation", "tool"}
@@ -57,8 +59,8 @@ class DataReport:
     def exit_code(self) -> int:
         """0 all good · 1 some records are bad · 2 the file itself is unusable or empty (bad input)."""
         if self.error is not None:
-            return 2
-        return 0 if self.ok else 1
+            return ExitCode.BAD_INPUT
+        return ExitCode.OK if self.ok else ExitCode.FAILED
 
     def to_json(self) -> str:
         data = asdict(self)

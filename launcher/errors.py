@@ -23,7 +23,10 @@ class ExitCode(IntEnum):
 
 
 class RlaunchError(Exception):
-    """An expected failure: one message (one line per node where nodes differ) and the exit code to leave with."""
+    """An expected failure: one message (one line per node where nodes differ) and the exit code to leave with.
+
+    A verb that has already shown its verdict (a summary table, `FAILED in 9.1 s: …`) raises its error with no
+    message: the CLI's `guarded` then leaves with the code and prints nothing more."""
 
     code: ExitCode = ExitCode.INFRA
 
@@ -56,3 +59,21 @@ class Interrupted(RlaunchError):
     """Ctrl-C or SIGTERM; the job was stopped on every node (exit 130)."""
 
     code = ExitCode.INTERRUPTED
+
+
+def error_for(code: int, message: str = "") -> RlaunchError | None:
+    """The typed error a verdict's exit code stands for (None for ok): an `Outcome.code` or a report's
+    `exit_code` becomes a JobFailed, BadInput, Infra or Interrupted, never a bare `sys.exit(code)`."""
+    if code == ExitCode.OK:
+        return None
+    kind = next((k for k in (JobFailed, BadInput, Infra, Interrupted) if k.code == code), None)
+    if kind is None:
+        raise ValueError(f"exit code {code} is not defined in launcher/errors.py")
+    return kind(message)
+
+
+def raise_for(code: int, message: str = "") -> None:
+    """Raise the typed error for `code` unless it is ok (see `error_for`)."""
+    error = error_for(code, message)
+    if error is not None:
+        raise error

@@ -13,7 +13,7 @@ from typing import Any
 import hostlist
 
 from cluster.inventory import Inventory
-from cluster.transport import GroupResult, Result, Transport, make_transport
+from cluster.transport import TIMEOUT, GroupResult, Result, Transport, make_transport
 from launcher import nodecall
 from launcher.errors import BadInput, ExitCode
 
@@ -66,7 +66,7 @@ def exec_all(
 def exec_code(group: GroupResult) -> ExitCode:
     """3 when a node could not be reached (or the command not started), else 1 when any node failed or timed out."""
     failed = group.failed.values()
-    if any(r.error and "timed out" not in r.error for r in failed):
+    if any(r.error and r.failure != TIMEOUT for r in failed):
         return ExitCode.INFRA
     return ExitCode.FAILED if failed else ExitCode.OK
 

@@ -204,11 +204,9 @@ class Policy:
         recent restarts happened (node ledger, any run), on the same clock as `now`. `stop_requested`: someone ran
         `rlaunch stop` (docs/preemption.md): the job's exit is the answer to that, never restarted."""
         last = history[-1]
-        if last.code == 0:
+        if last.code == ExitCode.OK:
             return Decision(False, "succeeded", None, "succeeded")
-        if last.code == int(
-            ExitCode.INTERRUPTED
-        ):  # stopped on request (`rlaunch down`, Ctrl-C): never restarted
+        if last.code == ExitCode.INTERRUPTED:  # stopped on request (`rlaunch down`, Ctrl-C): never restarted
             return Decision(False, "stopped", None, "stopped on request")
         kind = kind_of(last.root_cause)
         code = exit_code_of(last.root_cause, last.nodes)

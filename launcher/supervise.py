@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from launcher.errors import ExitCode
+from launcher.errors import ExitCode, Infra, Interrupted, JobFailed, RlaunchError, raise_for
 from launcher.records import RunRecord
 from launcher.states import RunState, is_active
 
@@ -156,8 +156,9 @@ def _log(text: str) -> None:
     sys.stderr.flush()
 
 
-def run(run_id: str) -> int:
-    """Supervise the run until it ends (or SIGTERM, which tears it down). Returns the run's exit code."""
+def run(run_id: str) -> None:
+    """Supervise the run until it ends (or SIGTERM, which tears it down). A run that did not succeed raises its
+    verdict as a typed error (launcher/errors.py): JobFailed, Infra (a lost node) or Interrupted."""
     from cluster.transport import make_transport
     from launcher import plan as planning
     from launcher.run.attempt import LaunchError, Runner
@@ -169,11 +170,11 @@ def run(run_id: str) -> int:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         _log("another supervisor holds this run; exiting")
-        return ExitCode.OK
+        return
     state = record.read_state()
     if not is_active(state.get("state")):
         _log(f"run is {state.get('state')}: nothing to supervise")
-        return ExitCode.OK
+        return
     record.update_state(
         supervisor_pid=os.getpid(),
         supervisor_starttime=_starttime(os.getpid()),
@@ -219,7 +220,7 @@ def run(run_id: str) -> int:
     except (LaunchError, planning.PlanError) as exc:
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
         _log(f"failed: {exc}")
-        return ExitCode.FAILED
+        raise JobFailed(str(exc)) from exc
     finally:
         finished.set()
         saver.join(timeout=5)
@@ -228,7 +229,7 @@ def run(run_id: str) -> int:
                 record.update_state(offsets=current[-1].offsets(), offsets_plan=current[-1].plan.run_id)
         record.close()
     _log(f"run ended: code {outcome.code}: {outcome.summary}")
-    return outcome.code
+    raise_for(outcome.code, outcome.summary)
 
 
 def watch_plan(plan_json: dict[str, Any]) -> Any:
@@ -335,6 +336,7 @@ def tail_record(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The supervisor process: its exit code is the run's verdict, by the type of error `run` raised."""
     args = list(sys.argv[1:] if argv is None else argv)
     daemon = "--daemon" in args
     args = [a for a in args if a != "--daemon"]
@@ -364,14 +366,17 @@ def main(argv: list[str] | None = None) -> int:
 
     sigterm_interrupts(daemon=daemon)
     try:
-        return run(run_id)
-    except KeyboardInterrupt:
-        return ExitCode.INTERRUPTED
+        run(run_id)
+    except RlaunchError as exc:
+        return exc.code
+    except KeyboardInterrupt:  # SIGTERM (`rlaunch down`) before the run loop took over its teardown
+        return Interrupted.code
     except Exception:
         import traceback
 
         _log("supervisor crashed:\n" + traceback.format_exc())
-        return ExitCode.INFRA
+        return Infra.code
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

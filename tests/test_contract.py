@@ -719,3 +719,137 @@ def test_slurm_fan_out_is_one_job_step_per_call() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert imported <= set(sys.stdlib_module_names), imported
+
+
+def _head_modules() -> list[Path]:
+    """launcher/ as the head runs it: not launcher/node/ (pushed to the nodes, its own exit statuses) nor
+    launcher/jobs/ (wrappers that run as the job)."""
+    skip = {"node", "jobs"}
+    return [p for p in sorted((ROOT / "launcher").rglob("*.py")) if not skip & set(p.relative_to(ROOT).parts)]
+
+
+def test_verbs_leave_only_through_the_one_mapping() -> None:
+    """A verb raises a typed error and the CLI's `guarded` leaves with its code (`_leave`): no `sys.exit(...)` or
+    `os._exit(...)` anywhere else on the head but the supervisor's process entry (`sys.exit(main())`) and its
+    fork's parent."""
+    allowed = {
+        ("launcher/cli/app.py", "sys.exit(error.code)"),
+        ("launcher/supervise.py", "sys.exit(main())"),
+        ("launcher/supervise.py", "os._exit(ExitCode.OK)"),
+    }
+    found = set()
+    for path in _head_modules():
+        rel = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text())):
+            func = node.func if isinstance(node, ast.Call) else None
+            if isinstance(func, ast.Attribute) and (ast.unparse(func) in ("sys.exit", "os._exit")):
+                found.add((rel, ast.unparse(node)))
+    assert found == allowed, sorted(found - allowed)
+
+
+def test_codes_returned_as_verdicts_are_named() -> None:
+    """What stands for an exit code (a report's `exit_code`, `fleet.exec_code`, anything `-> ExitCode`) returns
+    launcher/errors.py's names, never `return 1 if failed else 0`: `raise_for` and a reader must see the code."""
+    found = []
+    for path in _head_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            returns = ast.unparse(node.returns) if node.returns else ""
+            if not (node.name.endswith(("exit_code", "exec_code")) or returns == "ExitCode"):
+                continue
+            for ret in ast.walk(node):
+                if isinstance(ret, ast.Return) and ret.value is not None:
+                    literal = [
+                        c for c in ast.walk(ret.value) if isinstance(c, ast.Constant) and type(c.value) is int
+                    ]
+                    if literal:
+                        found.append(f"{path.relative_to(ROOT)}:{ret.lineno}: {ast.unparse(ret)}")
+    assert found == []
+
+
+def test_every_error_class_is_raised_and_its_code_maps_back() -> None:
+    """Each error class of launcher/errors.py is made somewhere on the head (raised, or handed to `guarded`'s
+    `_leave`), and `error_for(code)` gives back exactly that class: no class declared and never used, no code
+    `raise_for` cannot turn into its type."""
+    import launcher.errors as errors
+
+    classes = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, RlaunchError) and value is not RlaunchError
+    }
+    assert classes == {"BadInput", "Infra", "JobFailed", "Interrupted"}
+    made = set()
+    for path in _head_modules():
+        if path.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
+                made.add(node.func.id)
+    assert made == classes, f"never raised: {sorted(classes - made)}"
+    for name in classes:
+        error = errors.error_for(getattr(errors, name).code, "why")
+        assert type(error) is getattr(errors, name) and str(error) == "why"
+    assert errors.error_for(ExitCode.OK) is None
+    errors.raise_for(ExitCode.OK)
+    try:
+        errors.raise_for(ExitCode.INTERRUPTED)
+    except errors.Interrupted as exc:
+        assert exc.code == ExitCode.INTERRUPTED and str(exc) == ""
+    else:
+        raise AssertionError("raise_for(130) raised nothing")
+
+
+def test_exit_codes_are_caught_by_type_not_compared() -> None:
+    """`exc.code == 3`, `outcome.code != 0`: our codes are compared by name (ExitCode) or caught by type, never
+    against a number (launcher/health/ and launcher/node/ compare a process's own exit status, not ours)."""
+    found = []
+    for path in _head_modules():
+        if "health" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            named = any(isinstance(s, ast.Attribute) and s.attr == "code" for s in sides)
+            number = any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides)
+            if named and number:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
+def test_the_cli_shell_maps_each_error_type_to_its_code(tmp_path: Path) -> None:
+    """`guarded`, the one mapping: each typed error leaves with its code and one line, an error raised with no
+    message (the verb printed its verdict) with the code alone; Ctrl-C is Interrupted (130)."""
+    import click
+    from click.testing import CliRunner
+
+    from launcher.cli.app import guarded
+    from launcher.errors import Interrupted
+
+    cases: dict[str, BaseException] = {
+        "job": JobFailed(""),
+        "bad": BadInput("cluster.yaml:3: nodes: empty"),
+        "infra": Infra("node2: unreachable"),
+        "stopped": Interrupted(""),
+        "ctrl-c": KeyboardInterrupt(),
+    }
+
+    @click.command()
+    @click.argument("case")
+    @guarded
+    def verb(case: str) -> None:
+        raise cases[case]
+
+    runner = CliRunner()
+    got = {case: runner.invoke(verb, [case]) for case in cases}
+    assert {case: r.exit_code for case, r in got.items()} == {
+        "job": 1,
+        "bad": 2,
+        "infra": 3,
+        "stopped": 130,
+        "ctrl-c": 130,
+    }
+    assert got["job"].output == "" and got["stopped"].output == ""
+    assert "cluster.yaml:3: nodes: empty" in got["bad"].output and "interrupted" in got["ctrl-c"].output

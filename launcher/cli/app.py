@@ -21,15 +21,7 @@ import click
 from cluster.inventory import Inventory, InventoryError, Overrides, load_inventory
 from cluster.transport import TransportError
 from launcher import __version__
-from launcher.errors import BadInput, ExitCode, RlaunchError
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = (
-    ExitCode.OK,
-    ExitCode.FAILED,
-    ExitCode.BAD_INPUT,
-    ExitCode.INFRA,
-    ExitCode.INTERRUPTED,
-)
+from launcher.errors import BadInput, Infra, Interrupted, RlaunchError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,11 +30,13 @@ class UserError(BadInput):
     """Bad input discovered outside the inventory loader (exit 2)."""
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+def _leave(error: RlaunchError) -> NoReturn:
+    """Print the error's line (none when the verb has shown its verdict already) and exit with its code."""
     from launcher.render import err
 
-    err.print(f"[bold red]rlaunch: error:[/] {message}", markup=True, highlight=False)
-    sys.exit(code)
+    if str(error):
+        err.print(f"[bold red]rlaunch: error:[/] {_escape(str(error))}", markup=True, highlight=False)
+    sys.exit(error.code)
 
 
 def _status(text: str) -> None:
@@ -70,28 +64,23 @@ def guarded(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        # The one place where failures become exit codes (launcher/errors.py defines them).
+        # The one place where failures become exit codes: every verb raises a typed error (launcher/errors.py, its
+        # code by type), the layers below `launcher/` theirs, mapped here; a verb never calls sys.exit itself.
         except RlaunchError as exc:
-            fail(_escape(str(exc)), exc.code)
-        except InventoryError as exc:
-            fail(_escape(str(exc)), EXIT_BAD_INPUT)
+            _leave(exc)
+        except (InventoryError, FileNotFoundError) as exc:
+            _leave(BadInput(str(exc)))
         except TransportError as exc:
-            fail(_escape(str(exc)), EXIT_INFRA)
+            _leave(Infra(str(exc)))
         except KeyboardInterrupt:
-            fail("interrupted", EXIT_INTERRUPTED)
-        except FileNotFoundError as exc:
-            fail(_escape(str(exc)), EXIT_BAD_INPUT)
-        except click.exceptions.Exit:
-            raise
-        except (click.ClickException, click.exceptions.Abort, SystemExit):
+            _leave(Interrupted("interrupted"))
+        except (click.ClickException, click.exceptions.Abort, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # a bug: keep the traceback out of the user's face, but keep it
             from launcher.records import write_crash_report
 
             crash = write_crash_report(traceback.format_exc())
-            fail(
-                f"internal error: {type(exc).__name__}: {_escape(str(exc))} (details in {crash})", EXIT_INFRA
-            )
+            _leave(Infra(f"internal error: {type(exc).__name__}: {exc} (details in {crash})"))
 
     return wrapper  # type: ignore[return-value]
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from launcher.cli.app import EXIT_FAILED, EXIT_INFRA, EXIT_OK, _status, guarded, main, next_commands
+from launcher.cli.app import _status, guarded, main, next_commands
 from launcher.cli.run import _event_printer, _line_printer
+from launcher.errors import Infra, JobFailed
 from launcher.states import is_active
 
 
@@ -36,18 +35,19 @@ def attach(run_id: str | None, as_json: bool, from_start: bool) -> None:
     except KeyboardInterrupt:
         _status(f"detached from run {record.run_id}; it goes on")
         _status(next_commands(record.run_id, active=True))
-        sys.exit(EXIT_OK)
+        return
     if is_active(state.get("state")):
         _status(
             f"run {record.run_id}: its supervisor is gone; `rlaunch supervise {record.run_id}` restores it"
         )
-        sys.exit(EXIT_INFRA)
+        raise Infra("")
     _status(
         f"run {record.run_id}: {state.get('state')}"
         + (f" — {state['summary']}" if state.get("summary") else "")
     )
     _status(next_commands(record.run_id))
-    sys.exit(EXIT_OK if state.get("state") == "succeeded" else EXIT_FAILED)
+    if state.get("state") != "succeeded":
+        raise JobFailed("")
 
 
 @main.command()
@@ -67,7 +67,7 @@ def supervise(run_id: str | None) -> None:
         pid, started = sup.ensure(record.root)
     except RuntimeError as exc:
         click.echo(f"rlaunch: {exc}", err=True)
-        sys.exit(EXIT_INFRA)
+        raise Infra("") from None
     if pid is None:
         _status(f"run {record.run_id} is not an active detached run: nothing to supervise")
     elif started:

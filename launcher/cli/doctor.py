@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from importlib import resources
 
 import click
 
 from cluster.inventory import local_only
-from launcher.cli.app import (
-    EXIT_FAILED,
-    EXIT_INFRA,
-    EXIT_OK,
-    UserError,
-    guarded,
-    inventory_options,
-    load,
-    main,
-)
+from launcher.cli.app import UserError, guarded, inventory_options, load, main
+from launcher.errors import ExitCode, Infra, JobFailed, raise_for
 
 
 def facts_script() -> bytes:
@@ -74,9 +65,10 @@ def doctor(
     else:
         _render(report)
     if report.ok:
-        sys.exit(EXIT_OK)
-    only_unreachable = all(c.name == "reachable" for c in report.errors)
-    sys.exit(EXIT_INFRA if only_unreachable else EXIT_FAILED)
+        return
+    if all(c.name == "reachable" for c in report.errors):
+        raise Infra("")
+    raise JobFailed("")
 
 
 def _render(report) -> None:
@@ -128,14 +120,15 @@ def data_check(file: str, fmt: str | None, as_json: bool) -> None:
     from launcher.data import check_dataset
 
     if file.endswith((".yaml", ".yml")):
-        sys.exit(_check_yaml_datasets(file, as_json))
+        raise_for(_check_yaml_datasets(file, as_json))
+        return
     report = check_dataset(file, fmt)  # type: ignore[arg-type]
     if as_json:
         click.echo(report.to_json())
     else:
         for line in report.lines():
             click.echo(line)
-    sys.exit(report.exit_code)
+    raise_for(report.exit_code)
 
 
 def _check_yaml_datasets(file: str, as_json: bool) -> int:
@@ -159,4 +152,4 @@ def _check_yaml_datasets(file: str, as_json: bool) -> int:
                 click.echo(line)
         for note in notes:
             click.echo(note)
-    return max((r.exit_code for r in reports), default=0)
+    return max((r.exit_code for r in reports), default=ExitCode.OK)

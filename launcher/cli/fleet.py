@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
 from launcher.cli.app import guarded, inventory_options, load, main
+from launcher.errors import Infra, raise_for
 
 
 @main.command(name="exec")
@@ -59,7 +59,8 @@ def exec_(
     code = fleet.exec_code(group)
     if as_json:
         click.echo(json.dumps(fleet.exec_json(group)))
-        sys.exit(code)
+        raise_for(code)
+        return
     if collate:
         for hosts, text in fleet.collate(group):
             click.echo("-" * 16 + f"\n{terminal_text(hosts)}\n" + "-" * 16)
@@ -75,7 +76,7 @@ def exec_(
             why = terminal_text(r.error or f"exit {r.exit_code}")
             click.echo(click.style(f"{host}: ", fg="red") + why, err=True)
     click.echo(click.style("rlaunch: ", bold=True) + terminal_text(fleet.summary_line(group)), err=True)
-    sys.exit(code)
+    raise_for(code)  # a node unreachable: Infra; a node failed or timed out: JobFailed
 
 
 @main.command()
@@ -103,7 +104,6 @@ def gc(
     run id. Exit: 0 done · 2 bad input · 3 a node unreachable or a directory could not be removed
     """
     from launcher import fleet
-    from launcher.errors import ExitCode
     from launcher.render import terminal_text
 
     inv = load(inventory, hostfile, from_slurm)
@@ -120,7 +120,8 @@ def gc(
             click.echo(terminal_text(line))  # run names and errors are the node's words
             for error in g.errors:
                 click.echo(click.style(f"{host}: ", fg="red") + terminal_text(error), err=True)
-    sys.exit(ExitCode.INFRA if any(g.errors for g in done.values()) else ExitCode.OK)
+    if any(g.errors for g in done.values()):
+        raise Infra("")
 
 
 @main.command()
@@ -139,7 +140,7 @@ def sync(inventory: str, hostfile: str | None, from_slurm: bool, nodes: str | No
     from cluster.transport import make_transport
     from launcher import fleet
     from launcher import sync as syncing
-    from launcher.errors import BadInput, ExitCode
+    from launcher.errors import BadInput
     from launcher.render import terminal_text
 
     inv = load(inventory, hostfile, from_slurm)
@@ -164,4 +165,5 @@ def sync(inventory: str, hostfile: str | None, from_slurm: bool, nodes: str | No
                 click.echo(
                     f"{host}: sent {n.sent_files} files ({n.sent_bytes / 1e6:.2f} MB), deleted {n.deleted}"
                 )
-    sys.exit(ExitCode.INFRA if any(n.error for n in result.nodes.values()) else ExitCode.OK)
+    if any(n.error for n in result.nodes.values()):
+        raise Infra("")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from launcher.cli.app import EXIT_OK, UserError, guarded, main
+from launcher.cli.app import UserError, guarded, main
 from launcher.errors import Infra
 
 
@@ -153,7 +152,6 @@ def nodes(as_json: bool, clear: str | None, window: float | None, drain_at: int 
         ],
         title="node ledger",
     )
-    sys.exit(EXIT_OK)
 
 
 def goodput_line(data: dict) -> str:

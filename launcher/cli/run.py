@@ -12,12 +12,8 @@ from typing import Any
 import click
 
 from launcher.cli.app import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
-    EXIT_OK,
     UserError,
     _status,
-    fail,
     guarded,
     inventory_options,
     load,
@@ -26,7 +22,7 @@ from launcher.cli.app import (
     override_options,
     overrides_of,
 )
-from launcher.errors import ExitCode
+from launcher.errors import ExitCode, Infra, JobFailed, raise_for
 from launcher.states import is_active
 
 # Distinct colours per node make interleaved logs readable; plain text when not a terminal.
@@ -129,7 +125,6 @@ def up(
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
     from launcher import lifecycle, records
-    from launcher.run.attempt import LaunchError
     from launcher.run.signals import interrupt_once
 
     inv = load(inventory, hostfile, from_slurm, overrides_of(env_items, nproc_per_node, job_args))
@@ -147,20 +142,17 @@ def up(
             _status(f"run {run_id} · " + next_commands(run_id, active=True))
         _status(text)
 
-    try:
-        run_id, outcome = lifecycle.up(
-            inv,
-            detach=detach,
-            force=force,
-            on_line=(lambda h, r, t: None) if quiet else printer,
-            on_event=None if as_json else _event_printer,
-            on_status=on_status,
-            doctor=doctor,
-            ranks=ranks,
-            run_id=run_id,
-        )
-    except LaunchError as exc:
-        fail(str(exc).replace("[", r"\["), exc.code)
+    run_id, outcome = lifecycle.up(
+        inv,
+        detach=detach,
+        force=force,
+        on_line=(lambda h, r, t: None) if quiet else printer,
+        on_event=None if as_json else _event_printer,
+        on_status=on_status,
+        doctor=doctor,
+        ranks=ranks,
+        run_id=run_id,
+    )
     if detach:
         _status(outcome.summary)
         _status(next_commands(run_id, active=True))
@@ -191,7 +183,7 @@ def up(
         summary_table(
             rows, ["node", "state", "exit_code", "signal", "seconds", "lost"], title=f"run {run_id}"
         )
-        _status(finish_line(outcome.code == EXIT_OK, time.time() - started, outcome.summary))
+        _status(finish_line(outcome.code == ExitCode.OK, time.time() - started, outcome.summary))
         if goodput:
             from launcher.cli.nodes import goodput_line
 
@@ -203,7 +195,7 @@ def up(
         _status(next_commands(run_id))
         if outcome.stopped_by:  # which restart rule ended the run (docs/restarts.md): the last line
             _status(outcome.stopped_by)
-    sys.exit(outcome.code)
+    raise_for(outcome.code)  # a failed job: JobFailed; Ctrl-C or SIGTERM: Interrupted; a lost node: Infra
 
 
 def finish_line(ok: bool, seconds: float, summary: str) -> str:
@@ -266,7 +258,8 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
             click.echo(f"{host}: {unclean.get(host) or reply.state or 'stopped'}")
         _status(f"run {rid} stopped" + (f"; not clean: {', '.join(sorted(unclean))}" if unclean else ""))
         _status(next_commands(rid))
-    sys.exit(ExitCode.INFRA if unclean else ExitCode.OK)
+    if unclean:
+        raise Infra("")
 
 
 def _seconds(text: str) -> float:
@@ -314,7 +307,8 @@ def stop(run_id: str | None, save: bool, deadline: str, requeue: bool | None, as
         _status(f"run {result['run_id']}: {result['summary']} ({result['seconds']:.1f} s)")
         if result.get("requeue") and not result["requeue"].get("ok", True):
             _status(f"requeue failed: {result['requeue']['error']}")
-    sys.exit(ExitCode.OK if result["saved"] else ExitCode.FAILED)
+    if not result["saved"]:
+        raise JobFailed("")
 
 
 STATUS_OK = ("running", "succeeded", "starting")
@@ -374,7 +368,8 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
             from launcher.render import out
 
             out.print(_status_view(info))
-    sys.exit(EXIT_OK if info.get("state") in STATUS_OK else EXIT_FAILED)
+    if info.get("state") not in STATUS_OK:
+        raise JobFailed("")
 
 
 def _watch(run_id: str | None, interval: float) -> dict[str, Any]:
@@ -536,7 +531,7 @@ def logs(
         _classify(file, as_json)
         return
     if file:
-        fail(f"unexpected argument {file!r} (did you mean `rlaunch logs classify {file}`?)", EXIT_BAD_INPUT)
+        raise UserError(f"unexpected argument {file!r} (did you mean `rlaunch logs classify {file}`?)")
     from launcher import lifecycle
     from launcher.render import terminal_text
 
@@ -544,7 +539,7 @@ def logs(
         try:
             re.compile(grep)
         except re.error as exc:
-            fail(f"--grep: invalid regular expression: {exc}", EXIT_BAD_INPUT)
+            raise UserError(f"--grep: invalid regular expression: {exc}") from None
     ago, at = parse_since(since) if since is not None else (None, None)
     read = lifecycle.read_log_lines(
         run_id, node=node, grep=grep, rank=rank, tail=tail, since=at, ago=ago, follow=follow
@@ -598,15 +593,15 @@ def _classify(file: str | None, as_json: bool) -> None:
     from launcher.render import terminal_text
 
     if not file:
-        fail("usage: rlaunch logs classify FILE [--json]", EXIT_BAD_INPUT)
+        raise UserError("usage: rlaunch logs classify FILE [--json]")
     try:
         flags = classify_file(file)
     except FileNotFoundError:
-        fail(f"{file}: file not found", EXIT_BAD_INPUT)
+        raise UserError(f"{file}: file not found") from None
     except IsADirectoryError:
-        fail(f"{file}: is a directory", EXIT_BAD_INPUT)
+        raise UserError(f"{file}: is a directory") from None
     except OSError as exc:
-        fail(f"{file}: cannot read: {exc.strerror or exc}", EXIT_BAD_INPUT)
+        raise UserError(f"{file}: cannot read: {exc.strerror or exc}") from None
     for flag in flags:
         data = {"line": flag.line, "category": flag.category, "severity": flag.severity, "text": flag.text}
         if as_json:
@@ -618,4 +613,5 @@ def _classify(file: str | None, as_json: bool) -> None:
                 + click.style(f"{flag.severity} {flag.category}", fg=color)
                 + f": {terminal_text(flag.text)}"
             )
-    sys.exit(EXIT_FAILED if any(f.severity == "fatal" for f in flags) else EXIT_OK)
+    if any(f.severity == "fatal" for f in flags):
+        raise JobFailed("")

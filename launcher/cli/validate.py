@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
 from cluster.inventory import local_only
-from launcher.cli.app import EXIT_INFRA, UserError, guarded, inventory_options, load, main
+from launcher.cli.app import UserError, guarded, inventory_options, load, main
+from launcher.errors import ExitCode, raise_for
 
 
 def parse_tolerances(pairs: tuple[str, ...]) -> dict:
@@ -154,11 +154,11 @@ def validate(
     if prom:
         report.write_prometheus(Path(prom), run.stages)
     if save_baseline:
-        if run.exit_code == 0:
+        if run.exit_code == ExitCode.OK:
             baselines.save_baseline(Path(save_baseline), run.metrics)
             err.print(f"baseline: {len(run.metrics)} metrics written to {save_baseline}", markup=False)
         else:
             err.print("baseline: not written, the run did not pass", markup=False)
     if run.unreachable:
         err.print(f"unreachable: {', '.join(run.unreachable)}", markup=False, highlight=False)
-    sys.exit(EXIT_INFRA if run.unreachable else run.exit_code)
+    raise_for(run.exit_code)  # unreachable nodes: Infra; a failed check: JobFailed

@@ -133,13 +133,15 @@ def execute(ctx: RunContext) -> Outcome:
             )
         finally:
             runner.detach_followers()
-        if outcome.code != 0:
+        if outcome.code != EXIT_OK:
             runner.collect_artifacts()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         failed_node = (outcome.root_cause or {}).get("node")
         # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
         stop_requested = bool(record.read_state().get("stop_requested"))
-        cause = ledger.node_fault(outcome.root_cause) if outcome.code != 0 and not stop_requested else None
+        cause = (
+            ledger.node_fault(outcome.root_cause) if outcome.code != EXIT_OK and not stop_requested else None
+        )
         if cause and failed_node:
             ledger.append([ledger.strike(failed_node, record.run_id, cause, outcome.root_cause or {})])
         # The latest complete checkpoint now: what a restart resumes from, and what the no-progress breaker

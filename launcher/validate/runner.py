@@ -18,7 +18,7 @@ from typing import Any
 
 from cluster.inventory import Inventory, from_mapping
 from launcher import lifecycle, records
-from launcher.errors import BadInput
+from launcher.errors import BadInput, ExitCode
 from launcher.run.attempt import LaunchError
 from launcher.validate.checks import Record, parse_allreduce, parse_probe
 
@@ -51,7 +51,7 @@ class WorkloadResult:
 
     @property
     def ok(self) -> bool:
-        return self.code == 0
+        return self.code == ExitCode.OK
 
     @property
     def probe(self) -> list[Record]:

@@ -98,7 +98,7 @@ class ValidationRun:
     def exit_code(self) -> int:
         if self.unreachable:
             return EXIT_INFRA
-        return 1 if any(s.failed for s in self.stages) else 0
+        return ExitCode.FAILED if any(s.failed for s in self.stages) else ExitCode.OK
 
 
 def stages_to_run(stage: str, only: bool) -> list[str]:
