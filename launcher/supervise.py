@@ -160,8 +160,10 @@ def run(run_id: str) -> int:
     """Supervise the run until it ends (or SIGTERM, which tears it down). Returns the run's exit code."""
     from cluster.transport import make_transport
     from launcher import plan as planning
-    from launcher.run.attempt import LaunchError, Runner
-    from launcher.run.loop import RunContext, execute, open_run
+    from launcher.errors import LaunchError
+    from launcher.records import open_run
+    from launcher.run.attempt import Runner
+    from launcher.run.loop import RunContext, execute
 
     record, inv, plan_json = open_run(run_id)
     lock_fd = os.open(record.root / SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)

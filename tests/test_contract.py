@@ -719,3 +719,52 @@ def test_slurm_fan_out_is_one_job_step_per_call() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert imported <= set(sys.stdlib_module_names), imported
+
+
+def test_status_and_down_start_without_the_health_rules(tmp_path: Path) -> None:
+    """`rlaunch status` and `rlaunch down` read a run record and ask the guards; they watch no log, so neither
+    they nor `import launcher.cli` build the health rule table (launcher/health/rules.py, the largest start-up
+    cost) or import the run loop that applies it: only `up`, `supervise` and `logs` (for flags) do. Checked in a
+    fresh interpreter by what it imported, never by a time."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from cluster.inventory import from_mapping
+    from launcher import records
+    from launcher.states import RunState
+
+    home = tmp_path / "home"
+    record = records.RunRecord.create("r-quiet", {"nodes": []}, base=home)
+    inv = from_mapping(
+        {"nodes": [{"host": "n1", "gpus": 0}], "job": {"kind": "command", "command": ["true"]}}
+    )
+    records.write_atomic(record.inventory_path, inv.model_dump_json())
+    records.write_atomic(record.targets_path(), "[]")  # no node left to stop: `down` asks nobody
+    record.set_state(RunState.SUCCEEDED, reason="done")
+    heavy = ("launcher.health.rules", "launcher.health.watch", "launcher.run.attempt", "launcher.run.loop")
+    code = (
+        "import json, sys\n"
+        "import launcher.cli\n"
+        "from launcher.cli import main\n"
+        "codes, seen = [], {'import': sorted(m for m in HEAVY if m in sys.modules)}\n"
+        "for verb in (['status', 'r-quiet'], ['down', 'r-quiet']):\n"
+        "    try:\n"
+        "        main(verb, standalone_mode=False)\n"
+        "    except SystemExit as exc:\n"
+        "        codes.append(exc.code)\n"
+        "    seen[verb[0]] = sorted(m for m in HEAVY if m in sys.modules)\n"
+        "import launcher.run.loop\n"  # the control: `up`'s import brings every one of them
+        "seen['control'] = sorted(m for m in HEAVY if m in sys.modules)\n"
+        "print(json.dumps({'codes': codes, 'seen': seen}))\n"
+    ).replace("HEAVY", repr(heavy))
+    env = {**os.environ, "RLAUNCH_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["codes"] == [ExitCode.OK, ExitCode.OK], proc.stdout + proc.stderr
+    assert "run r-quiet: succeeded" in proc.stdout and "run r-quiet stopped" in proc.stderr
+    assert result["seen"] == {"import": [], "status": [], "down": [], "control": sorted(heavy)}

@@ -129,7 +129,7 @@ def up(
     Exit: 0 succeeded · 1 job failed · 2 bad input · 3 infrastructure (unreachable node, lost link) · 130 interrupted
     """
     from launcher import lifecycle, records
-    from launcher.run.attempt import LaunchError
+    from launcher.errors import LaunchError
     from launcher.run.signals import interrupt_once
 
     inv = load(inventory, hostfile, from_slurm, overrides_of(env_items, nproc_per_node, job_args))

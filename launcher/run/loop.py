@@ -63,13 +63,6 @@ class RunContext:
     )
 
 
-def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str, Any]]:
-    """A run's record, the inventory it was started from, and its current plan (plan.json)."""
-    record = records.RunRecord.open(run_id)
-    inv = Inventory.model_validate_json(record.inventory_path.read_text())
-    return record, inv, record.plan_json()
-
-
 def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
     """The current attempt's node targets (what down/status/follow talk to), and each attempt's (what `logs`
     reads every line from)."""
