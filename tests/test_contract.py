@@ -768,3 +768,21 @@ def test_status_and_down_start_without_the_health_rules(tmp_path: Path) -> None:
     assert result["codes"] == [ExitCode.OK, ExitCode.OK], proc.stdout + proc.stderr
     assert "run r-quiet: succeeded" in proc.stdout and "run r-quiet stopped" in proc.stderr
     assert result["seen"] == {"import": [], "status": [], "down": [], "control": sorted(heavy)}
+
+
+def test_the_node_path_rule_has_one_home() -> None:
+    """push.py's `unsafe_path` (every directory owned by us or root, not writable by others) is the one rule for the
+    run directory, doctor's write probes and the checkpoint a restart resumes from: ckpt.py and facts.py define no
+    walk of their own, and ckpt.py is sent with exactly the node modules it imports (launcher/run/loop.py
+    CKPT_MODULES), as facts.py is with gather.PROBE_MODULES."""
+    from launcher.run.loop import CKPT_MODULES
+
+    node = ROOT / "launcher" / "node"
+    for name in ("ckpt.py", "facts.py"):
+        text = (node / name).read_text()
+        assert "def unsafe_path" not in text and "os.lstat(" not in text, name
+    siblings = {p.stem for p in node.glob("*.py")}
+    imported = imported_modules(node / "ckpt.py") & siblings
+    assert {f"{m}.py" for m in imported} == set(CKPT_MODULES) == {"push.py"}
+    loop = (ROOT / "launcher" / "run" / "loop.py").read_text()
+    assert 'with_modules(nodecall.node_script("ckpt.py"), "ckpt.py", CKPT_MODULES)' in loop

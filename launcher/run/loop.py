@@ -347,6 +347,11 @@ def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptRes
     return sorted(out, key=lambda a: a.attempt)
 
 
+# Node modules ckpt.py imports, sent with it (each becomes a module of that name before ckpt.py runs): push.py's
+# path rule, the one rule for every directory the job's files come from (docs/security.md).
+CKPT_MODULES = ("push.py",)
+
+
 def find_checkpoint(
     inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
 ) -> str | None:
@@ -359,7 +364,7 @@ def find_checkpoint(
         transport,
         master.host,
         master.python,
-        nodecall.node_script("ckpt.py"),
+        nodecall.with_modules(nodecall.node_script("ckpt.py"), "ckpt.py", CKPT_MODULES),
         inv.job.checkpoint_dir,
         str(plan.world_size),
         timeout=60,
