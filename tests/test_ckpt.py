@@ -84,3 +84,30 @@ def test_a_checkpoint_dir_others_can_write_is_never_resumed_from(tmp_path: Path)
         assert "owned by you or root and not group/world-writable" in reply["refused"], reply
     root.chmod(0o700)
     assert latest(root, 2)["latest"] == str(root / "checkpoint-4")  # the same tree, once only we can write it
+
+
+def test_find_checkpoint_runs_ckpt_py_with_its_rule_on_the_node(tmp_path: Path) -> None:
+    """The restart path's own call (launcher/run/loop.py find_checkpoint) over a real local transport: ckpt.py
+    reaches the node with push.py and answers; an open checkpoint_dir is refused, never resumed from."""
+    from cluster.inventory import from_mapping
+    from cluster.transport import make_transport
+    from launcher import plan as planning
+    from launcher.run.loop import find_checkpoint
+
+    root = tmp_path / "ck"
+    hf_checkpoint(root, 6, 1)
+    (root / "checkpoint-6" / "rng_state.pth").write_bytes(b"x")  # one process: rng_state.pth
+    inv = from_mapping(
+        {
+            "transport": "local",
+            "nodes": [{"host": "n1", "address": "127.0.0.1", "gpus": 0}],
+            "workdir": str(tmp_path / "work"),
+            "python": sys.executable,
+            "job": {"kind": "command", "command": ["true"], "checkpoint_dir": str(root)},
+        }
+    )
+    plan = planning.build_plan(inv, run_id="r-ck", sources=planning.load_sources(inv), head_env={})
+    with make_transport(inv) as transport:
+        assert find_checkpoint(inv, plan, transport) == str(root / "checkpoint-6")
+        root.chmod(0o777)
+        assert find_checkpoint(inv, plan, transport) is None
