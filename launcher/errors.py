@@ -77,3 +77,29 @@ def raise_for(code: int, message: str = "") -> None:
     error = error_for(code, message)
     if error is not None:
         raise error
+
+
+class LaunchError(RlaunchError):
+    """Nothing was started (or everything started was stopped again), one line per node: infrastructure (exit 3);
+    input that cannot work is its subclass LaunchRefused (exit 2). The code comes with the type, never an argument.
+
+    `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
+    could not be reached at all, as opposed to nodes that answered and failed a check."""
+
+    code = ExitCode.INFRA
+
+    def __init__(
+        self,
+        message: str,
+        failed: dict[str, str] | None = None,
+        failures: dict[str, str] | None = None,
+    ):
+        super().__init__(message, None, failed)
+        self.failures = failures or {}
+
+
+class LaunchRefused(BadInput, LaunchError):
+    """`up` refuses before it starts anything: the input cannot work, or another run holds the nodes (exit 2).
+
+    Both a BadInput (callers that tell bad input from a failed start catch it by that type) and a LaunchError
+    (whatever catches `up`'s failures as a whole still does)."""

@@ -15,26 +15,24 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cluster.inventory import Inventory
 from cluster.transport import Transport, make_transport, zip_hosts
 from launcher import attempts, hostlock, ledger, nodecall, records, spares
 from launcher import plan as planning
-from launcher.errors import Infra
+from launcher.errors import Infra, LaunchError, LaunchRefused
 from launcher.guardctl import GuardClient, GuardReply, GuardTarget
 from launcher.node import protocol
-from launcher.run.attempt import (
-    EXIT_OK,
-    LaunchError,
-    LaunchRefused,
-    LineSink,
-    Outcome,
-    show_specs,
-)
-from launcher.run.loop import RunContext, execute, open_run
+from launcher.records import open_run
 from launcher.run.signals import teardown_shield
 from launcher.states import FROM_GUARD, RunState, is_active
+
+if TYPE_CHECKING:
+    from launcher.run.attempt import LineSink, Outcome
+
+# `up` alone needs the run loop (launcher/run/: the attempt, the watcher and its rule table): it imports it itself,
+# so that `status`, `down` and `logs` start without building the health rules (tests/test_contract.py).
 
 
 def targets_by_attempt(record: records.RunRecord) -> list[list[GuardTarget]]:
@@ -122,6 +120,9 @@ def up(
 ) -> tuple[str, Outcome]:
     """Launch the inventory's job; with restarts per `restart:` (launcher/run/loop.py). Returns (run id, outcome).
     `on_attempt` hears each attempt's number before its first line (validation splits the output by it)."""
+    from launcher.run.attempt import show_specs
+    from launcher.run.loop import RunContext, execute
+
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
     if detach and (transport.guard_attached if transport else inv.transport == "slurm"):
@@ -270,6 +271,7 @@ def _sync(inv: Inventory, plan: planning.Plan, transport: Transport, say: Callab
 def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
     """`up --detach`: hand the started run to a daemonized supervisor (launcher/supervise.py) and return."""
     from launcher import supervise
+    from launcher.run.attempt import EXIT_OK, Outcome
 
     try:
         pid = supervise.spawn(record.root)

@@ -130,9 +130,8 @@ def judge(
     saved = after is not None and after != before
     timed_out = forced or ended > asked + deadline
     step = checkpoint_step(after)
-    # A save the job made on request is the step it stopped at (should_stop → save → exit 75): nothing lost, whatever
-    # a progress parser read from banner lines ("Total optimization steps = 400"); otherwise the last step printed
-    # minus the checkpoint's.
+    # A save the job made on request is the step it stopped at (should_stop → save → exit 75): nothing lost;
+    # otherwise the last step printed minus the checkpoint's.
     if saved and not timed_out:
         lost: int | None = 0
     else:

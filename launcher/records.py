@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from cluster.inventory import Inventory
 from launcher.errors import Infra
 from launcher.states import RunState
 
@@ -337,6 +338,13 @@ class RunRecord:
             if self._events:
                 self._events.close()
                 self._events = None
+
+
+def open_run(run_id: str | None) -> tuple[RunRecord, Inventory, dict[str, Any]]:
+    """A run's record (default: the latest), the inventory it was started from, and its current plan (plan.json)."""
+    record = RunRecord.open(run_id)
+    inv = Inventory.model_validate_json(record.inventory_path.read_text())
+    return record, inv, record.plan_json()
 
 
 def list_run_ids(base: Path | None = None) -> list[str]:

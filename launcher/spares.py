@@ -12,7 +12,7 @@ from cluster.inventory import Inventory, NodeSpec
 from cluster.transport import Transport
 from launcher import ledger, nodecall
 from launcher import plan as planning
-from launcher.run.attempt import LaunchError
+from launcher.errors import LaunchError
 
 
 def swap(inv: Inventory, failed: str, spare: NodeSpec) -> Inventory:

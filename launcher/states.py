@@ -1,8 +1,8 @@
 """One state vocabulary for a run, and the tables that map the guard's and the watcher's states into it.
 
 The three state machines are distinct on purpose — the guard knows one node (launcher/node/protocol.py), the
-Watcher knows the health of one attempt (launcher/health/watch.py), the run record knows the whole run across
-attempts — but their words meet here, so `status`, `up` and the record never disagree about what "done" means
+Watcher knows the health of one attempt (launcher/health/watch.py; its words are in health/events.py), the run
+record knows the whole run across attempts — but their words meet here, so `status`, `up` and the record never disagree about what "done" means
 (TorchX's `AppState` with `is_terminal()` is the model: torchx/specs/api.py).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from launcher.health.watch import State as WatchState
+from launcher.health.events import State as WatchState
 from launcher.node import protocol
 
 

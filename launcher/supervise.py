@@ -161,8 +161,10 @@ def run(run_id: str) -> None:
     verdict as a typed error (launcher/errors.py): JobFailed, Infra (a lost node) or Interrupted."""
     from cluster.transport import make_transport
     from launcher import plan as planning
-    from launcher.run.attempt import LaunchError, Runner
-    from launcher.run.loop import RunContext, execute, open_run
+    from launcher.errors import LaunchError
+    from launcher.records import open_run
+    from launcher.run.attempt import Runner
+    from launcher.run.loop import RunContext, execute
 
     record, inv, plan_json = open_run(run_id)
     lock_fd = os.open(record.root / SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)

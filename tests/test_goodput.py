@@ -15,7 +15,7 @@ from e2e_helpers import scaled
 from cluster.inventory import InventoryError, from_mapping
 from launcher import attempts, goodput, ledger, records, runreport, spares
 from launcher import plan as planning
-from launcher.health.progress import ProgressLine, parse_progress, progress_step
+from launcher.health.progress import Progress, ProgressLine, parse_progress, progress_step
 from launcher.run.attempt import LaunchError
 
 pytestmark = pytest.mark.usefixtures("run_home")
@@ -77,6 +77,78 @@ def inv_data(**over: Any) -> dict[str, Any]:
 def test_progress_lines(line: str, expected: Any) -> None:
     parsed = parse_progress(line)
     assert (parsed if parsed is None else (parsed.step, parsed.loss)) == expected
+
+
+# HF Trainer's start-up banner, as posted in huggingface/open-r1 issue #483 (transformers' trainer.py:2405-2414, the
+# "[LEVEL|file:line] time >> " format of transformers/utils/logging.py): counts, never steps.
+HF_BANNER = """\
+[INFO|trainer.py:2405] 2025-03-06 12:04:09,913 >> ***** Running training *****
+[INFO|trainer.py:2406] 2025-03-06 12:04:09,913 >>   Num examples = 5,498
+[INFO|trainer.py:2407] 2025-03-06 12:04:09,914 >>   Num Epochs = 1
+[INFO|trainer.py:2408] 2025-03-06 12:04:09,914 >>   Instantaneous batch size per device = 8
+[INFO|trainer.py:2411] 2025-03-06 12:04:09,914 >>   Total train batch size (w. parallel, distributed & accumulation) = 224
+[INFO|trainer.py:2412] 2025-03-06 12:04:09,914 >>   Gradient Accumulation steps = 4
+[INFO|trainer.py:2413] 2025-03-06 12:04:09,914 >>   Total optimization steps = 196
+[INFO|trainer.py:2414] 2025-03-06 12:04:09,915 >>   Number of trainable parameters = 7,615,616,512"""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        *HF_BANNER.splitlines(),
+        # hiyouga/LlamaFactory issue #736 (the same banner through LLaMA-Factory, a count with a thousands comma)
+        "[INFO|trainer.py:1694] 2023-08-30 08:35:32,933 >>   Total optimization steps = 792",
+        # transformers 5.6 trainer.py (Trainer._inner_training_loop) prints these two more, with "{:,}" counts
+        "  Num update steps per epoch = 1,250",
+        "  Total optimization steps = 10,000",
+        # LLaMA-Factory 0.9.5's PPO trainer (train/ppo/trainer.py) in its logger's format (extras/logging.py)
+        "[INFO|2026-12-01 15:59:26] llamafactory.train.ppo.trainer:235 >>   Gradient Accumulation steps = 8",
+        "[INFO|2026-12-01 15:59:26] llamafactory.train.ppo.trainer:236 >>   Num optimization epochs per batch = 4",
+        "[INFO|2026-12-01 15:59:26] llamafactory.train.ppo.trainer:237 >>   Total training steps = 400",
+        # transformers 4.x resumed runs: "Continuing training from epoch %d" / "from global step %d" (prose)
+        "  Continuing training from epoch 1",
+        "  Continuing training from global step 200",
+        # through torchrun's --tee prefix
+        "[default0]:[INFO|trainer.py:2413] 2025-03-06 12:04:09,914 >>   Total optimization steps = 196",
+    ],
+)
+def test_start_up_banners_are_not_progress(line: str) -> None:
+    assert parse_progress(line) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("step = 8", 8),  # a one-word label is a step
+        ("step = 8, loss = 0.5", 8),
+        ("global_step = 12", 12),
+        # DeepSpeed's PipelineEngine (runtime/pipe/engine.py): "steps: N loss: L iter time (s): ..."
+        ("steps: 10 loss: 0.5000 iter time (s): 0.100 samples/sec: 80.000", 10),
+        ("[GPU1] Epoch 7 | Batchsize: 32 | Steps: 64", 7),
+    ],
+)
+def test_step_lines_beside_the_banner_shapes_still_count(line: str, step: int) -> None:
+    parsed = parse_progress(line)
+    assert parsed is not None and parsed.step == step
+
+
+def test_a_banner_before_a_real_run_does_not_become_its_last_step() -> None:
+    """The banner ahead of the real trl SFT run (tests/fixtures/corpus/trl_sft_cpu.log): goodput's max step and
+    the progress the hang rule counts are the run's own 6 steps, not "Total optimization steps = 196"."""
+    record = records.RunRecord.create("r-banner", {"nodes": []})
+    tracker = attempts.ProgressTracker(record)
+    watched = Progress()
+    log = (ROOT / "tests" / "fixtures" / "corpus" / "trl_sft_cpu.log").read_text()
+    lines = HF_BANNER.splitlines() + log.split("\n")
+    for i, line in enumerate(lines):
+        tracker.observe("node1", 0, line, now=100.0 + i)
+    counted = [line for i, line in enumerate(lines) if watched.observe_line(100.0 + i, line)]
+    events = [{"phase": "start", "attempt": 0, "time": 99.0}, {"phase": "end", "attempt": 0, "time": 200.0}]
+    found = goodput.attempts_from(events, attempts.read_progress(record.root))
+    assert found[0].max_step == 6
+    assert not set(counted) & set(HF_BANNER.splitlines())
+    steps = [p["step"] for p in attempts.read_progress(record.root) if p.get("step") is not None]
+    assert steps and max(steps) == 6 and steps == sorted(steps)
 
 
 def test_progress_regex_is_honoured_by_goodput_and_the_hang_rule() -> None:

@@ -21,6 +21,8 @@ import yaml
 
 from cluster.inventory import from_mapping
 from launcher.node import guard as guard_module
+from launcher.nodecall import node_script, with_modules
+from launcher.run.loop import CKPT_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 PUSH = ROOT / "launcher" / "node" / "push.py"
@@ -530,13 +532,15 @@ def test_resume_refuses_a_checkpoint_dir_another_user_can_write() -> None:
         otheruser.run_as_other(["mkdir", str(ckpt / "step-3")])
         otheruser.run_as_other(["touch", str(ckpt / "step-3" / "state.pt")])
         otheruser.run_as_other(["sh", "-c", f"echo step-3 > {ckpt}/latest"])
-        script = (ROOT / "launcher" / "node" / "ckpt.py").read_text()
+        # as launcher/run/loop.py find_checkpoint sends it: with push.py, whose path rule it applies
+        script = with_modules(node_script("ckpt.py"), "ckpt.py", CKPT_MODULES)
         done = subprocess.run(
-            [sys.executable, "-c", script, str(ckpt), "1"], capture_output=True, text=True, timeout=60
+            [sys.executable, "-I", "-c", script, str(ckpt), "1"], capture_output=True, text=True, timeout=60
         )
         reply = json.loads(done.stdout.strip().splitlines()[-1])
         assert reply["latest"] is None
-        assert f"{ckpt} is owned by uid {otheruser.ensure().pw_uid}, mode 0777" in reply["refused"]
+        other = otheruser.ensure()
+        assert f"{ckpt} is owned by {other.pw_name} (uid {other.pw_uid}), mode 0777" in reply["refused"]
 
 
 def test_the_node_itself_refuses_a_second_run_even_with_force(

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from launcher.nodecall import node_script, with_modules
 from launcher.restart_policy import AttemptResult, Policy
+from launcher.run.loop import CKPT_MODULES
 
 NODE = Path(__file__).resolve().parents[1] / "launcher" / "node"
 
@@ -183,7 +185,7 @@ def test_the_hf_callback_saves_through_the_trainer_when_the_request_comes_during
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint-4"]
     assert json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())["global_step"] == 4
     latest = subprocess.run(
-        [sys.executable, "-c", (NODE / "ckpt.py").read_text(), str(out), "1"],
+        [sys.executable, "-c", with_modules(node_script("ckpt.py"), "ckpt.py", CKPT_MODULES), str(out), "1"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert json.loads(latest.stdout)["latest"] == str(out / "checkpoint-4")  # complete by the resume rule

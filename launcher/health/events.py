@@ -1,13 +1,27 @@
-"""The one record the watcher emits and the runner appends to ``events.jsonl``. No I/O here."""
+"""The watcher's words: the one record it emits (the runner appends it to ``events.jsonl``) and the states of its
+verdict on an attempt (launcher/states.py maps them into the run's). No I/O here, and nothing heavy to import:
+`status`, `down` and the run record read these words without building the rule table."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
+from enum import Enum
 from typing import Any
 
 KINDS = ("line", "exit", "stall", "stopped", "lost", "gpu", "info", "hang", "straggler")
 SEVERITIES = ("fatal", "warning", "info")
+
+
+class State(str, Enum):
+    """The watcher's verdict on an attempt (launcher/health/watch.py)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)

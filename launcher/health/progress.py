@@ -4,9 +4,9 @@ Two inputs, both plain data so that a run can be replayed:
 
 - progress lines (``step=N``, ``step N``, ``Epoch N``, ``iter N``, ``[N/M]``, DeepSpeed ``[Rank 0] step=N`` and
   ``steps: N``, HF Trainer / LLaMA-Factory log dicts ``{'loss': ...}``, the training tqdm bar ``12/100 [...]`` but
-  not start-up bars such as datasets' ``Map``, or ``health.progress_regex``), from which the job's step interval is
-  learned (over the recent steps). ``parse_progress`` is the one parser: goodput, ``status`` and the run report
-  read steps and losses through it too;
+  not start-up bars such as datasets' ``Map`` nor banners such as ``Total optimization steps = 400``, or
+  ``health.progress_regex``), from which the job's step interval is learned (over the recent steps).
+  ``parse_progress`` is the one parser: goodput, ``status`` and the run report read steps and losses through it too;
 - per-rank samples from the node guard (cumulative CPU seconds and I/O bytes of each rank's process).
 
 A **hang** is no progress for ``max(hang_factor × interval, hang_floor)`` while every rank has been quiescent
@@ -75,7 +75,19 @@ LOG_DICT = re.compile(r"^\s*\{.*'(?:loss|train_loss|eval_loss)': ")
 LOSS = re.compile(r"""\bloss['"]?\s*[=:]?\s*['"]?""" + _FLOAT + r"\b", re.IGNORECASE)
 # Prose about steps, not progress: "resumed from step-6 at step 6", "Loading snapshot", "Epoch 5 | Training snapshot
 # saved at snapshot.pt", "Saving model checkpoint to ...".
-PROSE = re.compile(r"\b(?:resum\w*|restor\w*|loading|loaded|saving|saved|snapshot)\b", re.IGNORECASE)
+# Transformers 4.x's "Continuing training from epoch 1" / "... from global step 200" is resume prose too.
+PROSE = re.compile(
+    r"\b(?:resum\w*|restor\w*|continuing|loading|loaded|saving|saved|snapshot)\b", re.IGNORECASE
+)
+# A start-up banner names a count, not a step: HF Trainer's "***** Running training *****" block ("  Total
+# optimization steps = 1,000", "  Gradient Accumulation steps = 4", "  Num update steps per epoch = 250";
+# transformers 5.6 trainer.py, Trainer._inner_training_loop), LLaMA-Factory's PPO trainer ("  Total training steps =
+# 400"). Its shape: a label of two words or more, one of them a plural count noun, then " = " and one number that
+# ends the line (perhaps with a parenthesised note). "step = 8" and DeepSpeed's "steps: 40 loss: ..." stay progress.
+BANNER = re.compile(
+    r"(?:^|\s\s|[^\w\s] ?)([A-Za-z][\w-]*(?: [A-Za-z][\w-]*)+) = \d[\d,]*(?: \([^()]*\))?\s*$"
+)
+_COUNT_NOUNS = frozenset(("steps", "epochs", "iters", "iterations"))
 # tqdm redraws with "\r" and no newline, and torchrun's tee writes each partial chunk with its "[defaultN]:" prefix:
 # one log line can hold many bar states and a log dict. Each piece is read; the last step wins.
 _PIECES = re.compile(r"\r|\[[A-Za-z_][\w-]{0,30}?\d{1,6}\]:")
@@ -88,6 +100,12 @@ class ProgressLine:
     step: int | None
     loss: float | None = None
     bar: bool = False  # the step is a tqdm bar's drawn count (it may lag the real step)
+
+
+def _banner(text: str) -> bool:
+    """A start-up banner's "Label of counts = N" line (see BANNER)."""
+    m = BANNER.search(text) if " = " in text else None
+    return m is not None and any(word.lower() in _COUNT_NOUNS for word in m.group(1).split())
 
 
 def _piece(text: str, low: str, custom: re.Pattern[str] | None) -> ProgressLine | None:
@@ -108,7 +126,7 @@ def _piece(text: str, low: str, custom: re.Pattern[str] | None) -> ProgressLine 
         return ProgressLine(int(m.group(1)), loss, bar=True)
     for word, pattern in STEP_PATTERNS:
         if word in low and (m := pattern.search(text)):
-            return None if PROSE.search(text) else ProgressLine(int(m.group(1)), loss)
+            return None if PROSE.search(text) or _banner(text) else ProgressLine(int(m.group(1)), loss)
     return None
 
 

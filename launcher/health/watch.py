@@ -40,9 +40,8 @@ import signal as signals
 import time as clock
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
-from launcher.health.events import Event
+from launcher.health.events import Event, State
 from launcher.health.netinit import transport_of_line
 from launcher.health.progress import Progress
 from launcher.health.pyexc import Tracebacks
@@ -57,16 +56,6 @@ from launcher.health.rules import (
 from launcher.health.stacks import explain, where
 from launcher.node import protocol
 from launcher.node.gpuact import oom_detail, oom_pid
-
-
-class State(str, Enum):
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
 
 TERMINAL = frozenset({State.SUCCEEDED, State.FAILED, State.STOPPED})
 

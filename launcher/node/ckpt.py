@@ -12,8 +12,12 @@ Prints {"latest": PATH or null, "skipped": [[PATH, why], ...]}.
 import json
 import os
 import re
-import stat
 import sys
+
+if __name__ == "__main__":  # on a node: push.py (the run directory's path rule) is sent with this script
+    import push  # (launcher/run/loop.py find_checkpoint, nodecall.with_modules)
+else:  # imported by the head or tests
+    from launcher.node import push
 
 
 def deepspeed_shards_missing(tag_dir, world_size):
@@ -75,27 +79,10 @@ def find(root, world_size):
     return None, skipped
 
 
-def unsafe_path(path):
-    """The rule push.py applies to run directories (docs/security.md): every component owned by us or root and not
-    group/world-writable unless root-owned and sticky. A checkpoint another user can write is code we would run:
-    torch.load unpickles it into the resumed job."""
-    me = os.geteuid()
-    for full in (os.path.abspath(path), os.path.realpath(path)):
-        current = "/"
-        for part in [""] + [p for p in full.split("/") if p]:
-            current = os.path.join(current, part) if part else "/"
-            try:
-                st = os.lstat(current)
-            except OSError:
-                break
-            writable = st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode)
-            if st.st_uid not in (me, 0) or (writable and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX)):
-                return f"refusing to resume from {path}: {current} is owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}"
-    return None
-
-
 if __name__ == "__main__":
-    refused = unsafe_path(sys.argv[1])
+    # A checkpoint another user can write is code we would run (torch.load unpickles it into the resumed job): the
+    # rule push.py applies to run directories (docs/security.md) applies to the checkpoint directory too.
+    refused = push.unsafe_path(sys.argv[1])
     if refused:
         print(json.dumps({"latest": None, "skipped": [], "refused": refused}))
         sys.exit(0)

@@ -20,7 +20,8 @@ from typing import Any
 
 from cluster.transport import GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
 from launcher import nodecall
-from launcher.errors import BadInput, ExitCode, RlaunchError
+from launcher.errors import ExitCode, LaunchError
+from launcher.errors import LaunchRefused as LaunchRefused  # up's errors live in errors.py; named here too
 from launcher.guardctl import (
     GuardClient,
     GuardReply,
@@ -49,32 +50,6 @@ MIN_FREE_MB = 64
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
-
-
-class LaunchError(RlaunchError):
-    """Nothing was started (or everything started was stopped again), one line per node: infrastructure (exit 3);
-    input that cannot work is its subclass LaunchRefused (exit 2). The code comes with the type, never an argument.
-
-    `failures`: host → the transport's failure kind (cluster/transport.py FAILURE_KINDS) for the nodes that
-    could not be reached at all, as opposed to nodes that answered and failed a check."""
-
-    code = ExitCode.INFRA
-
-    def __init__(
-        self,
-        message: str,
-        failed: dict[str, str] | None = None,
-        failures: dict[str, str] | None = None,
-    ):
-        super().__init__(message, None, failed)
-        self.failures = failures or {}
-
-
-class LaunchRefused(BadInput, LaunchError):
-    """`up` refuses before it starts anything: the input cannot work, or another run holds the nodes (exit 2).
-
-    Both a BadInput (callers that tell bad input from a failed start catch it by that type) and a LaunchError
-    (whatever catches `up`'s failures as a whole still does)."""
 
 
 def targets_of_plan(plan: Plan) -> list[GuardTarget]:

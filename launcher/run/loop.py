@@ -63,13 +63,6 @@ class RunContext:
     )
 
 
-def open_run(run_id: str | None) -> tuple[records.RunRecord, Inventory, dict[str, Any]]:
-    """A run's record, the inventory it was started from, and its current plan (plan.json)."""
-    record = records.RunRecord.open(run_id)
-    inv = Inventory.model_validate_json(record.inventory_path.read_text())
-    return record, inv, record.plan_json()
-
-
 def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
     """The current attempt's node targets (what down/status/follow talk to), and each attempt's (what `logs`
     reads every line from)."""
@@ -356,6 +349,11 @@ def attempt_history(record: records.RunRecord) -> list[restart_policy.AttemptRes
     return sorted(out, key=lambda a: a.attempt)
 
 
+# Node modules ckpt.py imports, sent with it (each becomes a module of that name before ckpt.py runs): push.py's
+# path rule, the one rule for every directory the job's files come from (docs/security.md).
+CKPT_MODULES = ("push.py",)
+
+
 def find_checkpoint(
     inv: Inventory, plan: planning.Plan, transport: Transport, avoid: str | None = None
 ) -> str | None:
@@ -368,7 +366,7 @@ def find_checkpoint(
         transport,
         master.host,
         master.python,
-        nodecall.node_script("ckpt.py"),
+        nodecall.with_modules(nodecall.node_script("ckpt.py"), "ckpt.py", CKPT_MODULES),
         inv.job.checkpoint_dir,
         str(plan.world_size),
         timeout=60,

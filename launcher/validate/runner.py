@@ -18,8 +18,7 @@ from typing import Any
 
 from cluster.inventory import Inventory, from_mapping
 from launcher import lifecycle, records
-from launcher.errors import BadInput, ExitCode
-from launcher.run.attempt import LaunchError
+from launcher.errors import BadInput, ExitCode, LaunchError
 from launcher.validate.checks import Record, parse_allreduce, parse_probe
 
 # Probe and all-reduce runs are seconds long; a hung rendezvous (a node cut off from the master) must end in
