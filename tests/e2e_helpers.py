@@ -65,9 +65,11 @@ def scaled(seconds: float) -> float:
 
 
 # The health limits a loaded machine overruns: silence before the first line (imports on starved cores), between
-# lines, before a hang counts. Not heartbeat_timeout: the beats have their own thread (launcher/guardctl.py) and
-# tests time their own waits by it (a detached run's guards must outlive 2x of it).
-HEALTH_LIMITS = ("stall_timeout", "startup_timeout", "hang_floor")
+# lines, before a hang counts, and the heartbeat timeout: the beats have their own thread (launcher/guardctl.py),
+# but at a load of 20 on 2 cores a head process got no core for 4-5 s and its guards tore the run down ("the guard
+# lost our heartbeat ... the head stalled"; make test with 4 workers beside other sessions). Tests that wait for a
+# guard to notice a lost head read the inventory's own value (a detached run's guards must outlive 2x of it).
+HEALTH_LIMITS = ("stall_timeout", "startup_timeout", "hang_floor", "heartbeat_timeout")
 
 
 def health(**limits: float) -> dict[str, float]:

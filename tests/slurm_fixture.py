@@ -48,9 +48,14 @@ ACCOUNTING_PACKAGES = "slurmdbd mariadb-server"
 # one-node Slurm's slurmd is this host's own NodeName, and two of them would answer for each other. Held from start
 # to stop; the kernel drops it with a killed holder (flock(2)).
 MACHINE_LOCK = "/run/rlaunch-slurm.lock"
-# The daemons die with the test process that started them, even when it is SIGKILLed (prctl(2) PR_SET_PDEATHSIG;
-# they are spawned from the session's main thread, which lives as long as the process).
-PDEATHSIG = ("setpriv", "--pdeathsig", "KILL")
+
+
+# The daemons die with the test process that started them, even when it is SIGKILLed (prctl(2) PR_SET_PDEATHSIG).
+# The signal follows the thread that forked, not the process: only a daemon spawned from the main thread (which
+# lives as long as the process) gets it; the multi-node cluster starts its head daemons from simnodes' start-up
+# thread, and a munged given it there was killed the moment that thread ended.
+def _pdeathsig() -> tuple[str, ...]:
+    return ("setpriv", "--pdeathsig", "KILL") if threading.current_thread() is threading.main_thread() else ()
 
 
 def _machine_lock() -> int:
@@ -231,7 +236,7 @@ def start_one_node_slurm(
     def spawn(name: str, argv: list[str]) -> None:
         out = open(root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
         cluster.procs[name] = subprocess.Popen(
-            [*PDEATHSIG, *argv],
+            [*_pdeathsig(), *argv],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -606,7 +611,7 @@ class SlurmCluster:
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         out = open(self.root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
         self.procs[name] = subprocess.Popen(
-            [*PDEATHSIG, *argv],
+            [*_pdeathsig(), *argv],
             env={**self.env, **(env or {})},
             stdout=out,
             stderr=subprocess.STDOUT,

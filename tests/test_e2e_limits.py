@@ -27,6 +27,11 @@ def test_inventories_get_their_stall_and_startup_limits_and_job_timeout_scaled(
         "health": {"stall_timeout": 60, "startup_timeout": 90, "heartbeat_timeout": 5, "grace": 2},
     }
     out = scaled_inventory(data)
-    assert out["health"] == {"stall_timeout": 120, "startup_timeout": 180, "heartbeat_timeout": 5, "grace": 2}
+    assert out["health"] == {
+        "stall_timeout": 120,
+        "startup_timeout": 180,
+        "heartbeat_timeout": 10,
+        "grace": 2,
+    }
     assert out["job"] == {"kind": "torchrun", "timeout": 120}
     assert data["health"]["stall_timeout"] == 60  # a copy: the caller's mapping is left alone
