@@ -136,8 +136,14 @@ HEALTHY = re.compile(
     r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from "
     r"|^\s*(?:During handling of the above exception, another exception occurred|The above exception was the direct"
     r" cause of the following exception):\s*$"
-    # a frame's source line echoed by the traceback (indented, before the exception line): `raise ValueError("...")`
-    r"|^\s+raise [A-Za-z_][\w.]*\("
+    # A frame's source line echoed by the traceback: CPython's traceback.py (StackSummary.format) prints each frame as
+    # '  File "...", line N, in f' and then the frame's source line, stripped, after four spaces. That line is code,
+    # not a message, whatever words it holds (`raise ValueError("... failed")`, `assert not loss.isnan(), "nan"`,
+    # `self._handle_nccl_error(e)`): a Python statement keyword, or a call / assignment of a dotted name, after at least
+    # four spaces (after round 11, generalised from one `raise` line; a JSON or message line starts with a quote or a word
+    # and a colon)
+    r"|^ {4,}(?:(?:raise|assert|return|yield|await|del|import|from|if|elif|while|for|with|except|try|def|class)\b"
+    r"(?![:=(])|[A-Za-z_][\w.]*(?:\[[^\]]*\])*\s*(?:\(|[-+*/%|&]?=(?!=)))"
 )
 
 # fmt: off
@@ -439,12 +445,18 @@ RULES: tuple[Rule, ...] = (
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
           "gpu-fault", "fatal", "the driver reset the GPU; everything running on it is lost"),
-    # gmc_v9_0.c / gmc_v10_0.c process_interrupt print the protection-fault status register after the fault line, then
-    # its decode fields (the amdgpu family's warnings): a detail, not a second fault (added after round 11)
-    _rule("amdgpu-fault-status", r"\bG?C?VM_L2_PROTECTION_FAULT_STATUS:0x[0-9A-Fa-f]+\s*$", "gpu-fault", "warning",
-          "the status register of the GPU page fault reported just above (a detail of that fault)"),
+    # gmc_v9_0.c / gmc_v10_0.c / gmc_v11_0.c process_interrupt print one fault as one report: the header "[%s] %s page
+    # fault (src_id:%u ring:%u vmid:%u pasid:%u ...)" (fatal), then its details, each on its own line: the process line,
+    # "  in page starting at address 0x%016llx from ...", the status register "%s_L2_PROTECTION_FAULT_STATUS:0x%08X" and
+    # its decode fields (the amdgpu family's warnings). Only the header is the fault; every later line of the report is a
+    # warning detail (after round 11: a zero status register came out fatal; the root cause was that the details were
+    # rules of their own, fatal, rather than parts of one report)
+    _rule("amdgpu-fault-status", r"\bG?C?VM_L2_PROTECTION_FAULT_STATUS:\s*0x[0-9A-Fa-f]+|in page starting at address"
+          r"|VM_CONTEXT\d*_PROTECTION_FAULT_(?:ADDR|STATUS)", "gpu-fault", "warning",
+          "a detail of the GPU page fault reported just above (its address, status register or decode)",
+          needles=("protection_fault_status", "in page starting at address", "_protection_fault_")),
     _rule("amdgpu-page-fault", r"\[(gfx|mm)hub\d*\] (retry |no-retry )?page fault|GPU fault detected"
-          r"|VM_L2_PROTECTION_FAULT_STATUS|in page starting at address", "gpu-fault", "fatal",
+          r"|VM_L2_PROTECTION_FAULT_STATUS", "gpu-fault", "fatal",
           "the GPU faulted on an address (kernel bug, use after free, or bad hardware)"),
     _rule("amdgpu-sq-interrupt-error", r"sq_intr: error", "gpu-fault", "warning",
           "the shader sequencer reported an error (detail of a GPU fault)"),
@@ -563,10 +575,16 @@ RULES: tuple[Rule, ...] = (
           "network", "fatal", "InfiniBand/RoCE completion error: link, switch or NIC trouble"),
     _rule("ib-async-event", r"NET/IB\w*\s*:.*Got async event\s*:", "network", "warning",
           "the InfiniBand/RoCE NIC reported an async event (port error: a flapping link or cable)"),
-    # RCCL/NCCL transport/net_ib.cc (ROCm/rccl 0cbce2a7, ncclIbInit): a device ibv_open_device cannot open is skipped
-    # ("NET/IB : Unable to open device %s", then `continue`), so this one is a warning (added after round 11)
-    _rule("ib-open-device-failed", r"Call to ibv_open_device failed", "network", "warning",
-          "NCCL/RCCL could not open an InfiniBand device and skips it (check the HCA if no other device or socket is used)"),
+    # RCCL/NCCL transport/net_ib.cc ncclIbInit (ROCm/rccl 0023b9b0 and 0cbce2a7): the device discovery calls fail soft.
+    # ibv_fork_init's result is ignored; a failed ibv_get_device_list makes the IB transport's init fail, and NCCL falls
+    # back to its socket transport; a device that ibv_open_device / ibv_query_device / ibv_query_port cannot open or
+    # query is skipped ("NET/IB : Unable to open device %s", `continue`). misc/ibvwrap.cc prints "Call to ibv_X failed"
+    # for each: warnings. The data-path calls (create_qp, modify_qp, reg_mr, post_send, query_gid ...) fail the
+    # connection and stay fatal below (after round 11: open_device came out fatal; generalised to the discovery calls)
+    _rule("ib-discovery-call-failed", r"Call to ibv_(?:fork_init|get_device_list|free_device_list|open_device|close_device"
+          r"|query_device|query_port)\b.*?failed", "network", "warning",
+          "NCCL/RCCL could not open or query an InfiniBand device at start-up and skips it (or the IB transport): check the "
+          "HCA if no other device or the socket transport is used", needles=("call to ibv_",)),
     _rule("ibverbs-call-failed", r"Call to ibv_\w+ failed|\bibv_\w+ failed \(errno", "network", "fatal",
           "an ibverbs call failed (RoCE GID/route/interface problem)"),
     _rule("ofi-completion-error", r"NET/OFI .*completed with error", "network", "fatal",
