@@ -416,7 +416,8 @@ RULES: tuple[Rule, ...] = (
           "gpu-fault", "fatal", "amdgpu job timeout on a ring: the GPU stopped responding"),
     _rule("amdgpu-bad-command-stream", r"Illegal (opcode|register access|instruction) in command stream", "gpu-fault", "fatal",
           "the GPU's command processor hit an illegal packet or register access (a ring timeout and reset follow)"),
-    _rule("amdgpu-mes-unresponsive", r"MES failed to respon|MES might be in unrecoverable state"
+    # mes_v12_0.c names the pipe: "MES(%d) failed to respond to msg=%s (%s)" (added before round 12)
+    _rule("amdgpu-mes-unresponsive", r"MES failed to respon|MES\(\d+\) failed to respon|MES might be in unrecoverable state"
           r"|failed to (reset|unmap|map) legacy queue|reset via MES failed"
           r"|failed to (add|remove) hardware queue|Hardware scheduler is not responding",
           "gpu-fault", "fatal", "the GPU's micro engine scheduler stopped responding"),
