@@ -479,7 +479,7 @@ RULES: tuple[Rule, ...] = (
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
-    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "ck", "miopen-ocl", "miopen", "blas",
+    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "amdgpu", "rccl", "rccl-warn", "ck", "miopen-db", "miopen-ocl", "miopen", "blas",
                   "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
@@ -655,6 +655,11 @@ RULES: tuple[Rule, ...] = (
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
     _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
+    # Open MPI's signal handler (opal/util/stacktrace.c, as printed in threads; the source was not read): "[host:pid] ***
+    # Process received signal ***", then "Signal: Segmentation fault (11)" (the segfault rule), "Signal code:", "Failing
+    # at address:" and the frames; mpirun-launched jobs and nccl-tests print it (added after round 12)
+    _rule("mpi-signal-report", r"\] \*\*\* Process received signal \*\*\*", "crash", "fatal",
+          "a process launched by mpirun died of a signal (Open MPI's report); the signal and its frames follow"),
     _rule("glog-fatal-signal", r"^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
           "fatal", "a C++ program's failure signal handler (glog) reports a fatal signal; its stack trace follows"),
     _rule("dataloader-worker-killed", r"DataLoader worker \(pid \d+\) is killed by signal"

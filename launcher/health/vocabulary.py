@@ -89,6 +89,9 @@ def instantiate(fmt: str) -> str:
 #      too: PyTorch's ROCm build raises torch.AcceleratorError with the hipified C10_CUDA_CHECK text "CUDA error: <text>".
 #      hipErrorFileNotFound is version-mismatch: HIP returns it when a code object or library file it loads is missing
 #      (added after round 9, where "CUDA error: file not found" was a missing hipBLASLt library).
+#      The stream-capture errors (hipErrorStreamCapture*, hipErrorCapturedEvent) are config (after round 12): the program
+#      or a setting (CUDA/HIP graphs, torch.compile's reduce-overhead mode) issued an operation graph capture forbids;
+#      the GPU did not fault.
 HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorInvalidValue", "invalid argument", "gpu-fault", "fatal"),
     ("hipErrorOutOfMemory", "out of memory", "oom", "fatal"),
@@ -149,15 +152,15 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorLaunchFailure", "unspecified launch failure", "gpu-fault", "fatal"),
     ("hipErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch", "config", "fatal"),
     ("hipErrorNotSupported", "operation not supported", "config", "fatal"),
-    ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", "gpu-fault", "fatal"),
-    ("hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", "gpu-fault", "fatal"),
+    ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "config", "fatal"),
+    ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "config", "fatal"),
+    ("hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", "config", "fatal"),
+    ("hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", "config", "fatal"),
+    ("hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", "config", "fatal"),
+    ("hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", "config", "fatal"),
+    ("hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", "config", "fatal"),
+    ("hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", "config", "fatal"),
+    ("hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", "config", "fatal"),
     ("hipErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update", "gpu-fault", "fatal"),
     ("hipErrorRuntimeMemory", "runtime memory call returned error", "gpu-fault", "fatal"),
     ("hipErrorRuntimeOther", "runtime call other than memory returned error", "gpu-fault", "fatal"),
@@ -253,6 +256,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Error: AMD HSA Code Object loading failed", "version-mismatch", "fatal"),
             ("Error: Freezing the executable failed", "version-mismatch", "fatal"),
             ("Error: Cannot Find Global Var Sizes", "version-mismatch", "fatal"),
+            # after round 12: the same Program::setKernels build log's last lines (code search of rocprogram.cpp)
+            ("Error: Cannot create kernels", "version-mismatch", "fatal"),
+            ("Error while Codegen phase: %s", "version-mismatch", "fatal"),
         ),
     ),
     # ---- ROCr queue/agent errors ROCr itself prints (ROCm/ROCR-Runtime, commit c7785a6d, core/runtime/
@@ -477,6 +483,27 @@ FAMILIES: tuple[Family, ...] = (
         (("%s does not support this problem", "version-mismatch", "fatal"),),
         example_prefix="RuntimeError: ",
     ),
+    # ---- MIOpen's performance / find databases (added after round 12): ROCm/MIOpen src/sqlite_db.cpp (code search): the
+    #      user and system databases are SQLite files (~/.config/miopen, ~/.cache/miopen); on a shared or network file system
+    #      that does not lock (NFS, Lustre) or is read-only, MIOpen warns "open memvfs: ..." / "Internal error while
+    #      accessing SQLite database: disk I/O error" and, when it throws, raises miopenStatusInternalError: config (point
+    #      MIOPEN_USER_DB_PATH / MIOPEN_CUSTOM_CACHE_DIR at local disk). A schema error ("table config has no column named
+    #      mode") is a database written by another MIOpen version: version-mismatch. Warnings: MIOpen carries on without
+    #      the database, and the exception it may raise is the fatal line. Before `miopen`, whose "MIOpen Error: " row would
+    #      name them version-mismatch.
+    Family(
+        "miopen-db",
+        "ROCm/MIOpen src/sqlite_db.cpp SQLiteBase / MIOPEN_THROW texts (code search)",
+        "MIOpen cannot use its kernel database: put MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR on a local, writable "
+        "disk (or clear a database left by another MIOpen version)",
+        (
+            # the schema row first: its rule must be tried before the generic "Internal error while accessing" one
+            ("table %s has no column named %s", "version-mismatch", "warning"),
+            ("open memvfs: %s", "config", "warning"),
+            ("Internal error while accessing SQLite database: %s", "config", "warning"),
+        ),
+        example_prefix="MIOpen(HIP): Warning [FindWinogradSolutions] /MIOpen/src/sqlite_db.cpp:220: ",
+    ),
     # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
     #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
     #      <file>:<line>: <message> <text>". The kernel build and link failures and the missing tools are rows; the
@@ -598,7 +625,8 @@ FAMILIES: tuple[Family, ...] = (
         "cuda/__init__.py, op_builder/builder.py, runtime/config.py, cpp_extension.py, utils/versions.py, extras/misc.py, "
         "hparams/parser.py; bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e); flash-attention "
         "csrc/flash_attn/flash_api.cpp, transformers utils/import_utils.py (code search); torch elastic/utils/distributed.py, "
-        "local_elastic_agent.py, multiprocessing/api.py, deepspeed launcher/runner.py (the .venv)",
+        "local_elastic_agent.py, multiprocessing/api.py, deepspeed launcher/runner.py (the .venv); transformers "
+        "models/llama/configuration_llama.py 4.42 (code search), c10/util/Exception.h (libc10.so strings)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
             ("Default process group has not been initialized", "config", "fatal"),
@@ -649,6 +677,12 @@ FAMILIES: tuple[Family, ...] = (
             ("Unable to detect suitable master address via", "config", "fatal"),
             ("Bad hostfile text: %s", "config", "fatal"),
             ("Unable to proceed, no GPU resources available", "config", "fatal"),
+            # after round 12: transformers models/llama/configuration_llama.py (4.42 and older, code search) _rope_scaling_validation:
+            # a checkpoint's rope_scaling written for a newer transformers (Llama 3.1's "rope_type": "llama3"); c10
+            # c10/util/Exception.h TORCH_CHECK without a message (torch 2.13.0 libc10.so strings): an internal check of a
+            # native op or extension failed, a crash of that code (its own message says which condition)
+            ("`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got %s", "version-mismatch", "fatal"),
+            ("to be true, but got false.  (Could this error message be improved?", "crash", "warning"),
         ),
     ),
     # ---- rccl-tests (added after round 10): ROCm/rccl-tests src/common.h, the check macros every test binary
