@@ -353,7 +353,7 @@ FAMILIES: tuple[Family, ...] = (
             # resetting the waves of a queue it could not preempt
             ("IH ring buffer overflow (0x%08X, 0x%08X, 0x%08X)", "gpu-fault", "warning"),
             ("trn=%x ACK should not assert! wait again !", "gpu-fault", "warning"),
-            ("skipped device %x:%x, PCI rejects atomics", "config", "warning"),
+            ("PCI rejects atomics", "config", "warning"),
             ("SMU: unknown command: index:%d param:0x%08X message:%s", "gpu-fault", "warning"),
             ("SMU: valid command, bad prerequisites: index:%d param:0x%08X message:%s", "gpu-fault", "warning"),
             ("SMU: I'm very busy for your command: index:%d param:0x%08X message:%s", "gpu-fault", "warning"),
