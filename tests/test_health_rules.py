@@ -311,6 +311,20 @@ def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
     assert _SCAN.search("step 12: all good so far") is None
 
 
+def test_the_reanchored_scan_lets_through_every_line_a_rule_matches() -> None:
+    """The scan's literals are suffixes of the rules' needles (a literal starting with a rare character loses its first
+    characters, see `_reanchored`): every fixture line any rule matches must still pass the scan, and every rule
+    needle must still contain one of the scan's literals."""
+    from launcher.health.rules import _ERROR_LEVEL_PREFIX, _SCAN, _SCAN_NEEDLES, RULES
+
+    for name, number, _, line in CASES:
+        if any(rule.pattern.search(line) for rule in RULES) and not _ERROR_LEVEL_PREFIX.match(line):
+            assert _SCAN.search(line.lower()), (name, number)
+    for rule in RULES:
+        for needle in rule.needles or ():
+            assert any(literal in needle for literal in _SCAN_NEEDLES), (rule.name, needle)
+
+
 def test_the_needle_lookahead_names_exactly_the_rules_whose_literal_is_in_the_line() -> None:
     """classify() tries only the rules _FIND names, with no needle test of its own: on every fixture line (and each
     needle planted in a line) they must be exactly the rules one of whose needles the line holds."""

@@ -89,6 +89,9 @@ def instantiate(fmt: str) -> str:
 #      too: PyTorch's ROCm build raises torch.AcceleratorError with the hipified C10_CUDA_CHECK text "CUDA error: <text>".
 #      hipErrorFileNotFound is version-mismatch: HIP returns it when a code object or library file it loads is missing
 #      (added after round 9, where "CUDA error: file not found" was a missing hipBLASLt library).
+#      The stream-capture errors (hipErrorStreamCapture*, hipErrorCapturedEvent) are config (after round 12): the program
+#      or a setting (CUDA/HIP graphs, torch.compile's reduce-overhead mode) issued an operation graph capture forbids;
+#      the GPU did not fault.
 HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorInvalidValue", "invalid argument", "gpu-fault", "fatal"),
     ("hipErrorOutOfMemory", "out of memory", "oom", "fatal"),
@@ -149,15 +152,15 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorLaunchFailure", "unspecified launch failure", "gpu-fault", "fatal"),
     ("hipErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch", "config", "fatal"),
     ("hipErrorNotSupported", "operation not supported", "config", "fatal"),
-    ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", "gpu-fault", "fatal"),
-    ("hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", "gpu-fault", "fatal"),
-    ("hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", "gpu-fault", "fatal"),
+    ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "config", "fatal"),
+    ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "config", "fatal"),
+    ("hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", "config", "fatal"),
+    ("hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", "config", "fatal"),
+    ("hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", "config", "fatal"),
+    ("hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", "config", "fatal"),
+    ("hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", "config", "fatal"),
+    ("hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", "config", "fatal"),
+    ("hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", "config", "fatal"),
     ("hipErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update", "gpu-fault", "fatal"),
     ("hipErrorRuntimeMemory", "runtime memory call returned error", "gpu-fault", "fatal"),
     ("hipErrorRuntimeOther", "runtime call other than memory returned error", "gpu-fault", "fatal"),
@@ -242,6 +245,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Arena Memory Creation failed!", "oom", "fatal"),
             ("Error creating new instance of Device", "config", "fatal"),
             ("Allow p2p access failed - hsa_amd_agents_allow_access", "config", "fatal"),
+            # added before round 12: rocclr/device/rocm/rocvirtual.cpp (code search): a kernel that needs hostcall (device
+            # printf, RCCL's kernels) on a platform without PCIe atomics; "AQL dispatch failed!" follows
+            ("Pcie atomics not enabled, hostcall not supported", "config", "fatal"),
             # added after round 10: rocclr/device/rocm/rocprogram.cpp Program::setKernels puts these in the build log when
             # ROCr will not load the code object (hsa_strerror's text follows each; an older CLR printed them after
             # "devProgram.load() failed with buildLog=")
@@ -250,6 +256,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Error: AMD HSA Code Object loading failed", "version-mismatch", "fatal"),
             ("Error: Freezing the executable failed", "version-mismatch", "fatal"),
             ("Error: Cannot Find Global Var Sizes", "version-mismatch", "fatal"),
+            # after round 12: the same Program::setKernels build log's last lines (code search of rocprogram.cpp)
+            ("Error: Cannot create kernels", "version-mismatch", "fatal"),
+            ("Error while Codegen phase: %s", "version-mismatch", "fatal"),
         ),
     ),
     # ---- ROCr queue/agent errors ROCr itself prints (ROCm/ROCR-Runtime, commit c7785a6d, core/runtime/
@@ -292,7 +301,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "amdgpu",
         "ROCm/amdgpu drivers/gpu/drm/amd amdgpu_job.c (146ae3b4), pm/swsmu/smu_cmn.c (077e3ec7), gmc_v9_0.c/gmc_v10_0.c "
-        "process_interrupt, amdgpu_ras.c, amdgpu_device.c, amdkfd/kfd_device_queue_manager.c (code search)",
+        "process_interrupt, amdgpu_ras.c, amdgpu_device.c, amdkfd/kfd_device_queue_manager.c (code search); before round 12: "
+        "vega10_ih.c/navi10_ih.c, mxgpu_ai.c/mxgpu_nv.c, mes_v11_0.c/mes_v12_0.c, amdkfd/kfd_device.c, kfd_svm.c "
+        "(code search of 6.x trees; ROCm/ROCK-Kernel-Driver kfd_device_queue_manager.c babafe7b, kfd_svm.c fd65d731)",
         "the amdgpu kernel driver reports a GPU fault, hang or reset: drain the node if it repeats (dmesg, amd-smi)",
         (
             ("GPU Recovery Failed: %d", "gpu-fault", "fatal"),
@@ -330,6 +341,29 @@ FAMILIES: tuple[Family, ...] = (
             # added after round 10: gfx_v9_0.c / gfx_v9_4_3.c gfx_v9_0_wait_for_rlc_serdes DRM_INFO (code search): the RLC
             # did not answer while the driver programmed the shader engines, printed during a GPU init or reset
             ("Timeout wait for RLC serdes %u,%u", "gpu-fault", "warning"),
+            # added before round 12 (code search of 6.x trees, the texts only): the interrupt handler's ring overflowed
+            # under a storm of faults (vega10_ih.c / navi10_ih.c / ih_v6_0.c *_ih_get_wptr dev_warn); the SR-IOV
+            # mailbox of a VF whose host does not answer (mxgpu_ai.c / mxgpu_nv.c xgpu_*_mailbox_trans_msg pr_err); kfd
+            # refusing a GPU on a platform without PCIe atomics (amdkfd/kfd_device.c kgd2kfd_device_init: ROCm then sees
+            # no GPU there); the SMU's response codes (pm/swsmu/smu_cmn.c __smu_cmn_reg_print_error, 0xFFFFFFFF = the
+            # device is off the bus); MES's ring full (mes_v11_0.c / mes_v12_0.c mes_*_submit_pkt_and_poll_completion:
+            # the scheduler is hung); amdgpu_device_bus_status_check's "device lost from bus!"; amdkfd/kfd_svm.c
+            # svm_range_unmap_from_cpu freeing memory a running queue needs (the queue is evicted); amdgpu_device.c
+            # amdgpu_device_gpu_recover skipping the reset of a job that finished late; kfd_device_queue_manager.c
+            # resetting the waves of a queue it could not preempt
+            ("IH ring buffer overflow (0x%08X, 0x%08X, 0x%08X)", "gpu-fault", "warning"),
+            ("trn=%x ACK should not assert! wait again !", "gpu-fault", "warning"),
+            ("PCI rejects atomics", "config", "warning"),
+            ("SMU: unknown command: index:%d param:0x%08X message:%s", "gpu-fault", "warning"),
+            ("SMU: valid command, bad prerequisites: index:%d param:0x%08X message:%s", "gpu-fault", "warning"),
+            ("SMU: I'm very busy for your command: index:%d param:0x%08X message:%s", "gpu-fault", "warning"),
+            ("SMU: I'm debugging!", "gpu-fault", "warning"),
+            ("SMU: response:0x%08X for index:%d param:0x%08X message:%s?", "gpu-fault", "warning"),
+            ("MES ring buffer is full", "gpu-fault", "fatal"),
+            ("device lost from bus!", "gpu-fault", "fatal"),
+            ("Freeing queue vital buffer 0x%lx, queue evicted", "gpu-fault", "warning"),
+            ("Guilty job already signaled, skipping HW reset", "gpu-fault", "warning"),
+            ("Resetting wave fronts", "gpu-fault", "warning"),
         ),
         example_prefix="[ 4518.220312] amdgpu 0000:c1:00.0: amdgpu: ",
     ),
@@ -448,6 +482,27 @@ FAMILIES: tuple[Family, ...] = (
         "composable_kernel has no kernel instance for this GPU and problem shape: check the gfx target the library was built for",
         (("%s does not support this problem", "version-mismatch", "fatal"),),
         example_prefix="RuntimeError: ",
+    ),
+    # ---- MIOpen's performance / find databases (added after round 12): ROCm/MIOpen src/sqlite_db.cpp (code search): the
+    #      user and system databases are SQLite files (~/.config/miopen, ~/.cache/miopen); on a shared or network file system
+    #      that does not lock (NFS, Lustre) or is read-only, MIOpen warns "open memvfs: ..." / "Internal error while
+    #      accessing SQLite database: disk I/O error" and, when it throws, raises miopenStatusInternalError: config (point
+    #      MIOPEN_USER_DB_PATH / MIOPEN_CUSTOM_CACHE_DIR at local disk). A schema error ("table config has no column named
+    #      mode") is a database written by another MIOpen version: version-mismatch. Warnings: MIOpen carries on without
+    #      the database, and the exception it may raise is the fatal line. Before `miopen`, whose "MIOpen Error: " row would
+    #      name them version-mismatch.
+    Family(
+        "miopen-db",
+        "ROCm/MIOpen src/sqlite_db.cpp SQLiteBase / MIOPEN_THROW texts (code search)",
+        "MIOpen cannot use its kernel database: put MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR on a local, writable "
+        "disk (or clear a database left by another MIOpen version)",
+        (
+            # the schema row first: its rule must be tried before the generic "Internal error while accessing" one
+            ("table %s has no column named %s", "version-mismatch", "warning"),
+            ("open memvfs: %s", "config", "warning"),
+            ("Internal error while accessing SQLite database: %s", "config", "warning"),
+        ),
+        example_prefix="MIOpen(HIP): Warning [FindWinogradSolutions] /MIOpen/src/sqlite_db.cpp:220: ",
     ),
     # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
     #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
@@ -569,7 +624,9 @@ FAMILIES: tuple[Family, ...] = (
         "torch 2.13.0, deepspeed 0.19.8, transformers, llamafactory (the .venv): distributed_c10d.py, reducer.cpp, "
         "cuda/__init__.py, op_builder/builder.py, runtime/config.py, cpp_extension.py, utils/versions.py, extras/misc.py, "
         "hparams/parser.py; bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e); flash-attention "
-        "csrc/flash_attn/flash_api.cpp, transformers utils/import_utils.py (code search)",
+        "csrc/flash_attn/flash_api.cpp, transformers utils/import_utils.py (code search); torch elastic/utils/distributed.py, "
+        "local_elastic_agent.py, multiprocessing/api.py, deepspeed launcher/runner.py (the .venv); transformers "
+        "models/llama/configuration_llama.py 4.42 (code search), c10/util/Exception.h (libc10.so strings)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
             ("Default process group has not been initialized", "config", "fatal"),
@@ -607,6 +664,25 @@ FAMILIES: tuple[Family, ...] = (
             ("CUDA Setup failed despite GPU being available", "version-mismatch", "fatal"),
             ("bitsandbytes library load error: %s", "version-mismatch", "warning"),
             ("Configured %s binary not found at %s", "version-mismatch", "fatal"),
+            # added before round 12, from a survey of every raise / logger.error text in the .venv's torch/distributed,
+            # deepspeed/launcher and deepspeed/comm (those a training job can print, not API misuse): torch 2.13.0
+            # distributed_c10d.py (a torch build without the backend), elastic/utils/distributed.py (the store's port
+            # taken), elastic/agent/server/local_elastic_agent.py and multiprocessing/api.py (a worker stuck in the kernel,
+            # D-state); DeepSpeed 0.19.8 launcher/runner.py (hostfile, ssh, master address, no GPUs)
+            ("Distributed package doesn't have %s built in", "version-mismatch", "fatal"),
+            ("on %s, port: %s already in use", "rendezvous", "fatal"),
+            ("stuck in uninterruptible sleep (D-state) for %s", "crash", "warning"),
+            ("did not exit after %s within %ss; abandoning and continuing teardown", "crash", "warning"),
+            ("Using hostfile at %s but host=%s was not reachable via ssh", "network", "fatal"),
+            ("Unable to detect suitable master address via", "config", "fatal"),
+            ("Bad hostfile text: %s", "config", "fatal"),
+            ("Unable to proceed, no GPU resources available", "config", "fatal"),
+            # after round 12: transformers models/llama/configuration_llama.py (4.42 and older, code search) _rope_scaling_validation:
+            # a checkpoint's rope_scaling written for a newer transformers (Llama 3.1's "rope_type": "llama3"); c10
+            # c10/util/Exception.h TORCH_CHECK without a message (torch 2.13.0 libc10.so strings): an internal check of a
+            # native op or extension failed, a crash of that code (its own message says which condition)
+            ("`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got %s", "version-mismatch", "fatal"),
+            ("to be true, but got false.  (Could this error message be improved?", "crash", "warning"),
         ),
     ),
     # ---- rccl-tests (added after round 10): ROCm/rccl-tests src/common.h, the check macros every test binary
