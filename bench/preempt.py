@@ -20,7 +20,7 @@ loses). --repeat N runs N repetitions, rlaunch and plain interleaved, each its o
 RLAUNCH_HOME (no run resumes another), with the load average before and after each.
 
 Usage (root, after scripts/setup.sh; under the e2e slots):
-  .venv/bin/python bench/preempt.py [--notice-at 7] [--save-steps 5] [--repeat 3] [--no-write]
+  .venv/bin/python bench/preempt.py [--notice-at 13] [--save-steps 10] [--repeat 3] [--no-write]
 """
 
 from __future__ import annotations
@@ -214,8 +214,8 @@ def render(rows: list[dict[str, Any]], save_steps: int, notice_at: int) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--notice-at", type=int, default=7, help="logged steps before the notice")
-    p.add_argument("--save-steps", type=int, default=5, help="the job's periodic checkpoint interval")
+    p.add_argument("--notice-at", type=int, default=13, help="logged steps before the notice")
+    p.add_argument("--save-steps", type=int, default=10, help="the job's periodic checkpoint interval")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (rlaunch and plain interleaved)")
     p.add_argument("--rows", type=Path, help="also append each row to this JSON-lines file")
     p.add_argument(

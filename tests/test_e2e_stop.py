@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, wait_for
+from e2e_helpers import assert_nothing_left, health, scaled, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, preempt, records
@@ -42,9 +42,9 @@ def inventory(sim3: Any, ckpt: Path, *args: str) -> Any:
             "args": ["--steps", "100000", "--sleep", "0.05", "--ckpt-every", "1000", *args],
             "nproc_per_node": 1,
             "checkpoint_dir": str(ckpt),
-            "timeout": 60,
+            "timeout": scaled(60),
         },
-        health={"stall_timeout": 60, "heartbeat_timeout": 10, "grace": 3},
+        health=health(stall_timeout=60, heartbeat_timeout=10, grace=3),
         restart={"max_restarts": 3, "backoff": 0},  # a stop must not be restarted
     )
     return from_mapping(data)
@@ -87,8 +87,8 @@ def test_stop_save_then_resume_then_a_missed_deadline(
         statuses: list[str] = []
         run_id, thread, result = start(inventory(sim3, ckpt, "--stop-aware"), steps, statuses)
         wait_for(lambda: len(steps) >= 5, 120, "five training steps", result)
-        stopped = preempt.stop(run_id, deadline=60)
-        thread.join(timeout=60)
+        stopped = preempt.stop(run_id, deadline=scaled(60))
+        thread.join(timeout=scaled(60))
         assert not thread.is_alive()
         _, outcome = result["out"]
         step = stopped["step"]
@@ -130,8 +130,8 @@ def test_stop_save_then_resume_then_a_missed_deadline(
         assert any(s.startswith(f"resuming from {ckpt}/step-{step}: run {run_id} was stopped for preemption")
                    for s in statuses2), statuses2  # fmt: skip
         assert records.RunRecord.open(run2).read_state()["resumed_after_preemption"]["lost_steps"] == 0
-        late = preempt.stop(run2, deadline=3)
-        thread2.join(timeout=60)
+        late = preempt.stop(run2, deadline=3)  # the job ignores it: the deadline is what ends it
+        thread2.join(timeout=scaled(60))
         assert not thread2.is_alive()
         assert not late["saved"] and late["timed_out"], late
         assert late["summary"] == (
