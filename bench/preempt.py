@@ -217,6 +217,7 @@ def main() -> None:
     p.add_argument("--notice-at", type=int, default=13, help="logged steps before the notice")
     p.add_argument("--save-steps", type=int, default=10, help="the job's periodic checkpoint interval")
     p.add_argument("--repeat", type=int, default=1, help="repetitions (rlaunch and plain interleaved)")
+    p.add_argument("--first-rep", type=int, default=1, help="first repetition's number (--rows)")
     p.add_argument("--rows", type=Path, help="also append each row to this JSON-lines file")
     p.add_argument(
         "--render", type=Path, help="run nothing: render the rows of this JSON-lines file (--rows)"
@@ -231,7 +232,7 @@ def main() -> None:
         try:
             tiny = build_tiny_assets(shared / "assets")
             with SimCluster(2) as cluster:
-                for rep in range(args.repeat):
+                for rep in range(args.first_rep - 1, args.first_rep - 1 + args.repeat):
                     for how in ("rlaunch", "plain"):
                         rows.append(one(cluster, shared, tiny, how, args.notice_at, args.save_steps, rep))
                         print(json.dumps(rows[-1]), flush=True)
