@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import tempfile
 import threading
 from pathlib import Path
@@ -112,14 +113,17 @@ def test_stop_save_then_resume_then_a_missed_deadline(
         assert not (record.root / "outcome-1.json").exists()  # no restart
         assert_nothing_left(sim3, nodes=NODES)
         # The guards signal only processes that catch SIGUSR1 (tests/test_stop.py shows which): never torchrun's
-        # agent, which SIGUSR1 would have killed; it exited with its workers' failure (their 75), by no signal.
+        # agent, which SIGUSR1 would have killed. The agent exits with its workers' failure (their 75), by no
+        # signal; or, when the other node's rank exited first, the run's teardown of the job (every rank had
+        # passed the barrier behind the save by then) SIGTERMs it through its guard (seen on a loaded machine).
         for node in NODES:
             guard = guard_state(sim3, node, run_id)
-            assert guard["signal"] is None and guard["exit_code"] == 1, (node, guard)
-            assert len(guard.get("stop", {}).get("signalled", [])) <= 1, (
-                node,
-                guard,
-            )  # the one rank, if in time
+            signalled = [p[0] for p in guard.get("stop", {}).get("signalled", [])]
+            assert guard["job_pid"] not in signalled and guard["signal"] != signal.SIGUSR1, (node, guard)
+            assert (guard["signal"] is None and guard["exit_code"] == 1) or (
+                guard["signal"] == signal.SIGTERM and guard["reason"].startswith("guard received SIGTERM")
+            ), (node, guard)
+            assert len(signalled) <= 1, (node, guard)  # the one rank, if in time
 
         # 2. The same job again, now ignoring the request: resumed from the save, torn down at the deadline.
         steps2: list[int] = []
