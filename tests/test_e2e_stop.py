@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import assert_nothing_left, wait_for
+from e2e_helpers import assert_nothing_left, health, scaled, wait_for
 
 from cluster.inventory import from_mapping
 from launcher import lifecycle, preempt, records
@@ -42,9 +43,9 @@ def inventory(sim3: Any, ckpt: Path, *args: str) -> Any:
             "args": ["--steps", "100000", "--sleep", "0.05", "--ckpt-every", "1000", *args],
             "nproc_per_node": 1,
             "checkpoint_dir": str(ckpt),
-            "timeout": 60,
+            "timeout": scaled(60),
         },
-        health={"stall_timeout": 60, "heartbeat_timeout": 10, "grace": 3},
+        health=health(stall_timeout=60, heartbeat_timeout=10, grace=3),
         restart={"max_restarts": 3, "backoff": 0},  # a stop must not be restarted
     )
     return from_mapping(data)
@@ -87,8 +88,8 @@ def test_stop_save_then_resume_then_a_missed_deadline(
         statuses: list[str] = []
         run_id, thread, result = start(inventory(sim3, ckpt, "--stop-aware"), steps, statuses)
         wait_for(lambda: len(steps) >= 5, 120, "five training steps", result)
-        stopped = preempt.stop(run_id, deadline=60)
-        thread.join(timeout=60)
+        stopped = preempt.stop(run_id, deadline=scaled(60))
+        thread.join(timeout=scaled(60))
         assert not thread.is_alive()
         _, outcome = result["out"]
         step = stopped["step"]
@@ -112,14 +113,17 @@ def test_stop_save_then_resume_then_a_missed_deadline(
         assert not (record.root / "outcome-1.json").exists()  # no restart
         assert_nothing_left(sim3, nodes=NODES)
         # The guards signal only processes that catch SIGUSR1 (tests/test_stop.py shows which): never torchrun's
-        # agent, which SIGUSR1 would have killed; it exited with its workers' failure (their 75), by no signal.
+        # agent, which SIGUSR1 would have killed. The agent exits with its workers' failure (their 75), by no
+        # signal; or, when the other node's rank exited first, the run's teardown of the job (every rank had
+        # passed the barrier behind the save by then) SIGTERMs it through its guard (seen on a loaded machine).
         for node in NODES:
             guard = guard_state(sim3, node, run_id)
-            assert guard["signal"] is None and guard["exit_code"] == 1, (node, guard)
-            assert len(guard.get("stop", {}).get("signalled", [])) <= 1, (
-                node,
-                guard,
-            )  # the one rank, if in time
+            signalled = [p[0] for p in guard.get("stop", {}).get("signalled", [])]
+            assert guard["job_pid"] not in signalled and guard["signal"] != signal.SIGUSR1, (node, guard)
+            assert (guard["signal"] is None and guard["exit_code"] == 1) or (
+                guard["signal"] == signal.SIGTERM and guard["reason"].startswith("guard received SIGTERM")
+            ), (node, guard)
+            assert len(signalled) <= 1, (node, guard)  # the one rank, if in time
 
         # 2. The same job again, now ignoring the request: resumed from the save, torn down at the deadline.
         steps2: list[int] = []
@@ -130,8 +134,8 @@ def test_stop_save_then_resume_then_a_missed_deadline(
         assert any(s.startswith(f"resuming from {ckpt}/step-{step}: run {run_id} was stopped for preemption")
                    for s in statuses2), statuses2  # fmt: skip
         assert records.RunRecord.open(run2).read_state()["resumed_after_preemption"]["lost_steps"] == 0
-        late = preempt.stop(run2, deadline=3)
-        thread2.join(timeout=60)
+        late = preempt.stop(run2, deadline=3)  # the job ignores it: the deadline is what ends it
+        thread2.join(timeout=scaled(60))
         assert not thread2.is_alive()
         assert not late["saved"] and late["timed_out"], late
         assert late["summary"] == (

@@ -11,6 +11,7 @@ job runs the same script; its `up` resumes from step-N (lost_steps 0) and finish
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_helpers import wait_for
+from e2e_helpers import health, scaled, wait_for
 from slurm_fixture import OneNodeSlurm, slurm_missing, start_one_node_slurm
 
 from launcher import records
@@ -68,9 +69,9 @@ def inventory(path: Path, work: Path, ckpt: Path, steps: int, marker: str) -> No
                     ],
                     "nproc_per_node": 2,
                     "checkpoint_dir": str(ckpt),
-                    "timeout": 60,
+                    "timeout": scaled(60),
                 },
-                "health": {"heartbeat_timeout": 10, "grace": 3, "stall_timeout": 120},
+                "health": health(heartbeat_timeout=10, grace=3, stall_timeout=120),
             }
         )
     )
@@ -118,8 +119,10 @@ def test_the_batch_notice_saves_requeues_and_the_requeued_job_resumes(
         f"exec {ROOT}/ops/slurm/rlaunch-batch up --from-slurm --no-doctor {tmp_path}/cluster-$n.yaml\n"
     )
     inventory(tmp_path / "cluster-0.yaml", tmp_path / "work", ckpt, 100000, marker)
+    deadline = round(scaled(60))  # the save's deadline; a loaded machine saves slower
     env = {**slurm.env, "RLAUNCH_HOME": str(home), "RLAUNCH_BIN": str(rl), "PYTHONPATH": str(ROOT),
-           "RLAUNCH_STOP_DEADLINE": "60"}  # fmt: skip
+           "RLAUNCH_STOP_DEADLINE": str(deadline)}  # fmt: skip
+    minutes = min(10, math.ceil(scaled(5)))  # each run's limit; the partition's MaxTime is 10
     out = tmp_path / "slurm-%j.out"
     sub = subprocess_run(
         [
@@ -129,7 +132,7 @@ def test_the_batch_notice_saves_requeues_and_the_requeued_job_resumes(
             "--open-mode=append",
             "-N1",
             "-t",
-            "5",
+            str(minutes),
             f"--output={out}",
             f"--chdir={ROOT}",
             str(script),
@@ -165,7 +168,7 @@ def test_the_batch_notice_saves_requeues_and_the_requeued_job_resumes(
         steps2 = [p["step"] for p in read_progress(home / "runs" / second["run_id"]) if p.get("step")]
         assert min(steps2) == step + 1 and max(steps2) == step + 3
         text = log.read_text(errors="replace")
-        assert "rlaunch-batch: USR1 received: rlaunch stop --save --deadline 60s" in text
+        assert f"rlaunch-batch: USR1 received: rlaunch stop --save --deadline {deadline}s" in text
         assert f"requeueing Slurm job {job}" in text
         wait_for(lambda: not pids_with(f"RLAUNCH_PREEMPT_TEST={marker}"), 60, "no process of the job left")
     finally:

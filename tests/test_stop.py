@@ -220,3 +220,24 @@ def test_the_next_up_resumes_only_from_the_clusters_latest_run_when_it_was_preem
     assert preempt.resume_point(inv) is None  # a later run (from scratch) ends the chain
     assert preempt.run_of_job("42") == "20261201-110000-bbbb" and preempt.run_of_job("41") is None
     assert preempt.run_of_job(None) is None
+
+
+def test_requeue_exit_leaves_with_75_skipping_only_the_exit_collections(tmp_path: Path) -> None:
+    """requeue_exit (no process group here): exit code 75, `finally` blocks and atexit handlers still run, and by
+    then every object is in the permanent generation (gc.freeze), so the interpreter's exit collections skip the
+    job's objects instead of traversing all of them."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import atexit, gc, sys\n"
+        f"sys.path.insert(0, {str(NODE)!r})\n"
+        "import rlaunch_job\n"
+        "atexit.register(lambda: print('atexit ran, frozen:', gc.get_freeze_count() > 0, flush=True))\n"
+        "print('frozen before:', gc.get_freeze_count() > 0, flush=True)\n"
+        "try:\n"
+        "    rlaunch_job.requeue_exit()\n"
+        "finally:\n"
+        "    print('finally ran', flush=True)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 75, proc.stderr
+    assert proc.stdout.splitlines() == ["frozen before: False", "finally ran", "atexit ran, frozen: True"]

@@ -30,6 +30,7 @@ torch (and transformers, for StopCallback) when it already uses them.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -88,12 +89,21 @@ def should_stop(every: int = 1) -> bool:
 
 def requeue_exit() -> None:
     """Every rank: wait for the others (a rank that exits first would make torchrun kill one still saving), then
-    exit with REQUEUE_EXIT_CODE."""
+    exit with REQUEUE_EXIT_CODE.
+
+    The interpreter's exit runs full garbage collections over every object torch, transformers and DeepSpeed
+    created (measured: 24-28 s of a 2-core machine at load 14 for a bare process with them imported, 8 s after
+    gc.freeze(); a LLaMA-Factory rank's save was durable 5 s after the notice, the rank gone 32 s after it).
+    The save is done and the process is leaving, so the objects are frozen first: `gc.freeze()` moves them to the
+    permanent generation, which later collections ignore (Python docs, gc.freeze; bpo-31558). Everything else of
+    a normal exit still runs: `finally` blocks, atexit handlers (a logger's last upload), joins of non-daemon
+    threads, refcount finalisers."""
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
         dist.barrier()
     sys.stdout.flush()
     sys.stderr.flush()
+    gc.freeze()
     raise SystemExit(REQUEUE_EXIT_CODE)
 
 
