@@ -605,7 +605,10 @@ class SlurmCluster:
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         out = open(self.root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
-        self.procs[name] = subprocess.Popen(
+        # From simnodes' one long-lived spawner thread: the parent-death signal follows the thread that forked
+        # (prctl(2)), and `prepare` runs in a node-launching pool thread, whose end SIGKILLed munged at once.
+        spawn = simnodes._SPAWNER.submit(
+            subprocess.Popen,
             [*PDEATHSIG, *argv],
             env={**self.env, **(env or {})},
             stdout=out,
@@ -613,7 +616,10 @@ class SlurmCluster:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        out.close()
+        try:
+            self.procs[name] = spawn.result()
+        finally:
+            out.close()
 
     def stop(self) -> None:
         """The nodes first (each slurmd is its namespace's PID 1: killing it ends everything there), then the
