@@ -1,15 +1,17 @@
 """Slurm transport: reach the nodes of the current allocation with `srun`: one job step for all nodes at once.
 
-Fan-out (`run_all`: push, every guard verb, collect; `start_all`: every attached guard) is ONE step,
-`srun --nodes=N --ntasks-per-node=1 --nodelist=... --label` running a small stdlib dispatcher (DISPATCH) on every
-node, which finds its own entry by SLURMD_NODENAME in one bundle (per node argv and stdin, lzma-compressed JSON)
-and either runs it and prints the result as tagged chunks (`run`) or execs it (`exec`: the guard's follower
-stream, demultiplexed by the task label back into per-node processes). The bundle reaches the nodes with `sbcast`
-(it fans out through slurmd's tree like srun) when the step covers the whole allocation, else on the step's stdin
-(srun forwards it to every task, `--input=all` being srun's default). So a run costs the same few steps at 4
-nodes or 1,000 (docs/scale.md): today's per-node path (`one_step=False`) made one step per command per node,
-thousands of step-creation RPCs against slurmctld per run and a share of MaxStepCount (40,000 per job,
-slurm.conf(5)). A command on one node still becomes
+Fan-out (`run_all`: every guard verb, clean-up, probes; `start_all`: the push and every attached guard) is ONE
+step, `srun --nodes=N --ntasks-per-node=1 --nodelist=... --label` running a small stdlib dispatcher (DISPATCH) on
+every node, which finds its own entry by SLURMD_NODENAME in one bundle (per node argv and stdin, lzma-compressed
+JSON) and either runs it and prints the result as tagged chunks (`run`) or, in the guards' step (`guard`), runs
+the push, holds until the head has checked every node's push, then runs the guard's follower stream as its child
+(demultiplexed by the task label back into per-node processes) and, once it ended, serves the head's requests
+on the step's stdin (collect) until the step closes: a `run_all` to those nodes takes no step of its own. The
+bundle reaches the nodes with `sbcast` (it fans out through slurmd's tree like srun) when the step covers the
+whole allocation, else on the step's stdin (srun forwards it to every task, `--input=all` being srun's default).
+So a run costs one step per attempt plus keep_runs' clean-up, at 4 nodes or 1,000 (docs/scale.md): the per-node
+path (`one_step=False`) made one step per command per node, thousands of step-creation RPCs against slurmctld
+per run and a share of MaxStepCount (40,000 per job, slurm.conf(5)). A command on one node still becomes
 
     srun --jobid=$SLURM_JOB_ID --nodes=1 --ntasks=1 --nodelist=NODE --overlap --export=ALL --quiet -- ARGV
 
