@@ -204,10 +204,10 @@ def render(rows: list[dict[str, Any]], reps: int) -> str:
         "srun (one srun per node per command: config + command; or one `srun -N N` of the command, which pushes,",
         "watches and tears down nothing), side by side in the same run, steps counted with `sacct`. `restart`:",
         "node 2 fails attempt 0, attempt 1 runs through (by hand: run again).",
-        f"Median of {reps} run(s) per cell; head CPU = this process + its children (srun, sbcast).",
+        f"Median of {reps} run(s) per cell; wall = `up` (rlaunch) or the srun calls (by hand); head CPU = this process + its children (srun, sbcast).",
         f"Machine: {platform.node()}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} at the end.",
         "",
-        "| nodes | scenario | path | exit | job steps | wall of `up` (s) | head CPU (s) | left behind |",
+        "| nodes | scenario | path | exit | job steps | wall (s) | head CPU (s) | left behind |",
         "|---:|---|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:
