@@ -10,6 +10,12 @@ through `SlurmTransport(one_step=False)` (one step per command per node: push, e
   wall       wall seconds of `up`
   head CPU   CPU seconds of the head: this process + its children (srun, sbcast, scontrol) during `up`
 
+Beside them, what a user does without rlaunch, with real srun in the same allocation (`by hand`): `srun per node`
+(per attempt and node, one srun that writes the job's config file and one that runs the command: the loop of
+`srun -w NODE --overlap ...` that a launcher script without a one-step fan-out makes), and `one srun -N N` (the
+command as one step per attempt: nothing pushed, nothing watched, no per-node teardown; the restart is the
+user's own rerun).
+
 Scenarios: `clean` (a command job that prints and exits 0 on every node) and `restart` (node 2 exits 1 in attempt
 0, `restart.max_restarts: 1`, attempt 1 runs through). Each path runs each scenario --reps times (median).
 
@@ -24,6 +30,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +51,12 @@ from cluster.transport import Endpoint  # noqa: E402
 from launcher import lifecycle  # noqa: E402
 
 PYTHON = sys.executable
+PATHS = (
+    "by hand: srun per node",
+    "by hand: one srun -N N",
+    "rlaunch, per node (before)",
+    "rlaunch, one step",
+)
 SECTION = "Slurm in one step: job steps per run (bench/slurm_steps.py, issue 23)"
 BEGIN, END = "<!-- bench/slurm_steps.py begin -->", "<!-- bench/slurm_steps.py end -->"
 
@@ -106,6 +119,40 @@ def one_run(cluster: SlurmCluster, job_id: str, env: dict[str, str], one_step: b
             "left": sum(len(v) for v in left.values())}  # fmt: skip
 
 
+def by_hand(cluster: SlurmCluster, job_id: str, env: dict[str, str], style: str, scenario: str,
+            seen: set[str]) -> dict[str, Any]:  # fmt: skip
+    """The user's own srun calls for the scenario's attempts (a restart is a second attempt)."""
+    attempts = 2 if scenario == "restart" else 1
+    base = ["srun", f"--jobid={job_id}", "--overlap", "--quiet"]
+    cpu0, wall0 = cpu_seconds(), time.monotonic()
+    codes = []
+    for attempt in range(attempts):
+        if style == "one srun -N N":
+            argv = [*base, f"-N{cluster.n}", "--ntasks-per-node=1", PYTHON, "-c", "print('hello')"]
+            codes.append(subprocess.run(argv, env=env, capture_output=True, timeout=300).returncode)
+            continue
+        procs = []
+        for node in (
+            cluster.node_names
+        ):  # the config (one node after another), then the commands side by side: each its own srun
+            one = [*base, "-N1", "-n1", f"--nodelist={node}"]
+            put = [*one, "sh", "-c", f"mkdir -p /tmp/byhand && cat > /tmp/byhand/job-{attempt}.json"]
+            procs.append(subprocess.Popen(put, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL))
+            procs[-1].communicate(json.dumps({"attempt": attempt, "node": node}).encode())
+        runs = [
+            subprocess.Popen(
+                [*base, "-N1", "-n1", f"--nodelist={node}", PYTHON, "-c", "print('hello')"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+            )
+            for node in cluster.node_names
+        ]
+        codes += [p.wait(300) for p in procs + runs]
+    wall, cpu = time.monotonic() - wall0, cpu_seconds() - cpu0
+    steps = cluster.new_steps(job_id, seen)
+    return {"code": max(codes), "steps": len(steps), "wall": wall, "cpu": cpu, "left": 0}
+
+
 def bench(n: int, reps: int, home: Path) -> list[dict[str, Any]]:
     t0 = time.monotonic()
     cluster = start_slurm_cluster(n)
@@ -120,15 +167,17 @@ def bench(n: int, reps: int, home: Path) -> list[dict[str, Any]]:
         cluster.new_steps(job_id, seen)
         with tempfile.TemporaryDirectory() as work:
             for scenario in ("clean", "restart"):
-                for one_step in (False, True):
+                for path in PATHS:
                     runs = [
-                        one_run(cluster, job_id, env, one_step, scenario, Path(work), seen)
+                        by_hand(cluster, job_id, env, path[len("by hand: "):], scenario, seen)
+                        if path.startswith("by hand")
+                        else one_run(cluster, job_id, env, path == "rlaunch, one step", scenario, Path(work), seen)
                         for _ in range(reps)
-                    ]
+                    ]  # fmt: skip
                     row = {
                         "nodes": n,
                         "scenario": scenario,
-                        "path": "one step" if one_step else "per node (before)",
+                        "path": path,
                         "codes": sorted({r["code"] for r in runs}),
                         "steps": statistics.median(r["steps"] for r in runs),
                         "wall": statistics.median(r["wall"] for r in runs),
@@ -150,12 +199,15 @@ def render(rows: list[dict[str, Any]], reps: int) -> str:
         "",
         "A real Slurm 22.05 on this shared 2-core machine: slurmctld, munged, MariaDB + slurmdbd on the head, one",
         "slurmd per simulated node (own network/PID/mount/UTS namespaces, hostname = NodeName), one",
-        "`salloc --no-shell` of all nodes; `lifecycle.up` (the `up --from-slurm` path, doctor off) through today's",
-        "per-node-step transport and the one-step transport, side by side in the same run, steps counted with",
-        f"`sacct`. Median of {reps} run(s) per cell; head CPU = this process + its children (srun, sbcast).",
+        "`salloc --no-shell` of all nodes; `lifecycle.up` (the `up --from-slurm` path, doctor off, `keep_runs`",
+        "on) through the per-node-step transport and the one-step transport, and the same job by hand with real",
+        "srun (one srun per node per command: config + command; or one `srun -N N` of the command, which pushes,",
+        "watches and tears down nothing), side by side in the same run, steps counted with `sacct`. `restart`:",
+        "node 2 fails attempt 0, attempt 1 runs through (by hand: run again).",
+        f"Median of {reps} run(s) per cell; wall = `up` (rlaunch) or the srun calls (by hand); head CPU = this process + its children (srun, sbcast).",
         f"Machine: {platform.node()}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} at the end.",
         "",
-        "| nodes | scenario | path | exit | job steps | wall of `up` (s) | head CPU (s) | left behind |",
+        "| nodes | scenario | path | exit | job steps | wall (s) | head CPU (s) | left behind |",
         "|---:|---|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:

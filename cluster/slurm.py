@@ -1,15 +1,17 @@
 """Slurm transport: reach the nodes of the current allocation with `srun`: one job step for all nodes at once.
 
-Fan-out (`run_all`: push, every guard verb, collect; `start_all`: every attached guard) is ONE step,
-`srun --nodes=N --ntasks-per-node=1 --nodelist=... --label` running a small stdlib dispatcher (DISPATCH) on every
-node, which finds its own entry by SLURMD_NODENAME in one bundle (per node argv and stdin, lzma-compressed JSON)
-and either runs it and prints the result as tagged chunks (`run`) or execs it (`exec`: the guard's follower
-stream, demultiplexed by the task label back into per-node processes). The bundle reaches the nodes with `sbcast`
-(it fans out through slurmd's tree like srun) when the step covers the whole allocation, else on the step's stdin
-(srun forwards it to every task, `--input=all` being srun's default). So a run costs the same few steps at 4
-nodes or 1,000 (docs/scale.md): today's per-node path (`one_step=False`) made one step per command per node,
-thousands of step-creation RPCs against slurmctld per run and a share of MaxStepCount (40,000 per job,
-slurm.conf(5)). A command on one node still becomes
+Fan-out (`run_all`: every guard verb, clean-up, probes; `start_all`: the push and every attached guard) is ONE
+step, `srun --nodes=N --ntasks-per-node=1 --nodelist=... --label` running a small stdlib dispatcher (DISPATCH) on
+every node, which finds its own entry by SLURMD_NODENAME in one bundle (per node argv and stdin, lzma-compressed
+JSON) and either runs it and prints the result as tagged chunks (`run`) or, in the guards' step (`guard`), runs
+the push, holds until the head has checked every node's push, then runs the guard's follower stream as its child
+(demultiplexed by the task label back into per-node processes) and, once it ended, serves the head's requests
+on the step's stdin (collect) until the step closes: a `run_all` to those nodes takes no step of its own. The
+bundle reaches the nodes with `sbcast` (it fans out through slurmd's tree like srun) when the step covers the
+whole allocation, else on the step's stdin (srun forwards it to every task, `--input=all` being srun's default).
+So a run costs one step per attempt plus keep_runs' clean-up, at 4 nodes or 1,000 (docs/scale.md): the per-node
+path (`one_step=False`) made one step per command per node, thousands of step-creation RPCs against slurmctld
+per run and a share of MaxStepCount (40,000 per job, slurm.conf(5)). A command on one node still becomes
 
     srun --jobid=$SLURM_JOB_ID --nodes=1 --ntasks=1 --nodelist=NODE --overlap --export=ALL --quiet -- ARGV
 
@@ -47,6 +49,7 @@ from cluster.local import LocalProcess
 from cluster.transport import (
     TIMEOUT,
     Endpoint,
+    First,
     GroupResult,
     HostLineCallback,
     LineCallback,
@@ -73,11 +76,18 @@ NOT_IN_ALLOCATION = ("Requested node configuration is not available", "Invalid n
 
 
 # The node side of one-step fan-out: run with the node's python (`-I`: stdlib only, nothing from the cwd), one
-# task per node. argv: MODE ("run" | "exec") [BUNDLE_PATH]. Without a path the bundle comes first on stdin as
-# "RLB1 <length>\n<bytes>", read to the byte (in exec mode the rest of stdin, heartbeats, belongs to the command).
-# run: the entry's argv with its stdin, output captured, then one JSON result in base64 chunks of CHUNK chars on
-# stdout ("RLR <host> <i> <n> <chunk>"): srun's I/O moves at most 1 KiB per message, `--label` keeps the lines of
-# each task whole. exec: "RLH <host>" (who this task is), then the entry's argv replaces the dispatcher.
+# task per node. argv: MODE ("run" | "guard") [BUNDLE_PATH]. Without a path the bundle comes first on stdin as
+# "RLB1 <length>\n<bytes>", read to the byte (in guard mode the rest of stdin belongs to the head's words).
+# Results are one JSON object in base64 chunks of CHUNK chars on stdout, one line each: srun's I/O moves at most
+# 1 KiB per message, and `--label` keeps the lines of each task whole.
+#   run:   the entry's argv with its stdin, output captured, then "RLR <host> <i> <n> <chunk>".
+#   guard: "RLH <host>" (who this task is). With a "pre" entry (the push): run it, answer "RLP <host> ...", then
+#          serve the head's requests until "RLGO" (start) or "RLNO" (start nothing). Then the entry's argv (the
+#          guard's `run`) as a child that has this task's stdin and stdout; when it ends, "RLX <host> <code>" and
+#          serve requests again (collect) until stdin ends, then exit with the child's code.
+#   A request is "RLC <id> <length>\n" and that many bytes of base64 bundle on the step's stdin (srun gives it to
+#   every task); a task with an entry in it runs it and answers "RLQ <id> <host> ...". Other lines on stdin (a
+#   heartbeat or stop word meant for a guard still running elsewhere) are not the dispatcher's.
 DISPATCH = r"""
 import base64, errno, json, lzma, os, subprocess, sys
 def read_exact(n):
@@ -88,6 +98,15 @@ def read_exact(n):
             break
         data += chunk
     return data
+def read_line(limit=200):
+    # One byte at a time: what follows the line may be the guard's (a heartbeat), never ours to take.
+    line = b""
+    while not line.endswith(b"\n") and len(line) < limit:
+        c = os.read(0, 1)
+        if not c:
+            return line or None
+        line += c
+    return line
 def bundle():
     if len(sys.argv) > 2:
         try:
@@ -98,60 +117,98 @@ def bundle():
                 os.unlink(sys.argv[2])  # node-local: nothing left behind
             except OSError:
                 pass
-    head = b""
-    while not head.endswith(b"\n") and len(head) < 64:
-        c = os.read(0, 1)
-        if not c:
-            break
-        head += c
-    words = head.split()
+    words = (read_line(64) or b"").split()
     if len(words) != 2 or words[0] != b"RLB1" or not words[1].isdigit():
         raise ValueError("no bundle on stdin")
     return read_exact(int(words[1]))
-def say(host, result):
+def say(tag, result):
     text = base64.b64encode(json.dumps(result).encode()).decode()
     size = int(os.environ.get("RLAUNCH_CHUNK", "700"))
     parts = [text[i:i + size] for i in range(0, len(text), size)] or [""]
     out = sys.stdout
     for i, part in enumerate(parts):
-        out.write("RLR %s %d %d %s\n" % (host, i, len(parts), part))
+        out.write("%s %d %d %s\n" % (tag, i, len(parts), part))
     out.flush()
+def run_entry(entry, blobs):
+    argv = entry["argv"]
+    blob = entry.get("stdin")
+    stdin = base64.b64decode(blobs[blob]) if blob else None
+    try:
+        done = subprocess.run(argv, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        code, out, err = done.returncode, done.stdout, done.stderr
+        if code < 0:
+            code = 128 - code
+    except OSError as exc:
+        code, out, err = (127 if exc.errno == errno.ENOENT else 126), b"", ("%s: %s\n" % (argv[0], exc.strerror)).encode()
+    return {"rc": code, "out": out.decode("utf-8", "replace"), "err": err.decode("utf-8", "replace")}
+def serve(held):
+    while True:
+        line = read_line()
+        if line is None:
+            return None
+        words = line.split()
+        if held and words in ([b"RLGO"], [b"RLNO"]):
+            return words[0]
+        if len(words) == 3 and words[0] == b"RLC" and words[1].isdigit() and words[2].isdigit():
+            payload = read_exact(int(words[2]))
+            try:
+                req = json.loads(lzma.decompress(base64.b64decode(payload)))
+                entry = req["nodes"].get(host)
+            except Exception as exc:
+                say("RLQ %s %s" % (words[1].decode(), host), {"error": "cannot read the request: %s" % exc})
+                continue
+            if entry is not None:
+                say("RLQ %s %s" % (words[1].decode(), host), run_entry(entry, req["blobs"]))
 host = os.environ.get("SLURMD_NODENAME", "")
 mode = sys.argv[1]
+tag = "RLR %s" % host
 try:
     data = json.loads(lzma.decompress(bundle()))
 except Exception as exc:
-    say(host, {"error": "cannot read the step's bundle: %s" % exc})
+    say(tag, {"error": "cannot read the step's bundle: %s" % exc})
     sys.exit(3)
 me = data["nodes"].get(host)
 if me is None:
-    say(host, {"error": "node %r has no entry in the step's bundle" % host})
+    say(tag, {"error": "node %r has no entry in the step's bundle" % host})
     sys.exit(3)
+if mode == "run":
+    say(tag, run_entry(me, data["blobs"]))
+    sys.exit(0)
+sys.stdout.write("RLH %s\n" % host)
+sys.stdout.flush()
+if "pre" in me:
+    say("RLP %s" % host, run_entry(me["pre"], data["blobs"]))
+    if serve(True) != b"RLGO":
+        sys.exit(0)
 argv = me["argv"]
-if mode == "exec":
-    sys.stdout.write("RLH %s\n" % host)
-    sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
         sys.stderr.write("%s: %s\n" % (argv[0], exc.strerror))
-        sys.exit(127 if exc.errno == errno.ENOENT else 126)
-blob = me.get("stdin")
-stdin = base64.b64decode(data["blobs"][blob]) if blob else None
-try:
-    done = subprocess.run(argv, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    code, out, err = done.returncode, done.stdout, done.stderr
-    if code < 0:
-        code = 128 - code
-except OSError as exc:
-    code, out, err = (127 if exc.errno == errno.ENOENT else 126), b"", ("%s: %s\n" % (argv[0], exc.strerror)).encode()
-say(host, {"rc": code, "out": out.decode("utf-8", "replace"), "err": err.decode("utf-8", "replace")})
+        sys.stderr.flush()
+        os._exit(127 if exc.errno == errno.ENOENT else 126)
+while True:
+    try:
+        status = os.waitpid(pid, 0)[1]
+        break
+    except InterruptedError:
+        continue
+code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+sys.stdout.write("RLX %s %d\n" % (host, code))
+sys.stdout.flush()
+serve(False)
+sys.exit(code)
 """
 BUNDLE_MAGIC = "RLB1"
 BUNDLE_DIR = "/tmp"  # node-local on every node; where sbcast leaves the bundle (the dispatcher removes it)
 LABEL = re.compile(r"^\s*(\d+): ?(.*)$", re.S)
 RESULT_CHUNK = re.compile(r"^RLR (\S+) (\d+) (\d+) (\S*)$")
+PREP_CHUNK = re.compile(r"^RLP (\S+) (\d+) (\d+) (\S*)$")  # guard mode: the "pre" entry's result (the push)
+REPLY_CHUNK = re.compile(r"^RLQ (\d+) (\S+) (\d+) (\d+) (\S*)$")  # a request's result, by request id
+ENDED = re.compile(r"^RLX (\S+) (-?\d+)$")  # guard mode: the node's command ended with this code
 HELLO = re.compile(r"^RLH (\S+)$")
 # srun's report naming the node whose task ended badly: "srun: error: sn2: task 1: Exited with exit code 3".
 TASK_ON_NODE = re.compile(
@@ -192,6 +249,7 @@ class SlurmTransport(Transport):
         self.python = python  # runs DISPATCH on the nodes (the inventory's `python:`)
         self.one_step = self.environ.get(STEPS_ENV) != "per-node" if one_step is None else one_step
         self._allocation: list[str] | None = None
+        self._step: SrunStep | None = None  # the guards' step, open until its views are closed
 
     # ------------------------------------------------------------------------------------------------ argv
     def srun_argv(self, host: str, argv: Sequence[str]) -> list[str]:
@@ -253,33 +311,31 @@ class SlurmTransport(Transport):
         timeout: float | None = 60.0,
     ) -> GroupResult:
         """One job step for every host (see the module's docstring); one Result per host, as per-node runs give.
+        While the guards' step is open and every asked host's task in it is free (held before the start, or its
+        guard ended), no step at all: the request goes on that step's stdin (the checks after the push, collect).
         A step srun refuses as a whole (a node outside the allocation) falls back to one step per node, so each
         node still gets its own answer and the bad one its own line."""
         hosts = list(dict.fromkeys(hosts))
-        if not self.one_step or len(hosts) <= 1:
+        if not self.one_step or not hosts:
             return super().run_all(hosts, argv_for, stdin_for=stdin_for, timeout=timeout)
-        blobs: dict[str, str] = {}
-        nodes: dict[str, dict[str, object]] = {}
-        for host in hosts:
-            argv = list(argv_for(host) if callable(argv_for) else argv_for)
-            data = stdin_for(host) if stdin_for else None
-            key = None
-            if data is not None:  # identical inputs (a guard verb's, a script's) travel once
-                key = hashlib.sha256(data).hexdigest()[:24]
-                blobs.setdefault(key, base64.b64encode(data).decode())
-            nodes[host] = {"argv": argv, "stdin": key}
+        bundle = bundle_of(hosts, argv_for, stdin_for)
+        step = self._step
+        if step is not None and step.free(hosts):
+            return GroupResult(step.request(hosts, bundle, timeout))
+        if len(hosts) <= 1:
+            return super().run_all(hosts, argv_for, stdin_for=stdin_for, timeout=timeout)
         started = time.monotonic()
         try:
-            step = StepRun(self, hosts, "run", {"nodes": nodes, "blobs": blobs}, timeout)
-            results = step.results()
+            run = StepRun(self, hosts, "run", bundle, timeout)
+            results = run.results()
         except TransportError as exc:
             return GroupResult({h: Result(h, None, error=exc.reason, failure=exc.kind) for h in hosts})
-        if step.refused_whole:
+        if run.refused_whole:
             return super().run_all(hosts, argv_for, stdin_for=stdin_for, timeout=timeout)
         seconds = time.monotonic() - started
         return GroupResult(
             {
-                h: replace(results[h], seconds=seconds) if h in results else step.missing(h, seconds)
+                h: replace(results[h], seconds=seconds) if h in results else run.missing(h, seconds)
                 for h in hosts
             }
         )
@@ -289,14 +345,32 @@ class SlurmTransport(Transport):
         hosts: Iterable[str],
         argv_for: Callable[[str], Sequence[str]],
         on_line: HostLineCallback,
+        *,
+        first: First | None = None,
     ) -> dict[str, RemoteProcess]:
-        """Every host's long-lived command in ONE step (`exec` mode); host → that task's process view. The
-        step's stdin reaches every task: a word written to any view (a heartbeat, stop) is sent once for all."""
+        """Every host's long-lived command in ONE step (guard mode); host → that task's process view. The
+        step's stdin reaches every task: a word written to any view (a heartbeat, stop) is sent once for all.
+        `first` (the push) is that step's first act on every node: each task runs it and holds; only when
+        `first.check` passes does the head say "RLGO" and the guards start, else "RLNO" and nothing starts. The
+        step stays open until every view is closed, so what runs after the guards (collect) needs no step."""
         hosts = list(dict.fromkeys(hosts))
         if not self.one_step or len(hosts) <= 1:
-            return super().start_all(hosts, argv_for, on_line)
-        bundle = {"nodes": {h: {"argv": list(argv_for(h))} for h in hosts}, "blobs": {}}
+            return super().start_all(hosts, argv_for, on_line, first=first)
+        bundle = bundle_of(hosts, argv_for, None)
+        nodes: dict[str, dict[str, object]] = bundle["nodes"]  # type: ignore[assignment]
+        if first is not None:
+            pre = bundle_of(hosts, first.argv_for, first.stdin_for, bundle["blobs"])  # type: ignore[arg-type]
+            for host, entry in pre["nodes"].items():  # type: ignore[union-attr]
+                nodes[host]["pre"] = entry
         step = SrunStep.launch(self, hosts, bundle, on_line)
+        self._step = step
+        if first is not None:
+            try:
+                first.check(GroupResult(step.prepared(first.timeout)))
+            except BaseException:
+                step.abort()
+                raise
+            step.go()
         return {h: StepTask(step, h) for h in hosts}
 
     def allocation_nodes(self) -> list[str]:
@@ -481,6 +555,45 @@ def pack(bundle: Mapping[str, object]) -> bytes:
     return lzma.compress(json.dumps(bundle, separators=(",", ":")).encode(), preset=1)
 
 
+def result_of(host: str, parts: Mapping[int, str], count: int | None) -> Result | None:
+    """A task's result from its base64 chunks (None while a chunk is missing or the whole does not decode)."""
+    if count is None or len(parts) != count:
+        return None
+    try:
+        data = json.loads(base64.b64decode("".join(parts[i] for i in range(count))))
+    except (ValueError, KeyError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if "error" in data:
+        return Result(host, None, error=f"srun on {host}: {data['error']}")
+    try:
+        code = int(data.get("rc", 1))
+    except (TypeError, ValueError):
+        return None
+    return Result(host, code, str(data.get("out", "")), str(data.get("err", "")))
+
+
+def bundle_of(
+    hosts: Sequence[str],
+    argv_for: Callable[[str], Sequence[str]] | Sequence[str],
+    stdin_for: Callable[[str], bytes | None] | None,
+    blobs: dict[str, str] | None = None,
+) -> dict[str, object]:
+    """Every host's entry (argv, and the key of its stdin in `blobs`: identical inputs travel once)."""
+    blobs = {} if blobs is None else blobs
+    nodes: dict[str, dict[str, object]] = {}
+    for host in hosts:
+        argv = list(argv_for(host) if callable(argv_for) else argv_for)
+        data = stdin_for(host) if stdin_for else None
+        key = None
+        if data is not None:
+            key = hashlib.sha256(data).hexdigest()[:24]
+            blobs.setdefault(key, base64.b64encode(data).decode())
+        nodes[host] = {"argv": argv, "stdin": key}
+    return {"nodes": nodes, "blobs": blobs}
+
+
 def _step_popen(
     transport: SlurmTransport, hosts: Sequence[str], mode: str, blob: bytes
 ) -> tuple[subprocess.Popen[bytes], bytes]:
@@ -549,20 +662,8 @@ class StepRun:
     def results(self) -> dict[str, Result]:
         out: dict[str, Result] = {}
         for host, parts in self.chunks.items():
-            if host not in self.hosts or len(parts) != self.counts.get(host):
-                continue
-            try:
-                data = json.loads(base64.b64decode("".join(parts[i] for i in range(len(parts)))))
-            except (ValueError, KeyError):
-                continue
-            if not isinstance(data, dict):
-                continue
-            if "error" in data:
-                out[host] = Result(host, None, error=f"srun on {host}: {data['error']}")
-            else:
-                out[host] = Result(
-                    host, int(data.get("rc", 1)), str(data.get("out", "")), str(data.get("err", ""))
-                )
+            if host in self.hosts and (result := result_of(host, parts, self.counts.get(host))) is not None:
+                out[host] = result
         return out
 
     def missing(self, host: str, seconds: float) -> Result:
@@ -584,10 +685,11 @@ class StepRun:
 
 
 class SrunStep(SrunProcess):
-    """The one step that carries every node's long-lived command (`exec` mode). Its lines arrive labelled by
+    """The one step that carries every node's long-lived command (guard mode). Its lines arrive labelled by
     task; each task says first which node it is ("RLH host"), and from then on its lines go to that node's
-    callback. srun's own lines about a task ending ("srun: error: sn2: task 1: Exited with exit code 3") give
-    that node's exit code."""
+    callback, less the dispatcher's own: the push's result (RLP), a request's result (RLQ), the end of the
+    node's command with its code (RLX). srun's own lines about a task ending ("srun: error: sn2: task 1: Exited
+    with exit code 3") say the same for a task that ended without a word."""
 
     @classmethod
     def launch(
@@ -597,7 +699,7 @@ class SrunStep(SrunProcess):
         bundle: Mapping[str, object],
         on_line: HostLineCallback,
     ) -> SrunStep:
-        proc, first = _step_popen(transport, hosts, "exec", pack(bundle))
+        proc, first = _step_popen(transport, hosts, "guard", pack(bundle))
         step = cls(hosts, on_line, proc)
         if first:
             step.write(first)
@@ -610,7 +712,16 @@ class SrunStep(SrunProcess):
         self.task_host: dict[str, str] = {}
         self.early: dict[str, list[tuple[str, str]]] = {}  # lines of a task before it said who it is
         self.task_codes: dict[str, int] = {}
+        self.gone: set[str] = set()  # hosts whose task srun says has ended
+        self.phase: dict[str, str] = {}  # host → "held" (push done, waiting for RLGO) | "running" | "ended"
+        self.prep: dict[str, dict[int, str]] = {}
+        self.prep_counts: dict[str, int] = {}
+        self.replies: dict[int, dict[str, tuple[dict[int, str], int]]] = {}
+        self.node_errors: dict[str, str] = {}
+        self.failure: str | None = None
         self.released: set[str] = set()
+        self._next_request = 0
+        self._closing = False
         self._last_word: tuple[bytes, float] = (b"", 0.0)
         self._word_lock = threading.Lock()
         self.changed = threading.Condition()
@@ -624,7 +735,14 @@ class SrunStep(SrunProcess):
             if stream == "stderr" and (task := TASK_ON_NODE.match(text)):
                 code = EXITED_WITH.search(task.group("why"))
                 with self.changed:
-                    self.task_codes[task.group("host")] = int(code.group(1)) if code else -1
+                    host = task.group("host")
+                    self.task_codes.setdefault(host, int(code.group(1)) if code else -1)
+                    self.node_errors.setdefault(host, task.group("why").strip())
+                    self.gone.add(host)
+                    self.changed.notify_all()
+            elif stream == "stderr" and self.failure is None and (fail := SRUN_FAILURE.match(text)):
+                with self.changed:
+                    self.failure = fail.group("why").strip()
                     self.changed.notify_all()
             return  # srun's own words (STEP CANCELLED, task status): not a node's output
         task, rest = m.group(1), m.group(2)
@@ -638,12 +756,126 @@ class SrunStep(SrunProcess):
             else:
                 self.early.setdefault(task, []).append((stream, rest))
             return
+        if stream == "stdout" and rest.startswith("RL") and self._own_word(host, rest):
+            return
         self._to_host(host, stream, rest)
+
+    def _own_word(self, host: str, text: str) -> bool:
+        """The dispatcher's words on a task's stdout: recorded here, never a node's output."""
+        with self.changed:
+            if (m := PREP_CHUNK.match(text)) and m.group(1) == host:
+                self.prep.setdefault(host, {})[int(m.group(2))] = m.group(4)
+                self.prep_counts[host] = int(m.group(3))
+                if len(self.prep[host]) == self.prep_counts[host]:
+                    self.phase[host] = "held"
+            elif (m := REPLY_CHUNK.match(text)) and m.group(2) == host:
+                request = self.replies.get(int(m.group(1)))
+                if request is not None:
+                    parts, _ = request.get(host, ({}, 0))
+                    parts[int(m.group(3))] = m.group(5)
+                    request[host] = (parts, int(m.group(4)))
+            elif (m := ENDED.match(text)) and m.group(1) == host:
+                self.task_codes[host] = int(m.group(2))
+                self.phase[host] = "ended"
+            else:
+                return False
+            self.changed.notify_all()
+            return True
 
     def _to_host(self, host: str, stream: str, text: str) -> None:
         with contextlib.suppress(Exception):  # a failing callback must not kill the reader
             self.host_lines(host, stream, text)
 
+    # --------------------------------------------------------------------------- the push, then the start
+    def _wait(self, done: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait (bounded) until done() or the step has ended; True when done()."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.changed:
+            while not done():
+                if super().poll() is not None or self._closing:
+                    return done()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self.changed.wait(0.1 if left is None else min(0.1, left))
+            return True
+
+    def _missing(self, host: str, timeout: float | None) -> Result:
+        if host in self.node_errors or self.failure or super().poll() is not None:
+            why = self.node_errors.get(host) or self.failure or "no answer from its task (the step ended)"
+            return Result(host, None, error=f"srun on {host}: {why}")
+        return Result(
+            host,
+            None,
+            error=f"timed out after {timeout:g}s on {host} (no answer in its step)",
+            failure=TIMEOUT,
+        )
+
+    def prepared(self, timeout: float | None) -> dict[str, Result]:
+        """Every node's result of the "pre" entry (the push): what arrived within timeout, the rest as errors."""
+        self._wait(lambda: all(h in self.phase or h in self.gone for h in self.hosts), timeout)
+        with self.changed:
+            return {
+                h: result_of(h, self.prep.get(h, {}), self.prep_counts.get(h)) or self._missing(h, timeout)
+                for h in self.hosts
+            }
+
+    def go(self) -> None:
+        """Start every held node's command: one line on the step's stdin reaches every task."""
+        with self._word_lock:
+            self.write(b"RLGO\n")
+        with self.changed:
+            for host in self.hosts:
+                if self.phase.get(host) == "held":
+                    self.phase[host] = "running"
+
+    def abort(self) -> None:
+        """Start nothing: every held task ends (RLNO), then the step."""
+        with self._word_lock, contextlib.suppress(TransportError):
+            self.write(b"RLNO\n")
+        self.close()
+
+    # --------------------------------------------------------------------------------- requests in the step
+    def free(self, hosts: Sequence[str]) -> bool:
+        """Every host has a task in this open step that is free to take a request: held before the start, or
+        its command ended (its view's poll() says so; the run loop waits for that before it collects)."""
+        if self._closing or super().poll() is not None or not set(hosts) <= set(self.hosts):
+            return False
+        with self.changed:
+            return all(self.phase.get(h) in ("held", "ended") and h not in self.gone for h in hosts)
+
+    def request(
+        self, hosts: Sequence[str], bundle: Mapping[str, object], timeout: float | None
+    ) -> dict[str, Result]:
+        """Run every host's entry of bundle in its task of this step: one write on the step's stdin."""
+        payload = base64.b64encode(pack(bundle)) + b"\n"
+        with self.changed:
+            self._next_request += 1
+            rid = self._next_request
+            self.replies[rid] = {}
+        started = time.monotonic()
+        try:
+            with self._word_lock:
+                self.write(f"RLC {rid} {len(payload)}\n".encode() + payload)
+        except TransportError as exc:
+            return {h: Result(h, None, error=exc.reason, failure=exc.kind) for h in hosts}
+
+        def complete(h: str) -> bool:
+            parts, count = self.replies[rid].get(h, ({}, -1))
+            return len(parts) == count or h in self.gone
+
+        self._wait(lambda: all(complete(h) for h in hosts), timeout)
+        seconds = time.monotonic() - started
+        out: dict[str, Result] = {}
+        with self.changed:
+            answers = self.replies.pop(rid)
+            for h in hosts:
+                parts, count = answers.get(h, ({}, None))
+                result = result_of(h, parts, count)
+                out[h] = replace(result or self._missing(h, timeout), seconds=seconds)
+        return out
+
+    # ------------------------------------------------------------------------------------------ the words
     def write_word(self, data: bytes, *, block: bool) -> bool:
         """Write to the step's stdin once for all tasks: the same words from every node's view within DEDUP_S
         (one heartbeat round, one stop) are one write, which srun forwards to every task."""
@@ -661,7 +893,7 @@ class SrunStep(SrunProcess):
             return sent
 
     def task_code(self, host: str) -> int | None:
-        """The node's task's exit code: srun's word on it, or the step's own once it has ended."""
+        """The node's command's exit code: the dispatcher's word on it, srun's, or the step's own once ended."""
         if host in self.task_codes:
             return self.task_codes[host]
         code = super().poll()
@@ -674,6 +906,23 @@ class SrunStep(SrunProcess):
         self.released.add(host)
         if self.released >= set(self.hosts):
             self.close()
+
+    def close(self) -> None:
+        """End the step: EOF on its stdin ends every task whose command has ended (and tells a guard still
+        running that the head is gone); srun then exits by itself. Only a step still there STOP_GRACE later is
+        cancelled (SIGTERM to srun)."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+        with self.changed:
+            self.changed.notify_all()
+        self.close_stdin()
+        if self._done.wait(STOP_GRACE):
+            with self._lock:
+                self._closed = True
+            return
+        super().close()
 
 
 class StepTask(RemoteProcess):

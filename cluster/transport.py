@@ -161,6 +161,17 @@ class RemoteProcess(ABC):
         """Drop the link (the remote side sees EOF / hang-up). Idempotent."""
 
 
+@dataclass(frozen=True)
+class First:
+    """What `Transport.start_all` runs on every host before the long-lived commands, and the check of its results
+    (a raise starts nothing): argv and stdin per host as run_all takes them."""
+
+    argv_for: Callable[[str], Sequence[str]]
+    check: Callable[[GroupResult], None]
+    stdin_for: Callable[[str], bytes | None] | None = None
+    timeout: float | None = 60.0
+
+
 class Transport(ABC):
     """Reach the nodes named by an inventory. Implementations must be safe to call from many threads."""
 
@@ -195,14 +206,20 @@ class Transport(ABC):
         hosts: Iterable[str],
         argv_for: Callable[[str], Sequence[str]],
         on_line: HostLineCallback,
+        *,
+        first: First | None = None,
     ) -> dict[str, RemoteProcess]:
         """Start argv_for(host) on every host: host → its long-lived process, whose lines reach on_line(host, ...).
 
         The run loop starts every attached guard with this one call. Here: one `start` per host, in parallel
         (bounded); a transport that can start them all at once overrides it (Slurm: one job step for every node,
         cluster/slurm.py). All or nothing: when one cannot start, those already started are closed and its
-        TransportError is raised."""
+        TransportError is raised. `first` (the push): run on every host to completion before anything starts,
+        its results handed to `first.check`, which raises to start nothing (here: one run_all; Slurm: the same
+        step's first act, so the push costs no step of its own)."""
         hosts = list(hosts)
+        if first is not None:
+            first.check(self.run_all(hosts, first.argv_for, stdin_for=first.stdin_for, timeout=first.timeout))
 
         def one(host: str) -> RemoteProcess | TransportError:
             try:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cluster.transport import RemoteProcess, Result, Transport, TransportError
+from cluster.transport import First, RemoteProcess, Result, Transport, TransportError
 from launcher.node import protocol
 
 
@@ -147,11 +147,17 @@ class GuardClient:
         return self.transport.start(target.host, argv, on_line)
 
     def run_attached(
-        self, targets: Iterable[GuardTarget], on_record: RecordSink, *, on_other: RawSink | None = None
+        self,
+        targets: Iterable[GuardTarget],
+        on_record: RecordSink,
+        *,
+        on_other: RawSink | None = None,
+        first: First | None = None,
     ) -> dict[str, RemoteProcess]:
         """Start every attached guard (`run`: it streams like follow) with one transport call: host → its
         channel. Per node in parallel on most transports; ONE job step for all nodes under Slurm
-        (cluster/slurm.py `start_all`), so starting costs the same few steps whatever the node count."""
+        (cluster/slurm.py `start_all`), which also runs `first` (the push) before the guards, so a launch
+        costs one step whatever the node count."""
         by_host = {t.host: t for t in targets}
 
         def on_line(host: str, stream: str, line: str) -> None:
@@ -167,6 +173,7 @@ class GuardClient:
                 by_host[h].python, by_host[h].run_dir, protocol.RUN, unbuffered=True
             ),
             on_line,
+            first=first,
         )
 
 

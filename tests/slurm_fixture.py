@@ -51,11 +51,9 @@ MACHINE_LOCK = "/run/rlaunch-slurm.lock"
 
 
 # The daemons die with the test process that started them, even when it is SIGKILLed (prctl(2) PR_SET_PDEATHSIG).
-# The signal follows the thread that forked, not the process: only a daemon spawned from the main thread (which
-# lives as long as the process) gets it; the multi-node cluster starts its head daemons from simnodes' start-up
-# thread, and a munged given it there was killed the moment that thread ended.
-def _pdeathsig() -> tuple[str, ...]:
-    return ("setpriv", "--pdeathsig", "KILL") if threading.current_thread() is threading.main_thread() else ()
+# The signal follows the thread that forked, not the process: the one-node cluster spawns from the session's main
+# thread, the multi-node one from simnodes' long-lived spawner thread (both live as long as the process).
+PDEATHSIG = ("setpriv", "--pdeathsig", "KILL")
 
 
 def _machine_lock() -> int:
@@ -236,7 +234,7 @@ def start_one_node_slurm(
     def spawn(name: str, argv: list[str]) -> None:
         out = open(root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
         cluster.procs[name] = subprocess.Popen(
-            [*_pdeathsig(), *argv],
+            [*PDEATHSIG, *argv],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -610,15 +608,21 @@ class SlurmCluster:
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         out = open(self.root / "log" / f"{name}.out", "wb")  # noqa: SIM115 - the daemon owns it until it exits
-        self.procs[name] = subprocess.Popen(
-            [*_pdeathsig(), *argv],
+        # From simnodes' one long-lived spawner thread: the parent-death signal follows the thread that forked
+        # (prctl(2)), and `prepare` runs in a node-launching pool thread, whose end SIGKILLed munged at once.
+        spawn = simnodes._SPAWNER.submit(
+            subprocess.Popen,
+            [*PDEATHSIG, *argv],
             env={**self.env, **(env or {})},
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        out.close()
+        try:
+            self.procs[name] = spawn.result()
+        finally:
+            out.close()
 
     def stop(self) -> None:
         """The nodes first (each slurmd is its namespace's PID 1: killing it ends everything there), then the

@@ -13,7 +13,7 @@ from pathlib import Path
 from e2e_helpers import wait_for
 
 from cluster.slurm import DISPATCH, SlurmTransport, pack
-from cluster.transport import Endpoint
+from cluster.transport import Endpoint, First, GroupResult
 
 FAKE_SRUN = str(Path(__file__).parent / "bin" / "fake-srun")
 HOSTS = ["n1", "n2", "n3"]
@@ -82,3 +82,88 @@ def test_start_all_demultiplexes_one_step_and_one_write_reaches_every_node() -> 
             proc.close()
     assert all(p.poll() is not None for p in procs.values())
     assert {h for h, _, t in lines if t == "got stop"} == set(HOSTS)
+
+
+def counted(tmp_path: Path) -> tuple[SlurmTransport, Path]:
+    log = tmp_path / "srun.log"
+    t = transport()
+    t.environ["FAKE_SRUN_LOG"] = str(log)
+    return t, log
+
+
+def steps_in(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+# The long-lived command of the tests below: says it is up, echoes the head's words, ends at "stop".
+ECHO = (
+    "import os,sys\nprint('up', os.environ['SLURMD_NODENAME'], flush=True)\n"
+    "for l in sys.stdin:\n    print('got', l.strip(), flush=True)\n"
+    "    if l.strip() == 'stop': sys.exit(0)\n"
+)
+
+
+def test_push_checks_guards_and_collect_are_one_step(tmp_path: Path) -> None:
+    t, log = counted(tmp_path)
+    lines: list[tuple[str, str, str]] = []
+    seen: dict[str, object] = {}
+    push = "import os,sys; d=sys.stdin.buffer.read(); print(os.environ['SLURMD_NODENAME'], len(d)); sys.exit(1 if d == b'bad' else 0)"
+
+    def check(group: GroupResult) -> None:
+        seen["push"] = {h: (r.exit_code, r.stdout.split()) for h, r in group.results.items()}
+        # A check after the push (the run loop's job-path check) while the nodes hold: no step of its own.
+        during = t.run_all(HOSTS, ["sh", "-c", 'echo "held $SLURMD_NODENAME"'])
+        seen["during"] = {h: r.stdout.strip() for h, r in during.results.items()}
+        seen["started_before_go"] = any(text.startswith("up ") for _, _, text in lines)
+
+    first = First(
+        lambda h: [sys.executable, "-c", push], check, stdin_for=lambda h: h.encode() * 1000, timeout=60
+    )
+    procs = t.start_all(
+        HOSTS, lambda h: [sys.executable, "-u", "-c", ECHO], lambda *a: lines.append(a), first=first
+    )
+    try:
+        assert seen["push"] == {h: (0, [h, str(len(h) * 1000)]) for h in HOSTS}
+        assert seen["during"] == {h: f"held {h}" for h in HOSTS}
+        assert seen["started_before_go"] is False  # the guards start only once the check has passed
+        wait_for(lambda: {h for h, _, x in lines if x == f"up {h}"} == set(HOSTS), 60, "every task up")
+        # A node whose command still runs cannot take a request in the step: that one gets its own step.
+        assert t.run_all(["n1"], ["true"]).ok
+        assert steps_in(log) == 2
+        procs["n1"].write(b"stop\n")
+        assert all(p.wait(30) == 0 for p in procs.values())
+        # Every command ended: what runs now (collect) is answered in the same step, each node its own result.
+        after = t.run_all(["n2", "n3"], ["sh", "-c", 'echo "after $SLURMD_NODENAME"; exit 4'])
+        assert {h: (r.exit_code, r.stdout.strip()) for h, r in after.results.items()} == {
+            "n2": (4, "after n2"),
+            "n3": (4, "after n3"),
+        }
+        assert {h for h, _, x in lines if x.startswith("RL")} == set()  # the dispatcher's words stay its own
+    finally:
+        for proc in procs.values():
+            proc.close()
+    assert steps_in(log) == 2  # the guards' step (push, check, guards, collect) + n1's own
+    assert all(p.poll() == 0 for p in procs.values())
+
+
+def test_a_failed_check_starts_nothing(tmp_path: Path) -> None:
+    t, log = counted(tmp_path)
+    marker = tmp_path / "started"
+    lines: list[tuple[str, str, str]] = []
+
+    def check(group: GroupResult) -> None:
+        failed = sorted(h for h, r in group.results.items() if r.exit_code != 0)
+        if failed:
+            raise RuntimeError(f"push failed on {failed}")
+
+    push = "import os,sys; sys.exit(2 if os.environ['SLURMD_NODENAME'] == 'n2' else 0)"
+    first = First(lambda h: [sys.executable, "-c", push], check, timeout=60)
+    try:
+        t.start_all(HOSTS, lambda h: ["touch", str(marker)], lambda *a: lines.append(a), first=first)
+    except RuntimeError as exc:
+        assert str(exc) == "push failed on ['n2']"
+    else:
+        raise AssertionError("start_all started despite a failed check")
+    assert not marker.exists()
+    assert steps_in(log) == 1
+    assert t._step is not None and t._step.wait(10) is not None  # the step ended by itself

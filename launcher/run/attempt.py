@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.transport import GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
+from cluster.transport import First, GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
 from launcher import nodecall
 from launcher.errors import ExitCode, LaunchError
 from launcher.errors import LaunchRefused as LaunchRefused  # up's errors live in errors.py; named here too
@@ -47,6 +47,8 @@ EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
     ExitCode.INTERRUPTED,
 )
 MIN_FREE_MB = 64
+PUSH_TIMEOUT_S = 120.0
+FOLLOWER_END_S = 5.0  # how long collect waits for followers to end after their nodes' exit records
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 SUMMARY_END = re.compile(r"^\s*(=+|\[\d+\]:)\s*$")
@@ -129,7 +131,36 @@ class Runner:
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
         """Check every node and write its files; raise LaunchError naming each failed node. Starts nothing."""
+        argv_for, payload = self._push_call()
+        group = self.transport.run_all(self.plan.hosts, argv_for, stdin_for=payload, timeout=PUSH_TIMEOUT_S)
+        return self._pushed(group)
+
+    def launch(self, between: Callable[[], None] | None = None) -> None:
+        """Preflight + push, then `between` (checks that need the pushed files), then start: every node or none.
+        Attached guards (Slurm) do all three in the guards' own job step: the push is its first act on every
+        node, and `between` runs while the nodes hold before starting (cluster/slurm.py `start_all`), so a
+        launch costs one step whatever the node count instead of a push step and a guards' step."""
+        between = between or (lambda: None)
+        if not self.transport.guard_attached:
+            self.push()
+            between()
+            self.start()
+            return
+        argv_for, payload = self._push_call()
+
+        def check(group: GroupResult) -> None:
+            self._pushed(group)
+            between()
+
+        self._start_attached(first=First(argv_for, check, stdin_for=payload, timeout=PUSH_TIMEOUT_S))
+
+    def _push_call(self) -> tuple[Callable[[str], list[str]], Callable[[str], bytes]]:
+        """push.py's argv and JSON payload per node."""
         code = nodecall.node_script("push.py")
+
+        def argv_for(host: str) -> list[str]:
+            node = self.plan.node(host)
+            return nodecall.argv(node.python, code, node.run_dir, node.guard_dir)
 
         def payload(host: str) -> bytes:
             node = self.plan.node(host)
@@ -146,15 +177,11 @@ class Runner:
             check_port = self.plan.master_port if node.node_rank == 0 else None
             return json.dumps({"files": files, "check_port": check_port, "min_free_mb": MIN_FREE_MB}).encode()
 
-        replies = nodecall.call_all(
-            self.transport,
-            self.plan.hosts,
-            lambda host: self.plan.node(host).python,
-            code,
-            lambda host: [self.plan.node(host).run_dir, self.plan.node(host).guard_dir],
-            stdin_for=payload,
-            timeout=120,
-        )
+        return argv_for, payload
+
+    def _pushed(self, group: GroupResult) -> GroupResult:
+        """The push's replies: raise LaunchError naming each node that failed it."""
+        replies = {host: nodecall.read(result) for host, result in group.results.items()}
         failed = {host: _push_failure(self.plan.node(host), r) for host, r in replies.items()}
         failed = {h: why for h, why in failed.items() if why}
         if failed:
@@ -185,10 +212,11 @@ class Runner:
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 
-    def _start_attached(self, timeout: float = 60.0) -> None:
-        """Start each guard on its follower channel (`guard.py run`): one long step per node, all or none."""
+    def _start_attached(self, timeout: float = 60.0, first: First | None = None) -> None:
+        """Start each guard on its follower channel (`guard.py run`), all or none: under Slurm one step for
+        every node, which runs `first` (the push) before the guards (`launch`)."""
         channels = self.guards.run_attached(
-            self.targets.values(), self._on_record_safe, on_other=self._on_other
+            self.targets.values(), self._on_record_safe, on_other=self._on_other, first=first
         )
         for host, channel in channels.items():  # one call: under Slurm one step for every node
             self.nodes[host].follower = channel
@@ -594,9 +622,11 @@ class Runner:
         nodes: they would only hold the verdict back for the transport's timeout)."""
         code = nodecall.node_script("collect.py")
         lost = self.lost_hosts()
+        hosts = [h for h in self.plan.hosts if h not in lost]
+        self._followers_end(hosts, FOLLOWER_END_S)
         replies = nodecall.call_all(
             self.transport,
-            [h for h in self.plan.hosts if h not in lost],
+            hosts,
             lambda host: self.plan.node(host).python,
             code,
             lambda host: [self.plan.node(host).guard_dir, str(max_bytes)],
@@ -631,6 +661,15 @@ class Runner:
                 }
             )
         return saved
+
+    def _followers_end(self, hosts: list[str], timeout: float) -> None:
+        """Wait (bounded) for these nodes' followers to end: their exit records come just before. Under Slurm a
+        node whose guard has ended takes the next call in the guards' own step instead of a new one."""
+        deadline = time.monotonic() + timeout
+        for host in hosts:
+            follower = self.nodes[host].follower
+            if follower is not None:
+                follower.wait(max(0.0, deadline - time.monotonic()))
 
     def detach_followers(self) -> None:
         """Close every follower, in parallel: a close waits (bounded) for its channel to end. The beats stop

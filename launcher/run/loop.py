@@ -112,6 +112,9 @@ def execute(ctx: RunContext) -> Outcome:
         try:
             runner.attach()
             outcome = runner.watch()
+            if outcome.code != EXIT_OK:
+                # Before the followers close: under Slurm it runs in the guards' own step (no step of its own).
+                runner.collect_artifacts()
         except KeyboardInterrupt:
             with teardown_shield(say):  # a second SIGTERM from `timeout`/systemd must not cut this short
                 say("interrupted: stopping the job on every node")
@@ -126,8 +129,6 @@ def execute(ctx: RunContext) -> Outcome:
             )
         finally:
             runner.detach_followers()
-        if outcome.code != EXIT_OK:
-            runner.collect_artifacts()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         failed_node = (outcome.root_cause or {}).get("node")
         # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
@@ -285,11 +286,13 @@ def _launch(
     say(f"preflight + push to {len(plan.nodes)} nodes")
     # Recorded before anything starts: a `down` or `status` from another terminal must reach a starting guard.
     save_targets(record, targets_of_plan(plan), attempt)
-    try:
-        runner.push()
+
+    def between() -> None:
         _check_job_paths(plan, runner.transport, say)
         say("starting")
-        runner.start()
+
+    try:
+        runner.launch(between)  # under Slurm: push, checks and guards in one job step
     except LaunchError as exc:
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
