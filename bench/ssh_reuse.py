@@ -12,7 +12,7 @@ nodes whose file names every node: its parse cost per connection grows with it.
 
 Head CPU is this process's rusage (self + waited-for children: the ssh clients); a ControlMaster runs detached, so
 its CPU is read from /proc/PID/stat. Usage (root, under the e2e lock: it starts simulated nodes):
-  /work/wt/_brief/e2e-lock .venv/bin/python bench/ssh_reuse.py --nodes 64 --known-hosts 250
+  flock /tmp/rlaunch-e2e.lock .venv/bin/python bench/ssh_reuse.py --nodes 64 --known-hosts 250
 """
 
 from __future__ import annotations
