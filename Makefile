@@ -2,13 +2,11 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # Test files run side by side on this many pytest-xdist workers (tests/conftest.py groups them: one file, or
-# everything that starts the one-node Slurm, per worker at a time; the long LLaMA-Factory, DeepSpeed, validate and
-# hang files one test per group). End-to-end tests mostly wait, so more workers than cores pay off in wall time
-# (29 min with 4 last turn, vs 70 in one process). Every e2e limit now follows the machine's load
-# (tests/e2e_helpers.py `scaled`), the store-line flake is fixed at its root (launcher/health/watch.py) and a
-# killed DeepSpeed build no longer stalls every later one; a full 4-worker run of this tree was not completed
-# green in the session that made those changes (BENCHMARKS.md, `make test` wall time), so CI stays in one
-# process, in order (0), until one is. TEST_WORKERS=4 make test runs it side by side.
+# everything that starts Slurm, per worker at a time; the long LLaMA-Factory, DeepSpeed, validate and hang files
+# one test per group). Every e2e limit follows the machine's load (tests/e2e_helpers.py `scaled`). Measured on a
+# 2-core machine (BENCHMARKS.md, `make test` wall time): one process 77 min, 2 workers 55 min with two failures
+# left (one fixed since), 4 workers 51 min at load 20+ with many. No parallel run has been green twice, so CI
+# stays in one process (0) until one is; TEST_WORKERS=2 make test is the fast local run.
 TEST_WORKERS ?= 0
 
 .PHONY: setup demo test test-heavy quick lint bench
