@@ -516,7 +516,7 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
     """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
     sources: dict[str, bytes] = {
         bundle_key(name): resources.files(
-            "launcher.health" if name == protocol.RULES_FILE else "launcher.node"
+            "launcher.health" if name in protocol.HEALTH_FILES else "launcher.node"
         )
         .joinpath(name)
         .read_bytes()

@@ -558,8 +558,8 @@ def test_the_guard_bundle_is_the_only_pushed_file_list() -> None:
             continue
         seen.add(name)
         todo += [m for m in imported_modules(node / f"{name}.py") if m in siblings]
-    assert {f"{m}.py" for m in seen} <= set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE}
-    assert set(protocol.GUARD_BUNDLE) - {protocol.RULES_FILE} <= {f"{m}.py" for m in siblings}
+    assert {f"{m}.py" for m in seen} <= set(protocol.GUARD_BUNDLE) - set(protocol.HEALTH_FILES)
+    assert set(protocol.GUARD_BUNDLE) - set(protocol.HEALTH_FILES) <= {f"{m}.py" for m in siblings}
     assert (ROOT / "launcher" / "health" / protocol.RULES_FILE).is_file()
 
 

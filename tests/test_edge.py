@@ -16,7 +16,8 @@ FATAL = "[default1]:RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1275, unha
 
 
 def rundir(tmp_path: Path) -> Path:
-    shutil.copy(ROOT / "launcher" / "health" / "rules.py", tmp_path / "rules.py")
+    for name in ("rules.py", "vocabulary.py"):  # what a node gets (protocol.HEALTH_FILES)
+        shutil.copy(ROOT / "launcher" / "health" / name, tmp_path / name)
     (tmp_path / "out.log").write_text("")
     return tmp_path
 
@@ -141,3 +142,51 @@ def test_ranks_option_maps_to_each_node_s_local_ranks() -> None:
     for bad in ("node09:*", "7", "x", "node02:y"):
         with pytest.raises(ValueError):
             show_specs(plan, bad)
+
+
+def test_the_pushed_rule_table_loads_on_a_node_without_rlaunch(tmp_path: Path) -> None:
+    """A node has only the guard bundle (protocol.GUARD_BUNDLE) in its run directory, not rlaunch: rules.py must
+    load from there with its vocabulary beside it. It imported `launcher.health.vocabulary`, so on a node without
+    rlaunch edge health was silently off (and with another checkout installed, that checkout's table failed to
+    build: KeyError 'miopen-db'). Checked by the guard's own loader in an interpreter without site-packages."""
+    import json
+    import subprocess
+    import sys
+
+    from launcher.node import protocol
+    from launcher.plan import bundle_key
+
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    for name in protocol.GUARD_BUNDLE:
+        home = "health" if name in protocol.HEALTH_FILES else "node"
+        shutil.copy(ROOT / "launcher" / home / name, rundir / name)
+        assert bundle_key(name)  # every bundle file has its plan key
+    code = (
+        "import json, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import edge\n"
+        "table = edge.load_rules(sys.argv[1])\n"
+        "match = table.classify(sys.argv[2]) if table else None\n"
+        "print(json.dumps({'loaded': table is not None, 'rules': len(table.RULES) if table else 0,\n"
+        "                  'rule': match.rule if match else None,\n"
+        "                  'launcher': any(m.split('.')[0] == 'launcher' for m in sys.modules)}))\n"
+    )
+    line = "RuntimeError: CUDA error: out of memory"
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(rundir), line],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    head = rules.classify(line)
+    assert got == {
+        "loaded": True,
+        "rules": len(rules.RULES),
+        "rule": head.rule if head else None,
+        "launcher": False,
+    }
+    assert got["rule"] is not None

@@ -127,7 +127,8 @@ def test_state_json_has_one_shape(tmp_path: Path) -> None:
 def test_the_head_takes_the_rule_the_follower_matched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shutil.copy(ROOT / "launcher" / "health" / "rules.py", tmp_path / "rules.py")
+    for name in ("rules.py", "vocabulary.py"):  # what a node gets (protocol.HEALTH_FILES)
+        shutil.copy(ROOT / "launcher" / "health" / name, tmp_path / name)
     fwd = edge.Forwarder(edge.load_rules(str(tmp_path)), show="none")
     (record,) = fwd.line(1.0, 10, FATAL)
     flag = record["f"]

@@ -313,7 +313,8 @@ def test_edge_health_skips_a_bad_line_and_still_ends_the_node_on_the_next_fatal_
 
     from launcher.node import edge
 
-    shutil.copy(ROOT / "launcher" / "health" / "rules.py", tmp_path / "rules.py")
+    for name in ("rules.py", "vocabulary.py"):  # what a node gets (protocol.HEALTH_FILES)
+        shutil.copy(ROOT / "launcher" / "health" / name, tmp_path / name)
     health = edge.make(str(tmp_path), {"edge": {"stall_timeout": 0}}, now=0.0)
     assert health is not None
     said: list[str] = []

@@ -14,9 +14,26 @@ so that such a line never outranks the peer's own, more specific failure (see wa
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
-from launcher.health import vocabulary
+if __package__:  # the head, tests: launcher.health.rules
+    from launcher.health import vocabulary
+else:  # a node's edge.py loads this file from the run directory, where vocabulary.py is pushed beside it: the
+    # nodes need no rlaunch installed (an `import launcher` there failed, or found another checkout's table,
+    # and the node ran without edge health)
+    import importlib.util
+    import os
+
+    def _beside(name: str):  # type: ignore[no-untyped-def]
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+        spec = importlib.util.spec_from_file_location(f"rlaunch_edge_{name}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[spec.name] = module  # type: ignore[union-attr]  # dataclasses resolve through sys.modules
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    vocabulary = _beside("vocabulary")  # type: ignore[assignment]
 
 try:  # the regex parser, to find each rule's required literals (Python 3.11+ names; older ones below)
     from re import _constants as _c

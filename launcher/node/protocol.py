@@ -17,6 +17,8 @@ import sys
 GUARD_FILE = "guard.py"
 PROTOCOL_FILE = "protocol.py"
 RULES_FILE = "rules.py"  # the head's launcher/health/rules.py, which edge.py loads from the run directory
+VOCABULARY_FILE = "vocabulary.py"  # launcher/health/vocabulary.py: rules.py builds its emitter rules from it
+HEALTH_FILES = (RULES_FILE, VOCABULARY_FILE)  # pushed from launcher/health, not launcher/node
 # Every file the guard runs from, pushed into each attempt's directory (launcher/plan.py reads this list, and only
 # this one): the entry and the modules it imports beside itself (launcher/node/guard.py), the edge rules.
 GUARD_BUNDLE = (
@@ -24,6 +26,7 @@ GUARD_BUNDLE = (
     PROTOCOL_FILE,
     "edge.py",
     RULES_FILE,
+    VOCABULARY_FILE,
     "gpuact.py",
     "procs.py",
     "rundir.py",
