@@ -92,8 +92,8 @@ PY
   "$VENV/bin/python" -c "import llamafactory.train.tuner" || { log "llamafactory does not import"; exit 1; }
 fi
 # DeepSpeed JIT-builds its CPU ops on first use (~60 s): build them once here, into the cache the tests use
-# (tests/e2e_helpers.py TORCH_EXTENSIONS: one directory per interpreter prefix, named by its hash).
-ext="$ROOT/.cache/torch_extensions/$("$VENV/bin/python" -c 'import hashlib, sys; print(hashlib.sha256(sys.prefix.encode()).hexdigest()[:12])')"
+# (tests/e2e_helpers.py TORCH_EXTENSIONS, one directory per interpreter prefix: asked, not computed again here).
+ext="$("$VENV/bin/python" -c 'import sys; sys.path.insert(0, "tests"); from e2e_helpers import TORCH_EXTENSIONS; print(TORCH_EXTENSIONS)')"
 if [[ ! -f "$ext/.rlaunch-warm" ]]; then
   log "building DeepSpeed CPU ops once (shm_comm, cpu_adam) into $ext"
   TORCH_EXTENSIONS_DIR="$ext" "$VENV/bin/python" -c "from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder, CPUAdamBuilder; ShareMemCommBuilder().load(verbose=False); CPUAdamBuilder().load(verbose=False)" >/dev/null
