@@ -14,6 +14,7 @@ import argparse
 import importlib.util
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -51,8 +52,8 @@ def _show(rev: str, path: str) -> str | None:
     return found.stdout if found.returncode == 0 else None
 
 
-def _load(name: str, text: str) -> ModuleType:
-    path = Path("/tmp") / f"{name}.py"
+def _load(name: str, text: str, directory: Path) -> ModuleType:
+    path = directory / f"{name}.py"
     path.write_text(text, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
@@ -64,17 +65,20 @@ def _load(name: str, text: str) -> ModuleType:
 
 def load_at(rev: str) -> ModuleType:
     """rules.py at `rev`, with the vocabulary.py of the same revision (where it has one): importing the working
-    tree's vocabulary would give the old rules the new tables."""
+    tree's vocabulary would give the old rules the new tables. Each revision gets a directory of its own: since
+    30733f5 a rules.py loaded by path (not as launcher.health.rules) loads the vocabulary.py beside it."""
     tag = f"rlaunch_{abs(hash(rev))}"
+    directory = Path(tempfile.mkdtemp(prefix=f"{tag}_"))
     text = _show(rev, "launcher/health/rules.py")
     assert text is not None, rev
     vocabulary = _show(rev, "launcher/health/vocabulary.py")
     if vocabulary is not None:
-        _load(f"{tag}_vocabulary", vocabulary)
+        (directory / "vocabulary.py").write_text(vocabulary, encoding="utf-8")
+        _load(f"{tag}_vocabulary", vocabulary, directory)
         text = text.replace(
             "from launcher.health import vocabulary", f"import {tag}_vocabulary as vocabulary"
         )
-    return _load(f"{tag}_rules", text)
+    return _load(f"{tag}_rules", text, directory)
 
 
 def entered(module: ModuleType, lines: list[str]) -> int:

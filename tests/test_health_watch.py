@@ -418,3 +418,67 @@ def test_a_store_line_after_a_clean_peer_still_fails_when_its_node_exits_non_zer
     failure = w.first_failure
     assert failure is not None and failure.node == "node2" and not w.worth_holding(failure, now=16.1)
     assert not w.verdict().ok
+
+
+def test_a_store_line_after_its_own_agents_success_waits_for_its_exit_code() -> None:
+    """torchrun's agent said its worker group succeeded, then its exit barrier lost the master's store: that node's
+    exit code decides, even when no peer's exit 0 has been delivered yet (3 workers on 2 cores: node1's exit record
+    came later than ``confirm_s`` after node3's line, and a clean run was torn down as a rendezvous failure)."""
+    w = Watcher({"node1": [0], "node3": [1]}, stall_timeout=60)
+    w.start(0.0)
+    w.observe_line(
+        9.0,
+        "node3",
+        None,
+        "I1202 api.py:932] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.",
+    )
+    line = w.observe_line(
+        10.0, "node3", None, "E1202 api.py:1008] torch.distributed.DistNetworkError: Connection reset by peer"
+    )
+    assert line is not None and w.first_failure == line
+    assert w.worth_holding(line, now=10.0 + w.confirm_s + 5)  # no peer exit yet: its own exit code decides
+    w.observe_exit(10.0 + w.confirm_s + 6, "node3", 0)
+    w.observe_exit(10.0 + w.confirm_s + 7, "node1", 0)
+    assert w.first_failure is None and w.verdict().ok
+
+
+def test_a_failed_worker_group_is_no_completion() -> None:
+    from launcher.health.rules import is_completion_marker
+
+    assert not is_completion_marker(
+        "INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (FAILED). Waiting 300 seconds"
+    )
+    assert is_completion_marker(
+        "Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents"
+    )
+
+
+STORE_WARNED = (
+    "[W1202 17:22:07.276600433 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
+    "addr=[::1]:3340, remote=[::1]:30399): Failed to recv, got 0 bytes. Connection was likely closed."
+)
+
+
+def test_a_store_line_logged_as_a_warning_waits_for_its_nodes_exit_code() -> None:
+    """c10d's own W-level note of a lost store connection (every agent's exit barrier after the master's agent left):
+    its node's exit code decides, even when no peer's exit 0 has been delivered yet (the 2-worker suite at load 24
+    tore a clean 3-node run down on it)."""
+    w = Watcher({"node1": [0], "node3": [1]}, stall_timeout=60)
+    w.start(0.0)
+    line = w.observe_line(10.0, "node3", None, STORE_WARNED)
+    assert line is not None
+    assert w.worth_holding(line, now=10.0 + w.confirm_s + 5)
+    assert not w.worth_holding(line, now=10.0 + w.end_of_run_grace)  # bounded all the same
+    w.observe_exit(10.0 + w.confirm_s + 6, "node3", 0)
+    w.observe_exit(10.0 + w.confirm_s + 7, "node1", 0)
+    assert w.first_failure is None and w.verdict().ok
+
+
+def test_a_warned_store_line_still_fails_when_its_node_exits_non_zero() -> None:
+    w = Watcher({"node1": [0], "node3": [1]}, stall_timeout=60)
+    w.start(0.0)
+    line = w.observe_line(10.0, "node3", None, STORE_WARNED)
+    assert line is not None
+    w.observe_exit(12.0, "node3", 1)
+    assert w.first_failure is not None and not w.worth_holding(w.first_failure, now=12.1)
+    assert not w.verdict().ok

@@ -69,6 +69,12 @@ NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the 
 # Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
 # errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
 HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
+# A line its emitter logged at warning level: glog's "W<mmdd> <time>" prefix, which c10d's C++ logging prints in
+# brackets ("[W1202 17:22:07.276600433 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed ...") and torch's Python
+# logging bare ("W1202 17:22:07.276000 18 torch/distributed/..."). A store or network line at that level is c10d
+# noting a lost connection, as every agent does in its exit barrier after the master's agent left: a real failure
+# follows as an error line and a non-zero exit.
+_WARNING_LEVEL = re.compile(r"^\s*\[?W\d{4} \d\d:\d\d:\d\d")
 
 # A rank that died of an uncaught Python exception exits with status 1 (CPython); torchrun says so in its wrapper
 # line "failed (exitcode: 1) local_rank: N", its failure table "exitcode  : 1 (pid: ...)", the deepspeed launcher
@@ -566,7 +572,7 @@ class Watcher:
         the same while for the cause it is a consequence of."""
         if failure.kind != "line":
             return False
-        if self._peer_left_cleanly(failure):
+        if self._peer_left_cleanly(failure) or self._logged_as_warning(failure):
             # The store's host already exited 0: this node's line is its agent losing that store at the end of a
             # clean run. Its own exit code decides, however late it comes under load (bounded by the grace).
             return failure.node not in self.exit_codes and now - failure.time < self.end_of_run_grace
@@ -662,7 +668,11 @@ class Watcher:
                 event.node == node
                 and event.kind == "line"
                 and event.is_fatal
-                and (time - event.time <= self.confirm_s or self._peer_left_cleanly(event))
+                and (
+                    time - event.time <= self.confirm_s
+                    or self._peer_left_cleanly(event)
+                    or self._logged_as_warning(event)
+                )
             ):
                 self.events[i] = replace(
                     event, severity="warning", text=f"followed by a clean exit: {event.text}"
@@ -671,6 +681,16 @@ class Watcher:
         if changed and self.stop_reason == "failure" and not any(e.is_fatal for e in self.events):
             self.state = State.RUNNING
             self.stop_reason = None
+
+    @staticmethod
+    def _logged_as_warning(event: Event) -> bool:
+        """A store or network line (HOLD_CATEGORIES) its emitter logged at warning level (_WARNING_LEVEL): its node's
+        own exit code decides, however late it arrives (bounded by end_of_run_grace), as after a clean peer."""
+        return (
+            event.kind == "line"
+            and event.category in HOLD_CATEGORIES
+            and bool(_WARNING_LEVEL.match(event.text))
+        )
 
     def _peer_left_cleanly(self, event: Event) -> bool:
         """A store or rendezvous line (HOLD_CATEGORIES) of a node after the run finished elsewhere: another node's
