@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cluster.inventory import from_mapping  # noqa: E402
-from cluster.transport import Endpoint, LineCallback, RemoteProcess, Result, Transport  # noqa: E402
+from cluster.transport import Endpoint, ExitCallback, LineCallback, RemoteProcess, Result, Transport  # noqa: E402
 from launcher.node import protocol  # noqa: E402
 
 TICK_S = 0.1
@@ -191,13 +191,8 @@ class SimTransport(Transport):
         reply = self.sim.reply(host, argv)
         return Result(host, 0 if "error" not in reply else 1, json.dumps(reply) + "\n")
 
-    def start(
-        self,
-        host: str,
-        argv: Sequence[str],
-        on_line: LineCallback,
-        *,
-        on_exit: Callable[[int], None] | None = None,
+    def _start(
+        self, host: str, argv: Sequence[str], on_line: LineCallback, on_exit: ExitCallback | None
     ) -> RemoteProcess:
         node = self.sim.nodes[host]
         with self.sim.lock:

@@ -144,6 +144,8 @@ class SSHConfig(_Strict):
     # first-seen keys but still rejects changed ones.
     host_key_policy: Literal["strict", "accept-new"] = "strict"
     connect_timeout: float = Field(10.0, gt=0, le=600)
+    # OpenSSH's ConnectionAttempts, for a node that accepted but whose SSH handshake or authentication timed out.
+    connection_attempts: int = Field(2, ge=1, le=10)
     keepalive: float = Field(5.0, gt=0, le=600)
     max_parallel: int = Field(64, ge=1, le=1024)
 

@@ -20,13 +20,15 @@ from hashlib import sha256
 from typing import IO
 
 from cluster.transport import (
-    TIMEOUT,
     Endpoint,
+    ExitCallback,
     LineCallback,
+    LineProcess,
     RemoteProcess,
     Result,
     Transport,
     TransportError,
+    timed_out,
 )
 
 # What a remote shell answers when the program does not exist, so both transports read the same.
@@ -40,16 +42,12 @@ class LocalTransport(Transport):
     def __init__(self, endpoints: dict[str, Endpoint], max_parallel: int = 64):
         super().__init__(endpoints, max_parallel)
 
-    def _check(self, host: str) -> None:
-        if host not in self.endpoints:
-            raise TransportError(host, f"unknown node {host!r}: not in the inventory")
-
     def run(
         self, host: str, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = 60.0
     ) -> Result:
         started = time.monotonic()
         try:
-            self._check(host)
+            self.check_host(host)
             proc = subprocess.Popen(
                 list(argv),
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -64,27 +62,16 @@ class LocalTransport(Transport):
             return Result(
                 host, code, stderr=f"{argv[0]}: {exc.strerror}\n", seconds=time.monotonic() - started
             )
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, err = proc.communicate()
-            return Result(
-                host,
-                None,
-                _text(out),
-                _text(err),
-                error=f"timed out after {timeout:g}s running {argv[0]} on {host} (process group killed)",
-                failure=TIMEOUT,
-                seconds=time.monotonic() - started,
-            )
+        out, err, over = communicate(proc, stdin, timeout, _kill_group)
+        if over:
+            return timed_out(host, argv, timeout, "process group killed", _text(out), _text(err), started)
         return Result(
             host, _exit_code(proc.returncode), _text(out), _text(err), seconds=time.monotonic() - started
         )
 
     def put(self, host: str, data: bytes, dest: str, *, timeout: float | None = 60.0) -> Result:
         """Write data to dest atomically (temp file + rename, mode 600); stdout is `sha256  dest` like SSH's."""
-        self._check(host)
+        self.check_host(host)
         directory = os.path.dirname(os.path.abspath(dest))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -96,15 +83,9 @@ class LocalTransport(Transport):
             return Result(host, 1, stderr=f"{dest}: {exc.strerror}\n")
         return Result(host, 0, stdout=f"{sha256(data).hexdigest()}  {dest}\n")
 
-    def start(
-        self,
-        host: str,
-        argv: Sequence[str],
-        on_line: LineCallback,
-        *,
-        on_exit: Callable[[int], None] | None = None,
+    def _start(
+        self, host: str, argv: Sequence[str], on_line: LineCallback, on_exit: ExitCallback | None
     ) -> RemoteProcess:
-        self._check(host)
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -118,25 +99,17 @@ class LocalTransport(Transport):
         return LocalProcess(host, proc, on_line, on_exit)
 
 
-class LocalProcess(RemoteProcess):
+class LocalProcess(LineProcess):
+    close_wait = 5.0  # how long close() lets the reader see the end before it closes the pipes
+
     def __init__(
-        self,
-        host: str,
-        proc: subprocess.Popen[bytes],
-        on_line: LineCallback,
-        on_exit: Callable[[int], None] | None,
+        self, host: str, proc: subprocess.Popen[bytes], on_line: LineCallback, on_exit: ExitCallback | None
     ):
-        self.host = host
         self.pid = proc.pid  # also its process group id (new session)
         self._proc = proc
-        self._on_line = on_line
-        self._on_exit = on_exit
-        self._code: int | None = None
         self._closed = False
         self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._reader = threading.Thread(target=self._read, name=f"rlaunch-local-{host}", daemon=True)
-        self._reader.start()
+        super().__init__(host, on_line, on_exit, f"rlaunch-local-{host}")
 
     def _read(self) -> None:
         selector = selectors.DefaultSelector()
@@ -157,31 +130,18 @@ class LocalProcess(RemoteProcess):
                     if not chunk:
                         selector.unregister(pipe)
                         continue
-                    *lines, pending[name] = (pending[name] + chunk).split(b"\n")
-                    for line in lines:
-                        self._deliver(name, line)
+                    pending[name] = self._lines(name, pending[name] + chunk)
                 if self._closed:
                     break
         finally:
             selector.close()
-            for name, rest in pending.items():
-                if rest:
-                    self._deliver(name, rest)
+            self._flush(pending)
             if self._closed and self._proc.poll() is None:
                 # Like a dropped SSH link: we no longer learn how it ends. Reap it quietly in the background.
                 threading.Thread(target=self._proc.wait, daemon=True).start()
-                self._code = -1
+                self._ended(-1)
             else:
-                self._code = _exit_code(self._proc.wait())
-            self._done.set()
-            if self._on_exit:
-                self._on_exit(self._code)
-
-    def _deliver(self, stream: str, line: bytes) -> None:
-        with contextlib.suppress(
-            Exception
-        ):  # a failing callback must not kill the reader (and hide the exit)
-            self._on_line(stream, line.rstrip(b"\r").decode(errors="replace"))
+                self._ended(_exit_code(self._proc.wait()))
 
     def write(self, data: bytes) -> None:
         try:
@@ -213,12 +173,9 @@ class LocalProcess(RemoteProcess):
             assert self._proc.stdin is not None
             self._proc.stdin.close()
 
-    def poll(self) -> int | None:
-        return self._code if self._done.is_set() else None
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        self._done.wait(timeout)
-        return self.poll()
+    def _end(self) -> None:
+        """What close() does to the command after EOF on its stdin: nothing here, like a dropped SSH link (the
+        node guard relies on it); an srun step is cancelled instead (SrunProcess)."""
 
     def close(self) -> None:
         with self._lock:
@@ -226,7 +183,8 @@ class LocalProcess(RemoteProcess):
                 return
             self._closed = True
         self.close_stdin()
-        self._done.wait(5.0)
+        self._end()
+        self._done.wait(self.close_wait)
         for pipe in (self._proc.stdout, self._proc.stderr):
             with contextlib.suppress(OSError):
                 if pipe:
@@ -236,6 +194,24 @@ class LocalProcess(RemoteProcess):
 def _exit_code(returncode: int) -> int:
     """Killed by signal N reads as 128+N, as a remote shell reports it."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def communicate(
+    proc: subprocess.Popen[bytes],
+    stdin: bytes | None,
+    timeout: float | None,
+    stop: Callable[[subprocess.Popen[bytes]], None],
+) -> tuple[bytes, bytes, bool]:
+    """A child's stdout and stderr once it ended: (out, err, timed_out). Past timeout, stop(proc) ends it (its
+    process group, or srun's step) and what it wrote until then is kept: what both head-side child transports
+    (local, srun) do, as SSH's _drain does for a channel."""
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+        return out, err, False
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        out, err = proc.communicate()
+        return out, err, True
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -45,18 +45,23 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from cluster.local import LocalProcess
+from cluster.local import LocalProcess, communicate
 from cluster.transport import (
     TIMEOUT,
+    ArgvFor,
     Endpoint,
+    ExitCallback,
     First,
     GroupResult,
+    HostArgv,
     HostLineCallback,
     LineCallback,
     RemoteProcess,
     Result,
+    StdinFor,
     Transport,
     TransportError,
+    timed_out,
 )
 
 NOT_FOUND_EXIT = 127  # what a remote shell answers for a missing program, as the other transports report it
@@ -254,8 +259,7 @@ class SlurmTransport(Transport):
     # ------------------------------------------------------------------------------------------------ argv
     def srun_argv(self, host: str, argv: Sequence[str]) -> list[str]:
         """The srun command line that runs argv as a one-task step on host. Raises TransportError."""
-        if host not in self.endpoints:
-            raise TransportError(host, f"unknown node {host!r}: not in the inventory")
+        self.check_host(host)
         if not self.job_id:
             raise TransportError(
                 host,
@@ -305,9 +309,9 @@ class SlurmTransport(Transport):
     def run_all(
         self,
         hosts: Iterable[str],
-        argv_for: Callable[[str], Sequence[str]] | Sequence[str],
+        argv_for: ArgvFor,
         *,
-        stdin_for: Callable[[str], bytes | None] | None = None,
+        stdin_for: StdinFor | None = None,
         timeout: float | None = 60.0,
     ) -> GroupResult:
         """One job step for every host (see the module's docstring); one Result per host, as per-node runs give.
@@ -343,7 +347,7 @@ class SlurmTransport(Transport):
     def start_all(
         self,
         hosts: Iterable[str],
-        argv_for: Callable[[str], Sequence[str]],
+        argv_for: HostArgv,
         on_line: HostLineCallback,
         *,
         first: First | None = None,
@@ -428,29 +432,14 @@ class SlurmTransport(Transport):
             proc = self._popen(host, argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
         except TransportError as exc:
             return Result(host, None, error=exc.reason, failure=exc.kind)
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            end_step(proc)
-            out, err = proc.communicate()
-            return Result(
-                host,
-                None,
-                _text(out),
-                without_step_status(_text(err)),
-                error=f"timed out after {timeout:g}s running {argv[0]} on {host} (srun step cancelled)",
-                failure=TIMEOUT,
-                seconds=time.monotonic() - started,
-            )
+        out, err, over = communicate(proc, stdin, timeout, end_step)
+        if over:
+            cancelled = without_step_status(_text(err))
+            return timed_out(host, argv, timeout, "srun step cancelled", _text(out), cancelled, started)
         return read_result(host, proc.returncode, _text(out), _text(err), time.monotonic() - started)
 
-    def start(
-        self,
-        host: str,
-        argv: Sequence[str],
-        on_line: LineCallback,
-        *,
-        on_exit: Callable[[int], None] | None = None,
+    def _start(
+        self, host: str, argv: Sequence[str], on_line: LineCallback, on_exit: ExitCallback | None
     ) -> RemoteProcess:
         proc = self._popen(host, argv, stdin=subprocess.PIPE)
         return SrunProcess(host, proc, on_line, on_exit)
@@ -479,24 +468,16 @@ class SrunProcess(LocalProcess):
     """A long-lived step. Unlike a dropped SSH link, close() ends the step: srun cancels it on SIGTERM and
     slurmstepd kills what it tracks there, so a follower never outlives its launcher."""
 
+    close_wait = STOP_GRACE
+
     def _deliver(self, stream: str, line: bytes) -> None:
         text = line.rstrip(b"\r").decode(errors="replace")
         if stream == "stderr" and (TASK_STATUS.match(text) or STEP_CANCELLED.match(text)):
             return  # srun's account of the step ending, not the command's output
         super()._deliver(stream, line)
 
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self.close_stdin()
+    def _end(self) -> None:
         end_step(self._proc)
-        self._done.wait(STOP_GRACE)
-        for pipe in (self._proc.stdout, self._proc.stderr):
-            with contextlib.suppress(OSError):
-                if pipe:
-                    pipe.close()
 
 
 def end_step(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> None:
@@ -575,10 +556,7 @@ def result_of(host: str, parts: Mapping[int, str], count: int | None) -> Result 
 
 
 def bundle_of(
-    hosts: Sequence[str],
-    argv_for: Callable[[str], Sequence[str]] | Sequence[str],
-    stdin_for: Callable[[str], bytes | None] | None,
-    blobs: dict[str, str] | None = None,
+    hosts: Sequence[str], argv_for: ArgvFor, stdin_for: StdinFor | None, blobs: dict[str, str] | None = None
 ) -> dict[str, object]:
     """Every host's entry (argv, and the key of its stdin in `blobs`: identical inputs travel once)."""
     blobs = {} if blobs is None else blobs

@@ -24,7 +24,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import paramiko
 
@@ -32,12 +32,16 @@ from cluster.transport import (
     AUTH,
     HOST_KEY,
     TIMEOUT,
+    UNREACHABLE,
     Endpoint,
+    ExitCallback,
     LineCallback,
+    LineProcess,
     RemoteProcess,
     Result,
     Transport,
     TransportError,
+    timed_out,
     zip_hosts,
 )
 
@@ -57,6 +61,39 @@ FEED_CHUNK = 32 * 1024
 # head CPU per node per second (bench/ssh_reuse.py), the largest cost of following 250 nodes. Once a second is
 # enough for keepalives (whole seconds, below); our close shuts the socket down first, which wakes the read at once.
 IDLE_POLL_S = 1.0
+# Back-off between connection attempts (ssh.connection_attempts), doubling from this: a node whose sshd answered
+# late once (250 simulated nodes on 2 cores: "Error reading SSH protocol banner", "Authentication timeout.") is
+# tried again after the crowd has thinned, not at once.
+RETRY_PAUSE_S = 1.0
+# What paramiko says when a step of the handshake ran out of time: it raises SSHException or
+# AuthenticationException for these with no timeout type of their own (paramiko/transport.py
+# `_check_banner` and `open_channel`, paramiko/auth_handler.py `wait_for_response`), so the text is the only sign.
+_PARAMIKO_TIMEOUTS = (
+    "Error reading SSH protocol banner",
+    "Authentication timeout",
+    "Timeout opening channel",
+)
+
+
+# SSHClient.connect's key exchange runs for `timeout` (Transport.start_client), which returns without an error when
+# that time is up even though the exchange has not finished; the authentication that follows then raises "No
+# existing session" (paramiko/transport.py `auth_publickey`: not active or no initial kex). Raised by connect, it
+# means the negotiation ran out of time (a dead link makes start_client raise instead); elsewhere it is a dead link.
+_NEGOTIATION_UNFINISHED = "No existing session"
+
+
+def _paramiko_timed_out(exc: BaseException, connecting: bool = False) -> bool:
+    signs = (*_PARAMIKO_TIMEOUTS, _NEGOTIATION_UNFINISHED) if connecting else _PARAMIKO_TIMEOUTS
+    return any(sign in str(exc) for sign in signs)
+
+
+class _HandshakeTimeout(TransportError):
+    """The node accepted the TCP connection but its sshd did not finish the banner or the authentication in
+    time: a busy node, tried again (ssh.connection_attempts). A node that does not answer the connect at all is
+    not: the kernel has retried its SYNs for the whole connect_timeout already."""
+
+    def __init__(self, host: str, reason: str) -> None:
+        super().__init__(host, reason, TIMEOUT)
 
 
 class _QuietTransport(paramiko.Transport):
@@ -76,6 +113,8 @@ class SSHTransport(Transport):
         self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
         self._known_hosts_lock = threading.Lock()
         self._parsed_keys: dict[str, tuple[tuple[int, int, int], paramiko.HostKeys]] = {}
+        # Connection attempts that timed out and were tried again (ssh.connection_attempts).
+        self.retried_connects = 0
 
     # ------------------------------------------------------------------------------------------ connections
     def connect(self, host: str) -> None:
@@ -108,8 +147,7 @@ class SSHTransport(Transport):
         return sock
 
     def _lock_for(self, host: str) -> threading.Lock:
-        if host not in self._host_locks:
-            raise TransportError(host, f"unknown node {host!r}: not in the inventory")
+        self.check_host(host)
         return self._host_locks[host]
 
     def _client(self, host: str) -> paramiko.SSHClient:
@@ -120,9 +158,29 @@ class SSHTransport(Transport):
                 return client
             if client is not None:
                 client.close()  # the link died: reconnect once, here
-            client = self._open(self.endpoints[host])
+            client = self._open_with_retries(self.endpoints[host])
             self._clients[host] = client
             return client
+
+    def _open_with_retries(self, ep: Endpoint) -> paramiko.SSHClient:
+        """`_open`, tried again while the handshake only ran out of time (`_HandshakeTimeout`), up to
+        ep.connection_attempts tries with a doubling pause (OpenSSH's ConnectionAttempts, ssh_config(5)); silence
+        to the connect, a refusal, a bad key or a changed host key fails at once."""
+        pause = RETRY_PAUSE_S
+        for attempt in range(1, max(1, ep.connection_attempts) + 1):
+            try:
+                return self._open(ep)
+            except TransportError as exc:
+                if not isinstance(exc, _HandshakeTimeout) or attempt >= ep.connection_attempts:
+                    if attempt > 1:
+                        raise TransportError(
+                            ep.host, f"{exc.reason} ({attempt} attempts)", exc.kind
+                        ) from None
+                    raise
+                self.retried_connects += 1
+                time.sleep(pause)
+                pause *= 2
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _open(self, ep: Endpoint) -> paramiko.SSHClient:
         where = f"{ep.host} ({ep.address}:{ep.port})"
@@ -194,6 +252,12 @@ class SSHTransport(Transport):
         except paramiko.AuthenticationException as exc:
             sock.close()
             client.close()  # also ends its reader thread, which would log about the dead socket
+            if _paramiko_timed_out(exc):  # no answer in time is not a refused key
+                raise _HandshakeTimeout(
+                    ep.host,
+                    f"authentication at {where} took longer than {ep.connect_timeout:g}s (a busy node or sshd): "
+                    "raise ssh.connect_timeout or ssh.connection_attempts if the node is just slow",
+                ) from None
             key = ep.identity_file or "paramiko's default keys"
             raise TransportError(
                 ep.host,
@@ -211,6 +275,12 @@ class SSHTransport(Transport):
                     f"`ssh-keyscan -p {ep.port} {ep.address} >> {ep.known_hosts or '~/.ssh/known_hosts'}` "
                     "or set ssh.host_key_policy: accept-new",
                     HOST_KEY,
+                ) from None
+            if _paramiko_timed_out(exc, connecting=True):
+                raise _HandshakeTimeout(
+                    ep.host,
+                    f"SSH handshake with {where} got no answer within {ep.connect_timeout:g}s ({exc}): a busy or "
+                    "hung node; raise ssh.connect_timeout or ssh.connection_attempts if the node is just slow",
                 ) from None
             raise TransportError(ep.host, f"SSH handshake with {where} failed: {exc}") from None
         except (OSError, EOFError) as exc:
@@ -261,17 +331,9 @@ class SSHTransport(Transport):
                 if stdin:
                     chan.sendall(stdin)
                 chan.shutdown_write()
-            out, err, timed_out = _drain(chan, deadline)
-            if timed_out:
-                return Result(
-                    host,
-                    None,
-                    _text(out),
-                    _text(err),
-                    error=f"timed out after {timeout:g}s running {argv[0]} on {host} (channel closed)",
-                    failure=TIMEOUT,
-                    seconds=time.monotonic() - started,
-                )
+            out, err, over = _drain(chan, deadline)
+            if over:
+                return timed_out(host, argv, timeout, "channel closed", _text(out), _text(err), started)
             # paramiko reports -1 both for a dead link and for a remote killed by a signal (it ignores
             # exit-signal): only a dead transport makes it a transport error.
             code = chan.recv_exit_status()
@@ -288,15 +350,9 @@ class SSHTransport(Transport):
         finally:
             chan.close()
 
-    def start(
-        self,
-        host: str,
-        argv: Sequence[str],
-        on_line: LineCallback,
-        *,
-        on_exit: Callable[[int], None] | None = None,
+    def _start(
+        self, host: str, argv: Sequence[str], on_line: LineCallback, on_exit: ExitCallback | None
     ) -> RemoteProcess:
-        self._lock_for(host)  # an unknown node raises TransportError, as _exec would for an unreachable one
         chan = self._exec(host, shlex.join(argv), self.endpoints[host].connect_timeout)
         return SSHProcess(host, chan, on_line, on_exit)
 
@@ -310,7 +366,9 @@ class SSHTransport(Transport):
             return chan
         except (OSError, EOFError, paramiko.SSHException, AssertionError) as exc:
             raise TransportError(
-                host, f"cannot start a command on {host}: {exc or type(exc).__name__}"
+                host,
+                f"cannot start a command on {host}: {exc or type(exc).__name__}",
+                TIMEOUT if _paramiko_timed_out(exc) else UNREACHABLE,
             ) from None
 
     def _alive(self, host: str) -> bool:
@@ -339,26 +397,16 @@ def raise_fd_limit(wanted: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
-class SSHProcess(RemoteProcess):
+class SSHProcess(LineProcess):
     """A command on an exec channel; a reader thread turns its output into lines."""
 
     def __init__(
-        self,
-        host: str,
-        chan: paramiko.Channel,
-        on_line: LineCallback,
-        on_exit: Callable[[int], None] | None,
+        self, host: str, chan: paramiko.Channel, on_line: LineCallback, on_exit: ExitCallback | None
     ):
-        self.host = host
         self._chan = chan
-        self._on_line = on_line
-        self._on_exit = on_exit
-        self._code: int | None = None
-        self._done = threading.Event()
         self._send_lock = threading.Lock()
         self._unsent = b""  # the rest of a message try_write could only send in part
-        self._reader = threading.Thread(target=self._read, name=f"rlaunch-ssh-{host}", daemon=True)
-        self._reader.start()
+        super().__init__(host, on_line, on_exit, f"rlaunch-ssh-{host}")
 
     def _read(self) -> None:
         pending = {"stdout": b"", "stderr": b""}
@@ -367,10 +415,10 @@ class SSHProcess(RemoteProcess):
             while True:
                 got = False
                 while self._chan.recv_ready():
-                    pending["stdout"] = self._emit("stdout", pending["stdout"] + self._chan.recv(READ_CHUNK))
+                    pending["stdout"] = self._lines("stdout", pending["stdout"] + self._chan.recv(READ_CHUNK))
                     got = True
                 while self._chan.recv_stderr_ready():
-                    pending["stderr"] = self._emit(
+                    pending["stderr"] = self._lines(
                         "stderr", pending["stderr"] + self._chan.recv_stderr(READ_CHUNK)
                     )
                     got = True
@@ -381,28 +429,10 @@ class SSHProcess(RemoteProcess):
         except (OSError, EOFError, paramiko.SSHException):
             pass
         finally:
-            for stream, rest in pending.items():
-                if rest:
-                    self._deliver(stream, rest)
+            self._flush(pending)
             # paramiko ignores exit-signal: a remote killed by a signal, like a dropped link, reads as -1.
-            self._code = self._chan.exit_status if self._chan.exit_status_ready() else -1
-            if self._code is None or self._code < 0:
-                self._code = -1
-            self._done.set()
-            if self._on_exit:
-                self._on_exit(self._code)
-
-    def _emit(self, stream: str, buf: bytes) -> bytes:
-        *lines, rest = buf.split(b"\n")
-        for line in lines:
-            self._deliver(stream, line)
-        return rest
-
-    def _deliver(self, stream: str, line: bytes) -> None:
-        with contextlib.suppress(
-            Exception
-        ):  # a failing callback must not kill the reader (and hide the exit)
-            self._on_line(stream, line.rstrip(b"\r").decode(errors="replace"))
+            code = self._chan.exit_status if self._chan.exit_status_ready() else -1
+            self._ended(-1 if code is None or code < 0 else code)
 
     def write(self, data: bytes) -> None:
         try:
@@ -434,13 +464,6 @@ class SSHProcess(RemoteProcess):
     def close_stdin(self) -> None:
         with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
             self._chan.shutdown_write()
-
-    def poll(self) -> int | None:
-        return self._code if self._done.is_set() else None
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        self._done.wait(timeout)
-        return self.poll()
 
     def close(self) -> None:
         self._chan.close()  # sshd closes the command's pipes: EOF on stdin, EPIPE on its next write

@@ -7,8 +7,11 @@ nodes returns a `GroupResult` split into succeeded and failed, as Fabric's Group
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +58,7 @@ class Endpoint:
     known_hosts: str = "~/.ssh/known_hosts"
     host_key_policy: str = "strict"
     connect_timeout: float = 10.0
+    connection_attempts: int = 1
     keepalive: float = 5.0
 
     @classmethod
@@ -70,6 +74,7 @@ class Endpoint:
                 known_hosts=_expand(inv.ssh.known_hosts) or "",
                 host_key_policy=inv.ssh.host_key_policy,
                 connect_timeout=inv.ssh.connect_timeout,
+                connection_attempts=inv.ssh.connection_attempts,
                 keepalive=inv.ssh.keepalive,
             )
         return out
@@ -128,6 +133,11 @@ class GroupResult:
 
 LineCallback = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line without newline)
 HostLineCallback = Callable[[str, str, str], None]  # (host, stream name, line without newline)
+ExitCallback = Callable[[int], None]  # a long-lived command's exit code (-1: the link died without one)
+# What a fan-out runs on each host: host → its argv (HostArgv) or one argv for all; host → its stdin (None: none).
+HostArgv = Callable[[str], Sequence[str]]
+ArgvFor = HostArgv | Sequence[str]
+StdinFor = Callable[[str], bytes | None]
 
 
 class RemoteProcess(ABC):
@@ -161,14 +171,81 @@ class RemoteProcess(ABC):
         """Drop the link (the remote side sees EOF / hang-up). Idempotent."""
 
 
+class LineProcess(RemoteProcess):
+    """A RemoteProcess whose output a reader thread cuts into lines: the half every transport's long-lived command
+    shares (a local pipe, an SSH channel, an srun step). The subclass sets up its handle, then calls this
+    __init__, which starts `_read`; `_read` hands what it reads to `_lines`, and ends with `_flush` and `_ended`."""
+
+    def __init__(self, host: str, on_line: LineCallback, on_exit: ExitCallback | None, thread_name: str):
+        self.host = host
+        self._on_line = on_line
+        self._on_exit = on_exit
+        self._code: int | None = None
+        self._done = threading.Event()
+        self._reader = threading.Thread(target=self._read, name=thread_name, daemon=True)
+        self._reader.start()
+
+    @abstractmethod
+    def _read(self) -> None:
+        """Read the handle until it ends (in the reader thread), then `_flush` and `_ended`."""
+
+    def _lines(self, stream: str, buf: bytes) -> bytes:
+        """Deliver every complete line of buf; returns the unfinished rest, to be continued by the next read."""
+        *lines, rest = buf.split(b"\n")
+        for line in lines:
+            self._deliver(stream, line)
+        return rest
+
+    def _flush(self, pending: dict[str, bytes]) -> None:
+        """A last line without its newline is still a line."""
+        for stream, rest in pending.items():
+            if rest:
+                self._deliver(stream, rest)
+
+    def _deliver(self, stream: str, line: bytes) -> None:
+        with contextlib.suppress(
+            Exception
+        ):  # a failing callback must not kill the reader (and hide the exit)
+            self._on_line(stream, line.rstrip(b"\r").decode(errors="replace"))
+
+    def _ended(self, code: int) -> None:
+        self._code = code
+        self._done.set()
+        if self._on_exit:
+            self._on_exit(code)
+
+    def poll(self) -> int | None:
+        return self._code if self._done.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._done.wait(timeout)
+        return self.poll()
+
+
+def timed_out(
+    host: str, argv: Sequence[str], timeout: float | None, how: str, out: str, err: str, started: float
+) -> Result:
+    """The Result of a command that ran past its timeout, in the wording every transport gives; `how` says what
+    ended it (the process group killed, the channel closed, the srun step cancelled). What it wrote is kept."""
+    return Result(
+        host,
+        None,
+        out,
+        err,
+        error=f"timed out after {timeout:g}s running {argv[0]} on {host} ({how})",
+        failure=TIMEOUT,
+        seconds=time.monotonic() - started,
+    )
+
+
 @dataclass(frozen=True)
 class First:
     """What `Transport.start_all` runs on every host before the long-lived commands, and the check of its results
     (a raise starts nothing): argv and stdin per host as run_all takes them."""
 
-    argv_for: Callable[[str], Sequence[str]]
+    argv_for: HostArgv
     check: Callable[[GroupResult], None]
-    stdin_for: Callable[[str], bytes | None] | None = None
+    stdin_for: StdinFor | None = None
     timeout: float | None = 60.0
 
 
@@ -190,21 +267,34 @@ class Transport(ABC):
     ) -> Result:
         """Run argv to completion. Never raises for remote failures: they land in the Result."""
 
-    @abstractmethod
+    def check_host(self, host: str) -> None:
+        """Raise TransportError for a node the inventory does not name (every transport checks this first)."""
+        if host not in self.endpoints:
+            raise TransportError(host, f"unknown node {host!r}: not in the inventory")
+
     def start(
         self,
         host: str,
         argv: Sequence[str],
         on_line: LineCallback,
         *,
-        on_exit: Callable[[int], None] | None = None,
+        on_exit: ExitCallback | None = None,
     ) -> RemoteProcess:
-        """Start argv and deliver its output lines to on_line from a background thread."""
+        """Start argv and deliver its output lines to on_line from a background thread, its exit code to on_exit.
+        Raises TransportError when the node is unknown or the command cannot be started there."""
+        self.check_host(host)
+        return self._start(host, argv, on_line, on_exit)
+
+    @abstractmethod
+    def _start(
+        self, host: str, argv: Sequence[str], on_line: LineCallback, on_exit: ExitCallback | None
+    ) -> RemoteProcess:
+        """`start` on a node known to the inventory: what each transport does its own way."""
 
     def start_all(
         self,
         hosts: Iterable[str],
-        argv_for: Callable[[str], Sequence[str]],
+        argv_for: HostArgv,
         on_line: HostLineCallback,
         *,
         first: First | None = None,
@@ -252,9 +342,9 @@ class Transport(ABC):
     def run_all(
         self,
         hosts: Iterable[str],
-        argv_for: Callable[[str], Sequence[str]] | Sequence[str],
+        argv_for: ArgvFor,
         *,
-        stdin_for: Callable[[str], bytes | None] | None = None,
+        stdin_for: StdinFor | None = None,
         timeout: float | None = 60.0,
     ) -> GroupResult:
         """Run on many nodes in parallel (bounded); one Result per host."""

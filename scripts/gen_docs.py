@@ -34,6 +34,8 @@ MEANING: dict[str, str] = {
     "ssh.known_hosts": "known_hosts file the nodes' host keys are checked against.",
     "ssh.host_key_policy": "`strict` rejects unknown and changed keys; `accept-new` stores first-seen keys.",
     "ssh.connect_timeout": "Seconds to wait for a node's SSH connection.",
+    "ssh.connection_attempts": "Tries per connection when a node accepted but its SSH handshake or authentication "
+    "timed out (a busy sshd; OpenSSH's ConnectionAttempts). Silence, refusals and key errors are not retried.",
     "ssh.keepalive": "Seconds between SSH keepalives (a cut link is noticed).",
     "ssh.max_parallel": "Nodes contacted at once.",
     "nodes": "The nodes that run the job, in node-rank order (or `--hostfile` / `--from-slurm`).",

@@ -3,11 +3,13 @@ dead links. The contract shared with LocalTransport is in test_transport_local.p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -15,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import scaled
 from simnodes import SimCluster
 
 from cluster.inventory import from_mapping
 from cluster.ssh import SSHTransport
-from cluster.transport import Endpoint
+from cluster.transport import TIMEOUT, Endpoint
 
 pytestmark = pytest.mark.ssh
 
@@ -220,3 +223,80 @@ def test_a_timed_out_run_leaves_nothing_on_the_node(sim3: SimCluster) -> None:
             time.sleep(0.2)
         assert not any(marker in cmd for _, cmd in sim3.node_pids("node2"))
         assert t.run("node2", ["true"], timeout=10).ok  # the connection is fine for the next command
+
+
+class SilentFirst:
+    """A TCP relay on loopback to a node's sshd that holds its first `silent` connections open and says nothing
+    (what a node too busy to answer looks like: the kernel accepts, sshd sends no banner); later connections are
+    relayed both ways. `accepted` counts connections."""
+
+    def __init__(self, address: str, port: int, silent: int = 1) -> None:
+        self.target, self.silent, self.accepted = (address, port), silent, 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.accepted <= self.silent:
+                self.held.append(conn)
+                continue
+            upstream = socket.create_connection(self.target, timeout=10)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.server.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_a_handshake_that_times_out_is_tried_again_up_to_connection_attempts(
+    sim3: SimCluster, tmp_path: Path, attempts: int
+) -> None:
+    """A node that accepts but does not answer in time (no banner within connect_timeout) is a TIMEOUT, named as
+    one (not a refused key), and is connected again up to ssh.connection_attempts times."""
+    spec = next(n for n in sim3.inventory_dict()["nodes"] if n["host"] == "node1")
+    relay = SilentFirst(spec["address"], spec["port"])
+    wait = scaled(3.0)
+    try:
+        inv = from_mapping(
+            sim3.inventory_dict(
+                nodes=[{**spec, "address": "127.0.0.1", "port": relay.port}],
+                ssh={
+                    "connect_timeout": wait,
+                    "connection_attempts": attempts,
+                    # The relay's address is not the node's: its key is learnt for the relay's port.
+                    "host_key_policy": "accept-new",
+                    "known_hosts": str(tmp_path / "known_hosts"),
+                },
+            )
+        )
+        with SSHTransport(Endpoint.all_from(inv)) as t:
+            result = t.run("node1", ["echo", "hello"], timeout=scaled(30))
+            if attempts == 1:
+                assert result.failure == TIMEOUT and result.error, result
+                assert "got no answer within" in result.error, result.error
+                assert "authorized_keys" not in result.error
+                assert relay.accepted == 1 and t.retried_connects == 0
+            else:
+                # The silent first, then a relayed one (a second relayed one only if a loaded machine was slow).
+                assert result.ok and result.stdout.strip() == "hello", result
+                assert relay.accepted >= 2 and t.retried_connects == relay.accepted - 1
+    finally:
+        relay.close()
