@@ -3,7 +3,9 @@
 `sim` (N simulated nodes, tests/simnodes.py: one sshd per node in its own namespaces), one run per N, phases in
 order, each the real CLI in a child process (`python -m launcher.cli ...`) measured from outside:
   doctor --fast, up --no-doctor (a command job printing a line a second for JOB_S), up (with doctor),
-  up --detach --no-doctor (a long job), status, logs, down; then pdsh running the same job, and pdsh running `true` (one round trip).
+  up --detach --no-doctor (a long job), status (through the run's supervisor, once it follows every node),
+  status --probe (every node asked), logs, down; then pdsh running the same job, and pdsh running `true` (one round
+  trip). "SSH logins": new connections the nodes' sshds accepted during the phase (their logs).
 Per phase: wall, head CPU (the child's own rusage: user + system), peak RSS, peak threads and file descriptors
 (sampled from /proc/PID every 0.1 s), the exit code, and after every phase the nodes' process tables (one /proc
 walk, grouped by PID namespace): nothing of the job may be left after a phase that ends it.
@@ -60,6 +62,7 @@ class Phase:
         None  # the head's CPU per second while only following (between two job lines)
     )
     load: float = 0.0  # the machine's 1-minute load average when the phase ended
+    logins: int | None = None  # new SSH connections the nodes' sshds accepted during the phase (their logs)
 
 
 TAIL_CHARS = 4 << 20  # enough for `logs` of every node (tests read it); the JSON dump keeps less
@@ -150,6 +153,50 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
     )
 
 
+def sshd_logins(sim: Any) -> int:
+    """SSH connections every node's sshd has accepted so far: its log (LogLevel INFO, tests/simnodes.py) has one
+    "Accepted publickey" line per connection. The difference across a phase is what that phase opened."""
+    total = 0
+    for node in sim.nodes:
+        try:
+            total += (node.state_dir / "sshd.log").read_bytes().count(b"Accepted publickey")
+        except OSError:
+            continue
+    return total
+
+
+def wait_for_view(home: Path, n: int, timeout: float = 600) -> Phase:
+    """Until the detached run's supervisor shares a live view that follows all n nodes and has heard from each
+    (launcher/records.py live.json): `status` through it then asks no node. wall: how long that took after `up --detach` returned;
+    head CPU: the supervisor's own CPU so far (start-up, n followers opened, following)."""
+    start = time.perf_counter()
+    followed, pid = 0, None
+    while time.perf_counter() - start < timeout:
+        for live in home.glob("runs/*/live.json"):
+            try:
+                view = json.loads(live.read_text())
+            except (OSError, ValueError):
+                continue
+            pid = view.get("writer_pid")
+            # Followed and heard from: a follower whose first record has not come yet (its ssh and python still
+            # starting on a loaded node) is silent to `status`, which asks that node itself after
+            # records.NODE_SILENT_S (launcher/lifecycle.py _from_live_view).
+            followed = sum(
+                1
+                for node in view.get("nodes", {}).values()
+                if node.get("followed") and node.get("last_heard") is not None
+            )
+        if followed == n:
+            break
+        time.sleep(0.5)
+    cpu = (_proc_cpu(pid) or 0.0) if isinstance(pid, int) else 0.0
+    wall = time.perf_counter() - start
+    return Phase(
+        "supervisor follows all", 0 if followed == n else 1, wall, cpu, 0, 0, 0, -1,
+        f"{followed} of {n} nodes followed and heard from", load=os.getloadavg()[0],
+    )  # fmt: skip
+
+
 def leftovers(sim: Any, skip: Collection[str] = ()) -> dict[str, list[str]]:
     """Job processes on every node but `skip` (anything but the node's init and sshd), one walk of /proc."""
     by_ns = {node.pidns: node for node in sim.nodes if node.pidns and node.name not in skip}
@@ -174,7 +221,7 @@ def leftovers(sim: Any, skip: Collection[str] = ()) -> dict[str, list[str]]:
     return found
 
 
-# Faults for `status`, `logs` and `down` (issue 23 item 3: one slow or dead node never holds the rest): a hung node
+# Faults for `status --probe`, `logs` and `down` (issue 23 item 3: one slow or dead node never holds the rest): a hung node
 # (every process stopped, its kernel still ACKs: connections open, nobody answers) and a dead one (its link down:
 # silence). They are made after `up --detach`; the run's own connections get a long keepalive and heartbeat
 # timeout so that the detached supervisor does not end the run meanwhile: the faults are for the verbs to meet.
@@ -195,8 +242,8 @@ def run_sim(
 ) -> list[Phase]:
     """Every phase on n simulated nodes; each Phase's `left` counts job processes left where the phase ends.
 
-    `faults` (node -> "freeze" | "partition") are made after `up --detach`; `status`, `logs` and `down` then run
-    with them, and `down-after-heal` (the faults undone) must leave nothing anywhere."""
+    `faults` (node -> "freeze" | "partition") are made after `status` (through the supervisor, every node
+    healthy); `status --probe`, `logs` and `down` then run with them, and `down-after-heal` (the faults undone) must leave nothing anywhere."""
     faults = faults or {}
     from simnodes import SimCluster
 
@@ -206,6 +253,7 @@ def run_sim(
         "up",
         "up-detach",
         "status",
+        "status-probe",
         "logs",
         "down",
         "pdsh",
@@ -236,7 +284,8 @@ def run_sim(
             ],
             ("up", [*cli, "up", str(short)], True),
             ("up-detach", [*cli, "up", str(long), "--detach", "--no-doctor"], False),
-            ("status", [*cli, "status", "--json"], False),
+            ("status", [*cli, "status", "--json"], False),  # through the supervisor's live view
+            ("status-probe", [*cli, "status", "--json", "--probe"], False),  # every node asked, as before
             ("logs", [*cli, "logs"], False),
             ("down", [*cli, "down"], True),
         ]
@@ -253,7 +302,7 @@ def run_sim(
         for name, argv, ends in steps:
             if name.split("#")[0] not in wanted and not (name == "down-after-heal" and "down" in wanted):
                 continue
-            if name == "status" and faults:
+            if name == "status-probe" and faults:
                 for node, how in faults.items():
                     getattr(sim, how)(node)  # SimCluster.freeze / .partition
                     broken.add(node)
@@ -261,7 +310,12 @@ def run_sim(
                 for node, how in faults.items():
                     (sim.thaw if how == "freeze" else sim.heal)(node)
                 broken.clear()
+            if name == "status" and "up-detach" in wanted:
+                out.append(wait_for_view(Path(tmp, "home"), n))
+                print(f"{n} nodes: {out[-1].tail} after {out[-1].wall_s:.1f}s", file=sys.stderr, flush=True)
+            logins = sshd_logins(sim)
             phase = measure(name, argv, pdsh_env if name.startswith("pdsh") else env)
+            phase.logins = sshd_logins(sim) - logins
             if ends:
                 # A guard's teardown may still be finishing on a loaded machine; broken nodes are read after healing.
                 deadline = time.monotonic() + 30
@@ -292,8 +346,9 @@ def run_sim(
 def sim_table(rows: dict[int, list[Phase]]) -> str:
     lines = [
         "| nodes | phase | exit | wall (s) | to first line (s) | head CPU (s) | CPU / node (ms) "
-        "| following: CPU / node / s (ms) | peak RSS (MiB) | RSS / node (MiB) | threads | fds | left | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| following: CPU / node / s (ms) | peak RSS (MiB) | RSS / node (MiB) | threads | fds | SSH logins "
+        "| left | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, phases in rows.items():
         for p in phases:
@@ -302,7 +357,8 @@ def sim_table(rows: dict[int, list[Phase]]) -> str:
             follow = "-" if p.follow_cpu_s is None else f"{1000 * p.follow_cpu_s / n:.3f}"
             lines.append(
                 f"| {n} | {p.name} | {p.code} | {p.wall_s:.1f} | {first} | {p.cpu_s:.2f} | {1000 * p.cpu_s / n:.1f} "
-                f"| {follow} | {p.rss_mib:.0f} | {p.rss_mib / n:.2f} | {p.threads} | {p.fds} | {left} | {p.load:.0f} |"
+                f"| {follow} | {p.rss_mib:.0f} | {p.rss_mib / n:.2f} | {p.threads} | {p.fds} "
+                f"| {'-' if p.logins is None else p.logins} | {left} | {p.load:.0f} |"
             )
     return "\n".join(lines)
 

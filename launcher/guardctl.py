@@ -54,6 +54,7 @@ class GuardReply:
     error: str | None
     exit_code: int | None = None
     failure: str | None = None  # the transport's failure kind when it could not run the verb at all
+    via: str = "node"  # who gave the answer: the node itself, or "supervisor" (its teardown record, `down`)
 
     @property
     def ok(self) -> bool:
@@ -249,16 +250,21 @@ class Heartbeats:
 
     def beat_once(self) -> None:
         for host, proc in list(self.followers()):
-            try:
-                if proc.try_write(self._word):
-                    self.stats.sent += 1
-                else:
-                    self.stats.skipped += 1
-            except TransportError as exc:
-                self.on_dead(host, f"heartbeat failed: {exc.reason}")
-            except Exception as exc:  # a broken channel object must not end the beats of every other node
-                self.on_dead(host, f"heartbeat failed: {exc}")
+            self.beat(host, proc)
         self.stats.rounds += 1
+
+    def beat(self, host: str, proc: RemoteProcess) -> None:
+        """One beat to one follower, never waiting: also sent at once when a follower opens late (its guard has
+        been counting since its start)."""
+        try:
+            if proc.try_write(self._word):
+                self.stats.sent += 1
+            else:
+                self.stats.skipped += 1
+        except TransportError as exc:
+            self.on_dead(host, f"heartbeat failed: {exc.reason}")
+        except Exception as exc:  # a broken channel object must not end the beats of every other node
+            self.on_dead(host, f"heartbeat failed: {exc}")
 
     def _run(self) -> None:
         planned = time.monotonic()

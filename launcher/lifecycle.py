@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -309,12 +310,20 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
     grace = inv.health.grace if grace is None else grace
     from launcher import supervise
 
-    # A detached run's supervisor stops the job as Ctrl-C would (and so never mistakes it for a failure to restart);
-    # the guards' stop below then finds nothing left, or cleans up if the supervisor could not.
-    supervise.stop(record.root, timeout=grace + 40)
+    # A detached run's supervisor stops the job as Ctrl-C would (and so never mistakes it for a failure to restart),
+    # through the connections it holds, and records each node's stop reply (records.py: teardown.json). Nodes it
+    # confirmed clean are not asked again; the guards' stop below goes only to the others (unreachable, unclean,
+    # not asked), or to every node when there was no supervisor or it recorded nothing.
+    writer = supervise.recorded_supervisor(record.read_state())
+    since = time.time()
+    stopped = supervise.stop(record.root, timeout=grace + 40)
     targets = targets_of(record)  # a restart may have replaced them meanwhile
-    with make_transport(inv) as transport, teardown_shield():
-        replies = GuardClient(transport).stop(targets, grace=grace)
+    confirmed = _confirmed_clean(record, targets, writer, since) if stopped else {}
+    rest = [t for t in targets if t.host not in confirmed]
+    replies: dict[str, GuardReply] = dict(confirmed)
+    if rest:
+        with make_transport(inv) as transport, teardown_shield():
+            replies.update(GuardClient(transport).stop(rest, grace=grace))
     unreachable = sorted(h for h, r in replies.items() if not r.ok)
     unclean = sorted(h for h, r in replies.items() if r.ok and (r.data or {}).get("remaining"))
     if unreachable or unclean:
@@ -330,6 +339,29 @@ def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[s
     elif is_active(record.read_state().get("state")):
         record.set_state(RunState.STOPPED, ended_at=time.time(), reason="rlaunch down")
     return record.run_id, replies
+
+
+def _confirmed_clean(
+    record: records.RunRecord, targets: list[GuardTarget], writer: tuple[int, int] | None, since: float
+) -> dict[str, GuardReply]:
+    """The nodes whose guard answered the supervisor's teardown (after `since`) with nothing left, for these very
+    targets (same host and guard directory): their replies, marked as the supervisor's."""
+    if writer is None:
+        return {}
+    try:
+        teardown = records.read_teardown(record, writer, since)
+    except (OSError, records.ViewRefused):
+        return {}
+    out = {}
+    for target in targets:
+        node = teardown["nodes"].get(target.host)
+        if not isinstance(node, dict) or node.get("run_dir") != target.run_dir:
+            continue
+        final = node.get("final")
+        clean = node.get("ok") is True and node.get("exit_code") == 0 and node.get("remaining") == []
+        if clean and isinstance(final, dict):
+            out[target.host] = GuardReply(target.host, final, None, 0, via="supervisor")
+    return out
 
 
 def settle(node_states: dict[str, str | None]) -> tuple[RunState, str] | None:
@@ -351,7 +383,11 @@ def settle(node_states: dict[str, str | None]) -> tuple[RunState, str] | None:
     return RunState.FAILED, f"ended {', '.join(f'{h}: {node_states[h]}' for h in failed)}"
 
 
-def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
+def status(run_id: str | None, *, live: bool = True, probe: bool = False) -> dict[str, Any]:
+    """The run's state and, while it is active, each node's. A live supervisor's view (records.py: live.json)
+    answers for every node it follows, without touching any node; the nodes it does not follow, and every node
+    when there is no fresh view or `probe` is set, are asked directly (one `guard.py status` each). "view" says
+    which: {"source": "supervisor", "age_s", "asked": [nodes asked directly]} or {"source": "nodes", "why"}."""
     record, inv, _ = open_run(run_id)
     state = record.read_state()
     out: dict[str, Any] = {"run_id": record.run_id, **state, "nodes": {}}
@@ -363,10 +399,22 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
         out["supervised"] = supervised
     if live and is_active(state.get("state")):
         targets = targets_of(record)
-        with make_transport(inv) as transport:
-            guards = GuardClient(transport)
-            for host, reply in guards.status(targets).items():
-                out["nodes"][host] = reply.data if reply.ok else {"state": "unknown", "error": reply.error}
+        ask = targets
+        if probe:
+            out["view"] = {"source": "nodes", "why": "--probe"}
+        elif not supervised:
+            out["view"] = {"source": "nodes", "why": "no live supervisor"}
+        else:
+            ask = _from_live_view(record, state, targets, out)
+        # No transport (not even paramiko's import) when the supervisor answered for every node.
+        with contextlib.ExitStack() as stack:
+            guards = functools.cache(lambda: GuardClient(stack.enter_context(make_transport(inv))))
+            if ask:
+                for host, reply in guards().status(ask).items():
+                    out["nodes"][host] = (
+                        reply.data if reply.ok else {"state": "unknown", "error": reply.error}
+                    )
+            out["nodes"] = {t.host: out["nodes"][t.host] for t in targets if t.host in out["nodes"]}
             # A live supervisor settles its run itself (verdict, restart); without one, status does.
             settled = None if supervised else settle({h: n.get("state") for h, n in out["nodes"].items()})
             if settled is not None:
@@ -378,7 +426,7 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
                     not in protocol.TERMINAL_STATES - {protocol.GUARD_LOST}
                 ]
                 if unfinished:
-                    guards.stop(unfinished, grace=inv.health.grace)
+                    guards().stop(unfinished, grace=inv.health.grace)
                 final, why = settled[0].value, settled[1]
                 # Nobody watched the end (an unsupervised detached run): keep the guards' own reasons, edge
                 # decisions first (launcher/node/edge.py), as the record's summary.
@@ -396,6 +444,53 @@ def status(run_id: str | None, *, live: bool = True) -> dict[str, Any]:
         out["goodput"] = gp.to_json()
     out["progress"] = progress_summary(attempts.read_progress(record.root), inv, out)
     return out
+
+
+def _from_live_view(
+    record: records.RunRecord, state: Mapping[str, Any], targets: list[GuardTarget], out: dict[str, Any]
+) -> list[GuardTarget]:
+    """Fill out["nodes"] from the live supervisor's view for the nodes it follows in this attempt (same host,
+    same guard directory) and heard from lately (records.NODE_SILENT_S); return the targets still to ask. No usable view: every target, and out["view"] says
+    why (records.py: "The supervisor's live view")."""
+    from launcher import supervise
+
+    try:
+        view = records.read_live(record, supervise.recorded_supervisor(dict(state)))
+    except FileNotFoundError:
+        out["view"] = {"source": "nodes", "why": "the supervisor has not shared a live view yet"}
+        return targets
+    except records.ViewRefused as exc:
+        out["view"] = {"source": "nodes", "why": str(exc)}
+        return targets
+    if state.get("plan_run_id") and view.get("plan_run_id") != state.get("plan_run_id"):
+        out["view"] = {"source": "nodes", "why": "the live view is of another attempt"}
+        return targets
+    now = time.time()
+    ask = []
+    for target in targets:
+        node = view["nodes"].get(target.host)
+        if (
+            not isinstance(node, dict)
+            or node.get("followed") is not True
+            or node.get("run_dir") != target.run_dir
+        ):
+            ask.append(target)
+            continue
+        heard = node.get("last_heard")
+        age = round(now - heard, 1) if type(heard) in (int, float) else None
+        # Silent since its last record, or since its follower opened when nothing came yet.
+        since = max((t for t in (heard, node.get("followed_at")) if type(t) in (int, float)), default=None)
+        if node.get("state") == protocol.RUNNING and (since is None or now - since > records.NODE_SILENT_S):
+            ask.append(target)  # followed but silent: hung or cut off behind a connection that looks open
+            continue
+        out["nodes"][target.host] = {**node, "last_heard_age_s": age}
+    out["view"] = {
+        "source": "supervisor",
+        "age_s": view["age_s"],
+        "pid": view.get("writer_pid"),
+        "asked": [t.host for t in ask],
+    }
+    return ask
 
 
 def latest_outcome(record: records.RunRecord) -> dict[str, Any] | None:

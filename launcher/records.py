@@ -134,14 +134,17 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
-def write_atomic(path: Path, data: bytes | str, mode: int = 0o600) -> None:
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o600, *, durable: bool = True) -> None:
+    """temp + rename (never a torn file); `durable=False` skips the fsync, for a file rewritten every second that
+    nobody needs after a crash (the supervisor's live view)."""
     _private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -150,6 +153,144 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o600) -> None:
 
 
 PROGRESS_FILE = "progress.jsonl"
+
+# ---------------------------------------------------------------------------------------------------------
+# The supervisor's live view (issue 23): what `status` and `down` read instead of asking every node.
+#
+# A detached run's supervisor holds one connection per node and follows every guard, so it already knows what
+# `status` would ask each node over a fresh SSH handshake (at 250 simulated nodes, 292 s and 120 ms of head CPU
+# per node, nearly all handshakes). It shares what it knows through two files in the run record:
+#
+#   live.json      rewritten about once a second (LIVE_EVERY_S):
+#                  {"v": 1, "written_at", "writer_pid", "writer_starttime", "attempt", "plan_run_id",
+#                   "nodes": {host: {"state", "alive", "guard_pid", "descendants", "ranks_alive", "last_heard",
+#                                    "reason", "error"?, "exit_code"?}}}
+#   teardown.json  written as the supervisor exits, with each node's reply to its last teardown:
+#                  {"v": 1, "written_at", "writer_pid", "writer_starttime", "attempt", "stopped_at",
+#                   "nodes": {host: {"run_dir", "ok", "exit_code", "remaining", "error", "final"}}}
+#
+# Files, not a unix socket served by the supervisor: the record directory is already private (0700, checked by
+# `trusted` above) and in the user's own RLAUNCH_HOME, every verb already reads the record, a file needs no
+# serving thread in the supervisor (which a busy watch loop could not starve either way), and `down` must read
+# the teardown replies AFTER the supervisor has exited, when no socket would answer. A socket with an
+# SO_PEERCRED check (unix(7)) would buy freshness to the millisecond, which a 1 s snapshot with its age shown
+# does not need.
+#
+# Other local users are attackers (docs/security.md): a view is read only from a regular file that is not a
+# symlink (O_NOFOLLOW), owned by us and readable or writable by nobody else (fstat of the open descriptor, so
+# the file checked is the file read), of bounded size, holding the layout above. A view that fails any of this,
+# or is older than LIVE_STALE_S (a hung supervisor), or whose writer is not the run's recorded supervisor, is
+# not used: `status` asks the nodes as before (launcher/lifecycle.py).
+
+LIVE_VERSION = 1
+LIVE_EVERY_S = 1.0
+# Older than this and the view is a hung supervisor's: several missed rewrites, with room for a loaded head
+# (load 100+ at 250 simulated nodes on 2 cores delays a 1 s timer by seconds).
+LIVE_STALE_S = 10.0
+# A node the supervisor follows but has not heard from for this long (its follower sends the job's processes every
+# second) may be hung or cut off while its connection still looks open: `status` asks it directly.
+NODE_SILENT_S = 15.0
+VIEW_MAX_BYTES = 64 << 20
+
+
+class ViewRefused(ValueError):
+    """A live view or teardown record that must not be trusted; the message says why, for the fallback's line."""
+
+
+def read_own_json(path: Path, max_bytes: int = VIEW_MAX_BYTES) -> dict[str, Any]:
+    """The JSON object in `path`, a regular file we own that nobody else may read or write; ViewRefused (or
+    FileNotFoundError) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # ELOOP: a symlink planted in its place
+        raise ViewRefused(f"{path.name}: cannot open: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ViewRefused(f"{path.name}: not a regular file")
+        if st.st_uid != os.geteuid():
+            raise ViewRefused(f"{path.name}: owned by uid {st.st_uid}, not by us")
+        if st.st_mode & 0o077:
+            raise ViewRefused(
+                f"{path.name}: mode {stat.S_IMODE(st.st_mode):04o} lets others in (we write 0600)"
+            )
+        if st.st_size > max_bytes:
+            raise ViewRefused(f"{path.name}: {st.st_size} bytes, more than {max_bytes}")
+        raw = f.read(max_bytes + 1)
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ViewRefused(f"{path.name}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ViewRefused(f"{path.name}: not a JSON object")
+    return data
+
+
+def _writer_fields(now: float | None = None) -> dict[str, Any]:
+    from launcher.node.procs import read_stat
+
+    st = read_stat(os.getpid())
+    return {
+        "v": LIVE_VERSION,
+        "written_at": time.time() if now is None else now,
+        "writer_pid": os.getpid(),
+        "writer_starttime": int(st["starttime"]) if st else None,
+    }
+
+
+def _checked_view(data: dict[str, Any], name: str, writer: tuple[int, int] | None) -> dict[str, Any]:
+    """The layout's fields present and typed, the nodes a mapping of objects, the writer the expected one."""
+    if data.get("v") != LIVE_VERSION:
+        raise ViewRefused(f"{name}: layout version {data.get('v')!r}, not {LIVE_VERSION}")
+    written = data.get("written_at")
+    if type(written) not in (int, float):
+        raise ViewRefused(f"{name}: no written_at")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, dict) or not all(
+        isinstance(h, str) and isinstance(n, dict) for h, n in nodes.items()
+    ):
+        raise ViewRefused(f"{name}: nodes is not an object of node objects")
+    if writer is not None and (data.get("writer_pid"), data.get("writer_starttime")) != writer:
+        raise ViewRefused(
+            f"{name}: written by pid {data.get('writer_pid')}, not by the run's supervisor (pid {writer[0]})"
+        )
+    return data
+
+
+def read_live(
+    record: RunRecord, writer: tuple[int, int] | None, now: float | None = None, max_age: float = LIVE_STALE_S
+) -> dict[str, Any]:
+    """The supervisor's live view with "age_s" added, when it is ours, whole, fresh and written by `writer`
+    ((pid, start time) of the run's recorded supervisor); ViewRefused or FileNotFoundError saying why not."""
+    data = _checked_view(read_own_json(record.live_path), record.live_path.name, writer)
+    age = (time.time() if now is None else now) - float(data["written_at"])
+    if age > max_age:
+        raise ViewRefused(f"{record.live_path.name} is {age:.1f} s old (the supervisor is hung or gone)")
+    return {**data, "age_s": round(max(0.0, age), 2)}
+
+
+def write_live(record: RunRecord, nodes: dict[str, dict[str, Any]], **fields: Any) -> None:
+    """The supervisor's per-node view (layout above), atomically, 0600, without fsync (rewritten every second)."""
+    data = {**_writer_fields(), **fields, "nodes": nodes}
+    write_atomic(record.live_path, json.dumps(data, separators=(",", ":")), durable=False)
+
+
+def write_teardown(record: RunRecord, nodes: dict[str, dict[str, Any]], **fields: Any) -> None:
+    """Each node's reply to the supervisor's teardown (layout above), for `down` to trust the clean ones."""
+    data = {**_writer_fields(), **fields, "nodes": nodes}
+    write_atomic(record.teardown_path, json.dumps(data, separators=(",", ":")))
+
+
+def read_teardown(record: RunRecord, writer: tuple[int, int] | None, since: float) -> dict[str, Any]:
+    """The supervisor's teardown record, when it is ours, whole, by `writer` and of a teardown that ended at or
+    after `since` (when `down` signalled it: an earlier attempt's teardown says nothing about later guards)."""
+    data = _checked_view(read_own_json(record.teardown_path), record.teardown_path.name, writer)
+    stopped = data.get("stopped_at")
+    if type(stopped) not in (int, float) or stopped < since:
+        raise ViewRefused(f"{record.teardown_path.name}: a teardown from before this `down`")
+    return data
 
 
 class RecordFile:
@@ -284,6 +425,9 @@ class RunRecord:
     stacks_json_path = RecordFile("stacks.json")
     fr_path = RecordFile("fr.json")
     metrics_path = RecordFile("metrics.prom")
+    # The supervisor's live view and teardown replies (layout: "The supervisor's live view" above).
+    live_path = RecordFile("live.json")
+    teardown_path = RecordFile("teardown.json")
 
     @property
     def logs_dir(self) -> Path:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from launcher import records
 from launcher.errors import ExitCode, Infra, Interrupted, JobFailed, RlaunchError, raise_for
 from launcher.records import RunRecord
 from launcher.states import RunState, is_active
@@ -48,7 +49,7 @@ def _starttime(pid: int) -> int | None:
     return None if st is None or st["state"] in ("Z", "X") else int(st["starttime"])
 
 
-def _recorded(state: dict[str, Any]) -> tuple[int, int] | None:
+def recorded_supervisor(state: dict[str, Any]) -> tuple[int, int] | None:
     """(supervisor PID, its start time) when the record names both as plain integers (PID above 1), else None:
     a record without a start time proves nothing about who the PID is now (docs/security.md)."""
     pid, start = state.get("supervisor_pid"), state.get("supervisor_starttime")
@@ -59,7 +60,7 @@ def _recorded(state: dict[str, Any]) -> tuple[int, int] | None:
 
 def supervisor_alive(state: dict[str, Any]) -> bool:
     """The recorded supervisor still runs: same PID *and* start time (a reused PID is someone else)."""
-    recorded = _recorded(state)
+    recorded = recorded_supervisor(state)
     return recorded is not None and _starttime(recorded[0]) == recorded[1]
 
 
@@ -124,7 +125,7 @@ def ensure(root: Path) -> tuple[int | None, bool]:
     state = json.loads(RunRecord(root).state_path.read_text())
     if not is_active(state.get("state")) or not state.get("detached"):
         return None, False
-    recorded = _recorded(state)
+    recorded = recorded_supervisor(state)
     if recorded is not None and supervisor_alive(state):
         return recorded[0], False
     return spawn(root), True
@@ -135,7 +136,7 @@ def stop(root: Path, timeout: float) -> bool:
     from launcher.node.procs import signal_same
 
     state = json.loads(RunRecord(root).state_path.read_text())
-    recorded = _recorded(state)
+    recorded = recorded_supervisor(state)
     if recorded is None or not supervisor_alive(state):
         return False
     # Through a pidfd opened before the start-time check: a PID reused in between is never signalled.
@@ -199,8 +200,23 @@ def run(run_id: str) -> None:
                 runner = current[-1]
                 record.update_state(offsets=runner.offsets(), offsets_plan=runner.plan.run_id)
 
+    def share_view() -> None:
+        # What `status` shows without asking the nodes (records.py: "The supervisor's live view").
+        while not finished.wait(records.LIVE_EVERY_S):
+            if current:
+                runner = current[-1]
+                with contextlib.suppress(OSError, ValueError):
+                    records.write_live(
+                        record,
+                        runner.live_view(),
+                        attempt=runner.plan.attempt,
+                        plan_run_id=runner.plan.run_id,
+                    )
+
     saver = threading.Thread(target=save_offsets, daemon=True)
     saver.start()
+    sharer = threading.Thread(target=share_view, name="rlaunch-live-view", daemon=True)
+    sharer.start()
     offsets = state.get("offsets", {}) if state.get("offsets_plan") == plan_json["run_id"] else {}
     try:
         with make_transport(inv) as transport:
@@ -226,12 +242,37 @@ def run(run_id: str) -> None:
     finally:
         finished.set()
         saver.join(timeout=5)
+        sharer.join(timeout=5)
+        if current:
+            _save_teardown(record, current[-1])
         if current:
             with contextlib.suppress(OSError, ValueError):
                 record.update_state(offsets=current[-1].offsets(), offsets_plan=current[-1].plan.run_id)
         record.close()
     _log(f"run ended: code {outcome.code}: {outcome.summary}")
     raise_for(outcome.code, outcome.summary)
+
+
+def _save_teardown(record: RunRecord, runner: Any) -> None:
+    """The last teardown's reply from every node it asked (records.py: teardown.json): `down` trusts the nodes
+    confirmed clean here and asks only the others itself (launcher/lifecycle.py)."""
+    if runner.teardown is None:
+        return
+    stopped_at, replies = runner.teardown
+    nodes = {
+        host: {
+            "run_dir": runner.targets[host].run_dir,
+            "ok": reply.ok,
+            "exit_code": reply.exit_code,
+            "remaining": (reply.data or {}).get("remaining"),
+            "error": reply.error,
+            "final": reply.data,
+        }
+        for host, reply in replies.items()
+        if host in runner.targets
+    }
+    with contextlib.suppress(OSError, ValueError):
+        records.write_teardown(record, nodes, attempt=runner.plan.attempt, stopped_at=stopped_at)
 
 
 def watch_plan(plan_json: dict[str, Any]) -> Any:
@@ -267,6 +308,7 @@ def watch_plan(plan_json: dict[str, Any]) -> Any:
         world_size=int(plan_json["world_size"]),
         nodes=nodes,
         transport=plan_json["transport"],
+        attempt=int(plan_json.get("attempt") or 0),
         workdir="",
         detach=True,
         collective_timeout=plan_json.get("collective_timeout"),

@@ -29,19 +29,32 @@ def test_every_verb_on_many_nodes_leaves_nothing_behind(capsys: pytest.CaptureFi
     if simnodes.unavailable_reason():
         pytest.skip(simnodes.unavailable_reason())
     phases = scale.run_sim(
-        CI_NODES, pdsh=False, phases=["up-no-doctor", "up-detach", "status", "logs", "down"], faults=FAULTS
+        CI_NODES,
+        pdsh=False,
+        phases=["up-no-doctor", "up-detach", "status", "status-probe", "logs", "down"],
+        faults=FAULTS,
     )
     print(scale.sim_table({CI_NODES: phases}))
     by_name = {p.name: p for p in phases}
     assert "left-at-end" not in by_name, by_name.get("left-at-end")
-    for name in ("up-no-doctor", "up-detach", "status", "logs", "down-after-heal"):
+    for name in ("up-no-doctor", "up-detach", "status", "status-probe", "logs", "down-after-heal"):
         assert by_name[name].code == 0, f"{name}: {by_name[name].tail}"
     assert by_name["up-no-doctor"].left == 0  # the foreground run ended everywhere
     assert "step=10" in by_name["up-no-doctor"].tail  # node 0's rank's lines reached the terminal
     healthy = [f"node{i}" for i in range(1, CI_NODES + 1) if f"node{i}" not in FAULTS]
 
-    # status: every other node's guard answered; the two broken ones are unknown, each with its own reason.
+    # status, every node healthy: the supervisor's live view answered for all, and no node was touched.
+    assert by_name["supervisor follows all"].code == 0, by_name["supervisor follows all"].tail
     text = by_name["status"].tail
+    live, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
+    assert live["view"]["source"] == "supervisor" and live["view"]["asked"] == [], live["view"]
+    assert (
+        all(node["state"] == "running" for node in live["nodes"].values()) and len(live["nodes"]) == CI_NODES
+    )
+    assert by_name["status"].logins == 0 and by_name["status-probe"].logins >= CI_NODES - len(FAULTS)
+    # status --probe, the faults made: every other node's guard answered; the two broken ones are unknown, each
+    # with its own reason.
+    text = by_name["status-probe"].tail
     status, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
     assert status["state"] == "running", status.get("reason")
     assert all(status["nodes"][h]["state"] == "running" for h in healthy), status["nodes"]
@@ -98,6 +111,53 @@ def test_a_follower_that_fails_to_open_is_asked_again(
     runner.attach()
     assert refusals["n00001"] == 0
     assert all(s.follower is not None and not s.lost for s in runner.nodes.values())
+    runner.record.close()
+
+
+def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turn 7's 250-node runs lost a node whose sshd refused channels for longer than half the heartbeat
+    timeout, while its guard still waited: a follower is now asked again until the guard's own window (counted
+    from the guard's start) leaves no time for one more try, and the follower that opens late hears a beat at
+    once instead of up to a beat interval later. Past that window the node is lost, never followed late."""
+    import os
+
+    from cluster.transport import TransportError
+    from launcher import records
+    from launcher.guardctl import heartbeat_interval
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import attempt
+    from launcher.run.attempt import Runner
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    inv = headsim.inventory(3, 1, str(tmp_path / "work"))
+    timeout = float(inv.health.heartbeat_timeout)
+    sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
+    clock = [1000.0]
+    monkeypatch.setattr(attempt.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(attempt.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    refused_until = {"n00001": 1000.0 + timeout * 0.7, "n00002": 1000.0 + timeout + 60}
+
+    class Busy(headsim.SimTransport):
+        def start(self, host, argv, on_line, *, on_exit=None):  # type: ignore[no-untyped-def]
+            clock[0] += 1.0  # every try costs a second of the guard's window
+            if clock[0] < refused_until.get(host, 0.0):
+                raise TransportError(host, "cannot start a command: Timeout opening channel.")
+            return super().start(host, argv, on_line, on_exit=on_exit)
+
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    runner = Runner(plan, Busy(sim, max_parallel=1), records.RunRecord.create(plan.run_id, plan.to_json()))
+    runner.push()
+    runner.start()
+    started = clock[0]
+    assert runner.attach_deadline("n00001") == started + timeout - heartbeat_interval(timeout)
+    runner.attach()
+    runner.heartbeats().stop()
+    late, gone = runner.nodes["n00001"], runner.nodes["n00002"]
+    assert late.follower is not None and not late.lost  # opened at 0.7 of the window: past the old half
+    assert sim.nodes["n00001"].beats, "a follower that opens late is beaten at once"
+    assert gone.follower is None and gone.lost and "cannot follow" in gone.lost
     runner.record.close()
 
 

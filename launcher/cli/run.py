@@ -249,7 +249,10 @@ def down(run_id: str | None, grace: float | None, as_json: bool) -> None:
             json.dumps(
                 {
                     "run_id": rid,
-                    "nodes": {h: {"final": r.data, "error": unclean.get(h)} for h, r in replies.items()},
+                    "nodes": {
+                        h: {"final": r.data, "error": unclean.get(h), "via": r.via}
+                        for h, r in replies.items()
+                    },
                 }
             )
         )
@@ -323,15 +326,25 @@ STATUS_OK = ("running", "succeeded", "starting")
 )
 @click.option("--interval", type=click.FloatRange(min=0.5), default=2.0, show_default=True,
               help="Seconds between refreshes with --watch.")  # fmt: skip
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Ask every node itself (one SSH exec each) instead of the detached run's supervisor.",
+)
 @guarded
-def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, interval: float) -> None:
+def status(
+    run_id: str | None, as_json: bool, all_runs: bool, watch: bool, interval: float, probe: bool
+) -> None:
     """State of a run (default: the latest): step, loss, steps/s, ETA, attempt, goodput; per node, live.
 
     \b
     rlaunch status [RUN] [--watch] [--json]      rlaunch status --all
-    Exit: 0 running, starting or succeeded · 1 failed, stopped or abandoned · 2 bad input (unknown run)
-    · 3 infrastructure (the run's node targets are missing or unusable). A node that does not answer shows
-    as `unknown` in the table.
+    rlaunch status RUN --probe                   ask the nodes, not the supervisor
+    A detached run's live supervisor answers for the nodes it follows (its view is at most a few seconds
+    old; the age is shown) without touching them; the rest, and every node when the view is missing or
+    stale or with --probe, are asked directly. Exit: 0 running, starting or succeeded · 1 failed, stopped
+    or abandoned · 2 bad input (unknown run) · 3 infrastructure (the run's node targets are missing or
+    unusable). A node that does not answer shows as `unknown` in the table.
     """
     from launcher import lifecycle, records
     from launcher.render import summary_table
@@ -355,10 +368,10 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
             summary_table(rows, ["run", "state", "cluster", "nodes", "summary"])
         return
     if watch and not as_json:
-        info = _watch(run_id, interval)
+        info = _watch(run_id, interval, probe)
     else:
         while True:
-            info = lifecycle.status(run_id)
+            info = lifecycle.status(run_id, probe=probe)
             if as_json:
                 click.echo(json.dumps(info, default=str), nl=True)
             if not (watch and is_active(info.get("state"))):
@@ -372,19 +385,19 @@ def status(run_id: str | None, as_json: bool, all_runs: bool, watch: bool, inter
         raise JobFailed("")
 
 
-def _watch(run_id: str | None, interval: float) -> dict[str, Any]:
+def _watch(run_id: str | None, interval: float, probe: bool = False) -> dict[str, Any]:
     """rich's Live redraws the same view in place (no scrolling); it ends with the run or Ctrl-C."""
     from rich.live import Live
 
     from launcher import lifecycle
     from launcher.render import out
 
-    info = lifecycle.status(run_id)
+    info = lifecycle.status(run_id, probe=probe)
     try:
         with Live(_status_view(info), console=out, refresh_per_second=4, transient=False) as live:
             while is_active(info.get("state")):
                 time.sleep(interval)
-                info = lifecycle.status(run_id)
+                info = lifecycle.status(run_id, probe=probe)
                 live.update(_status_view(info))
     except KeyboardInterrupt:
         pass  # watching stops; the run goes on
@@ -460,6 +473,19 @@ def _status_view(info: dict[str, Any]) -> Any:
                 "restores it"
             )
         )
+    view = info.get("view") or {}
+    if view.get("source") == "supervisor":
+        asked = view.get("asked") or []
+        lines.append(
+            Text(
+                f"nodes: the supervisor's live view, {view.get('age_s')} s old"
+                + (f"; asked directly: {', '.join(asked)}" if asked else "")
+                + " (--probe asks every node)",
+                style="dim",
+            )
+        )
+    elif view.get("why") and view.get("why") not in ("--probe", "no live supervisor"):
+        lines.append(Text(terminal_text(f"nodes: asked directly ({view['why']})"), style="dim"))
     if info["nodes"]:
         columns = ["node", "state", "alive", "processes", "error"]
         rows = [

@@ -69,6 +69,10 @@ class NodeState:
     lost_reported: bool = False
     start_error: str | None = None
     last_heard: float | None = None  # when the follower last delivered anything (a probe of the link)
+    procs: list[dict[str, Any]] | None = None  # the job's process tree from the last procs record
+    followed_at: float | None = (
+        None  # when its follower opened (a node not heard from yet is silent since then)
+    )
 
 
 @dataclass
@@ -127,6 +131,9 @@ class Runner:
         self._changed = threading.Event()
         self._summary_ranks: dict[str, int] = {}
         self._beats: Heartbeats | None = None
+        # The last teardown's replies, per node, and when they came (the supervisor records them for `down`).
+        self.teardown: tuple[float, dict[str, GuardReply]] | None = None
+        self._start_called: float | None = None  # time.monotonic() when the guards were asked to start
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
@@ -194,6 +201,7 @@ class Runner:
         if self.transport.guard_attached:
             self._start_attached()
             return
+        self._start_called = time.monotonic()  # no guard's heartbeat clock started before this
         replies = self.guards.start(self.targets.values(), timeout=60)
         failed: dict[str, str] = {}
         for host, reply in replies.items():
@@ -220,6 +228,7 @@ class Runner:
         )
         for host, channel in channels.items():  # one call: under Slurm one step for every node
             self.nodes[host].follower = channel
+            self.nodes[host].followed_at = time.time()
         deadline = time.time() + timeout
         while time.time() < deadline:
             with self._lock:
@@ -260,11 +269,10 @@ class Runner:
 
     def _attach(self, node: NodePlan) -> None:
         """Open one follower. A node too busy to open a channel in time (sshd answering late at 250 simulated
-        nodes on 2 cores: "Timeout opening channel") is asked again while its guard still waits for us (half
-        the heartbeat timeout: the guard counts from its start); only then is it lost."""
+        nodes on 2 cores: "Timeout opening channel") is asked again for as long as its guard still waits for us
+        (`attach_deadline`); only then is it lost. The first beat goes out as soon as the follower opens."""
         state = self.nodes[node.host]
-        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
-        deadline = time.monotonic() + (timeout / 2 if timeout > 0 else ATTACH_RETRY_S)
+        deadline = self.attach_deadline(node.host)
         pause = 0.5
         while True:
             try:
@@ -275,16 +283,30 @@ class Runner:
                     on_other=self._on_other,
                     show=self.show[node.host] if self.show is not None else None,
                 )
+                state.followed_at = time.time()
+                self.heartbeats().beat(node.host, state.follower)
                 return
             except TransportError as exc:
                 if time.monotonic() + pause < deadline:
                     time.sleep(pause)
-                    pause *= 2
+                    pause = min(pause * 2, 2.0)
                     continue
                 # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
                 with self._lock:
                     state.lost = state.lost or f"cannot follow: {exc.reason}"
                 return
+
+    def attach_deadline(self, host: str) -> float:
+        """Until when (time.monotonic) a follower that failed to open is tried again: while the node's guard still
+        waits for its first beat. The guard counts heartbeat_timeout from its own start (its heartbeat file is
+        touched at spawn, launcher/node/daemon.py), which came after `start` was called; the last try begins at
+        least one beat interval before that end, time enough for a try that succeeds to deliver the beat `_attach`
+        sends at once. (A try that times out takes up to ssh.connect_timeout but delivers nothing anyway.) Without
+        a heartbeat timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
+        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
+        if timeout <= 0 or self._start_called is None:
+            return time.monotonic() + ATTACH_RETRY_S
+        return max(self._start_called + timeout - heartbeat_interval(timeout), time.monotonic() + 1.0)
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
@@ -343,6 +365,7 @@ class Runner:
                     self._event(event.to_dict())
             elif kind == protocol.K_PROCS:
                 samples = [_proc_sample(p) for p in rec.get("procs", [])]
+                self.nodes[host].procs = [p for p in rec.get("procs", []) if isinstance(p, dict)]
                 self.forensics.note_procs(host, rec.get("procs", []))
                 for event in self.watcher.observe_procs(now, host, samples):
                     self._event(event.to_dict())
@@ -367,6 +390,7 @@ class Runner:
         line the terminal shows) and activity summaries. Healthy lines are not classified again here."""
         if kind == "activity":
             with self._lock:
+                self.nodes[host].last_heard = time.time()  # a sign of life like any record (the live view)
                 self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
                 for key, when in (rec.get("progress") or {}).items():
                     rank = None if key == "-" else self.plan.rank_of(host, int(key))
@@ -378,6 +402,7 @@ class Runner:
         if flag is not None and "lr" in flag:  # the follower's own reading of the prefix (older guards: ours)
             local = flag["lr"] if isinstance(flag["lr"], int) else None
         with self._lock:
+            self.nodes[host].last_heard = time.time()
             self.nodes[host].offset = max(self.nodes[host].offset, int(rec.get("off") or 0))
             rank = self.plan.rank_of(host, local) if local is not None else self._summary_rank(host, text)
             self.record.append_log(host, text)
@@ -597,6 +622,7 @@ class Runner:
                 self.nodes[host].final = reply.data
                 with self._lock:
                     self._observe_final(time.time(), host, reply.data)
+        self.teardown = (time.time(), dict(replies))
         clean = [h for h, r in replies.items() if r.ok and r.exit_code == 0]
         self._event(
             {
@@ -607,6 +633,47 @@ class Runner:
             }
         )
         return replies
+
+    def live_view(self) -> dict[str, dict[str, Any]]:
+        """What `status` would ask each node, as this runner knows it from the follower records (records.py:
+        "The supervisor's live view"): the guard's state, whether it runs, the job's processes and how many of
+        them are ranks, when the node was last heard, and why it ended or was lost."""
+        with self._lock:
+            view = {}
+            for host, s in self.nodes.items():
+                final = s.final
+                procs = s.procs or []
+                node: dict[str, Any] = {
+                    "run_dir": self.targets[host].run_dir,
+                    "guard_pid": s.guard_pid,
+                    "last_heard": s.last_heard,
+                    "followed_at": s.followed_at,
+                    "descendants": [{k: p.get(k) for k in ("pid", "ppid", "state", "cmd")} for p in procs],
+                    "ranks_alive": sum(
+                        1 for p in procs if p.get("rank") is not None and p.get("state") not in ("Z", "X")
+                    ),
+                }
+                if final is not None:
+                    node.update(
+                        followed=True,
+                        state=final.get("state"),
+                        alive=False,
+                        descendants=[],
+                        ranks_alive=0,
+                        reason=final.get("reason"),
+                        exit_code=final.get("exit_code"),
+                    )
+                elif s.lost or s.follower is None:
+                    # Not followed (yet, or any more): `status` asks this node itself.
+                    why = s.lost or s.start_error or "not followed yet"
+                    # The direct path's word for a node that did not answer (lifecycle.status).
+                    node.update(
+                        {"followed": False, "state": "unknown", "alive": None, "reason": why, "error": why}
+                    )
+                else:
+                    node.update(followed=True, state=protocol.RUNNING, alive=True, reason=None)
+                view[host] = node
+            return view
 
     def _ended(self, host: str) -> bool:
         return self.nodes[host].final is not None
