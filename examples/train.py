@@ -85,6 +85,12 @@ def main() -> None:
     )
     p.add_argument("--busy-seconds", type=float, default=75.0)
     p.add_argument(
+        "--busy-share",
+        type=float,
+        default=1.0,
+        help="share of a core a busy rank computes (1: all of it; less: compute, then sleep the rest)",
+    )
+    p.add_argument(
         "--slow-node", type=int, default=-1, help="ranks on this node (NODE_RANK) compute extra per step"
     )
     p.add_argument(
@@ -166,7 +172,9 @@ def main() -> None:
             if busy[step + 1] in (-1, rank):
                 deadline = time.monotonic() + args.busy_seconds
                 while time.monotonic() < deadline:  # silent compute: an evaluation, a checkpoint being built
-                    compute(0.5)
+                    compute(0.5 * args.busy_share)
+                    if args.busy_share < 1:
+                        time.sleep(0.5 * (1 - args.busy_share))
             dist.barrier()  # the others wait here for the busy rank
     dist.barrier()
     if rank == 0:

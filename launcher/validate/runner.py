@@ -141,38 +141,19 @@ def run_workload(
     base: Inventory, name: str, hosts: Sequence[str], script: str, args: Sequence[str], **options: Any
 ) -> WorkloadResult:
     """Run a node script under torchrun on `hosts`, quietly; every output line is kept for the checks (options:
-    those of `run_attempts`).
+    those of `workload_inventory`).
 
     A BadInput (the nodes are busy with another run) propagates: that is the user's call."""
     return run_attempts(base, name, hosts, script, args, **options)[-1]
 
 
 def run_attempts(
-    base: Inventory,
-    name: str,
-    hosts: Sequence[str],
-    script: str,
-    args: Sequence[str],
-    *,
-    nproc: int,
-    env: Mapping[str, str] | None = None,
-    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
-    checkpoint_dir: str | None = None,
-    max_restarts: int = 0,
+    base: Inventory, name: str, hosts: Sequence[str], script: str, args: Sequence[str], **options: Any
 ) -> list[WorkloadResult]:
     """Like `run_workload`, through rlaunch's restart path (`restart.max_restarts`, resume from the latest complete
-    checkpoint under `checkpoint_dir`): one result per attempt, the last being the run's outcome."""
-    inv = workload_inventory(
-        base,
-        hosts,
-        script,
-        args,
-        nproc=nproc,
-        env=env,
-        stall_timeout=stall_timeout,
-        checkpoint_dir=checkpoint_dir,
-        max_restarts=max_restarts,
-    )
+    checkpoint under `checkpoint_dir`): one result per attempt, the last being the run's outcome. Options: those
+    of `workload_inventory` (nproc, env, stall_timeout, checkpoint_dir, max_restarts), defined there once."""
+    inv = workload_inventory(base, hosts, script, args, **options)
     collect = _Collector()
     try:
         # ranks="all": every rank's lines reach the checks (the default forwards only the first node's rank 0).

@@ -322,26 +322,24 @@ def single_node(session: Session, node: NodeSpec) -> list[Check]:
 
     if session.out_of_time():
         return out + skipped([*SINGLE_PROBE, *SINGLE_LOADER], host, "budget")
-    session.say(f"single: {host} probe…")
-    probe = session.run("single-probe", [host], "probe.py", session.probe_args(1), nproc=1)
-    records = probe.probe
+    # One launch: the probe, then the same steps again from a fresh model with batches made by DataLoader worker
+    # processes (probe.py --loader-pass). It was two launches; start-up (torch imported by torchrun and the
+    # rank) was most of each.
+    session.say(f"single: {host} probe, then again with {DATALOADER_WORKERS} dataloader workers…")
+    loader_pass = ["--loader-pass", str(DATALOADER_WORKERS)]
+    probe = session.run("single-probe", [host], "probe.py", session.probe_args(1, *loader_pass), nproc=1)
+    records = [r for r in probe.probe if r.get("pass") != "loader"]
+    loaded = [r for r in probe.probe if r.get("pass") == "loader"]
     out += [
         explain(C.check_completed(records, host), probe),
         explain(C.check_loss_decreases(records, host), probe),
     ]
     session.single_probe[host] = records
     session.add_metrics(_renamed(probe_metrics(records, host), "single"))
-
-    if session.out_of_time():
-        out += skipped(SINGLE_LOADER, host, "budget")
-    else:
-        session.say(f"single: {host} dataloader with {DATALOADER_WORKERS} workers…")
-        workers = ["--dataloader-workers", str(DATALOADER_WORKERS)]
-        loader = session.run("single-loader", [host], "probe.py", session.probe_args(1, *workers), nproc=1)
-        out.append(explain(C.check_completed(loader.probe, host, name="dataloader_completed"), loader))
-        # The data of step s depends on (seed, s) only: worker processes must not change a single loss.
-        same = C.check_losses_equal(records, loader.probe, DDP_TOLERANCE, host, name="dataloader_matches")
-        out.append(explain(same, loader))
+    out.append(explain(C.check_completed(loaded, host, name="dataloader_completed"), probe))
+    # The data of step s depends on (seed, s) only: worker processes must not change a single loss.
+    same = C.check_losses_equal(records, loaded, DDP_TOLERANCE, host, name="dataloader_matches")
+    out.append(explain(same, probe))
     if any(c.status == "fail" for c in out):
         session.mark_bad(host, "failed stage single")
     return out
