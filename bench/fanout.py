@@ -232,10 +232,6 @@ def machine_notes(reps: int, load_before: tuple[float, float, float]) -> str:
     )
 
 
-def write_section(text: str) -> None:
-    benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,32,64", help="comma-separated node counts")
@@ -257,7 +253,11 @@ def main() -> None:
     print(verdict(rows))
     print(notes)
     if not args.no_write:
-        write_section(f"## SSH fan-out (bench/fanout.py)\n\n{result}\n\n{verdict(rows)}\n\n{notes}")
+        benchmarks_md.write_section(
+            MARK_BEGIN,
+            MARK_END,
+            f"## SSH fan-out (bench/fanout.py)\n\n{result}\n\n{verdict(rows)}\n\n{notes}",
+        )
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ import benchmarks_md  # noqa: E402
 from e2e_helpers import wait_for, worker_pid  # noqa: E402
 from simnodes import SimCluster  # noqa: E402
 
-from cluster.inventory import from_mapping  # noqa: E402
+from cluster.inventory import Inventory, from_mapping  # noqa: E402
 from launcher import lifecycle, records  # noqa: E402
 
 TRAIN = str(ROOT / "examples" / "train.py")
@@ -124,7 +124,8 @@ def inject(sim: SimCluster, case: str, steps_seen: Callable[[], list[float]] | N
 
 
 # ------------------------------------------------------------------------------------------------ rlaunch
-def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) -> Trial:
+def trial_inventory(sim: SimCluster, case: str, stall_timeout: float) -> Inventory:
+    """The job both rlaunch trials (foreground and detached) run, so that they differ only in who holds the run."""
     data = sim.inventory_dict(
         job={
             "kind": "torchrun",
@@ -138,7 +139,11 @@ def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) 
     )
     if case == "quiet":
         data.pop("health", None)  # every health setting at its default
-    inv = from_mapping(data)
+    return from_mapping(data)
+
+
+def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) -> Trial:
+    inv = trial_inventory(sim, case, stall_timeout)
     steps: list[float] = []
     first_fatal: list[float] = []
     timeline: list[tuple[float, dict[str, Any]]] = []
@@ -200,21 +205,8 @@ def rlaunch_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) 
 def rlaunch_detached_trial(sim: SimCluster, case: str, stall_timeout: float, cap: float) -> Trial:
     """`up --detach`: nobody holds a terminal; the run's supervisor (launcher/supervise.py) must reach the same
     verdict and teardown as a foreground `up`. The verdict time is when the run record says it failed."""
-    data = sim.inventory_dict(
-        job={
-            "kind": "torchrun",
-            "script": TRAIN,
-            "args": TRAIN_ARGS + (QUIET_ARGS if case == "quiet" else []),
-            "nproc_per_node": 2,
-            "timeout": 120,
-        },
-        master={"port": "auto"},
-        health={"heartbeat_timeout": 5, "grace": 2, "stall_timeout": stall_timeout},
-    )
-    if case == "quiet":
-        data.pop("health", None)  # every health setting at its default, as in the foreground trial
     started = time.time()
-    run_id, _ = lifecycle.up(from_mapping(data), detach=True, force=True)
+    run_id, _ = lifecycle.up(trial_inventory(sim, case, stall_timeout), detach=True, force=True)
     record = records.RunRecord.open(run_id)
 
     def steps_seen() -> list[float]:
@@ -396,10 +388,6 @@ def machine_notes(reps: int, cap: float, load_before: tuple[float, float, float]
     )
 
 
-def write_section(text: str) -> None:
-    benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
@@ -448,7 +436,7 @@ def main() -> None:
             "## Failure detection and teardown (bench/health.py)\n\n"
             f"{result}\n\n{verdict(results, args.cap, args.stall_timeout, args.quiet_cap)}\n\n{notes}"
         )
-        write_section(text)
+        benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
 
 
 if __name__ == "__main__":

@@ -367,10 +367,6 @@ def notes(args: argparse.Namespace, load_before: tuple[float, float, float]) -> 
     )
 
 
-def write_section(text: str) -> None:
-    benchmarks_md.write_section(MARK_BEGIN, MARK_END, text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="8,64", help="comma-separated node counts (in process)")
@@ -404,7 +400,11 @@ def main() -> None:
     result, breakdown, text_notes = table(rows, real), cost_table(costs), notes(args, load_before)
     print(result, breakdown, text_notes, sep="\n\n")
     if not args.no_write:
-        write_section(f"## Watcher CPU (bench/watcher_cpu.py)\n\n{result}\n\n{breakdown}\n\n{text_notes}")
+        benchmarks_md.write_section(
+            MARK_BEGIN,
+            MARK_END,
+            f"## Watcher CPU (bench/watcher_cpu.py)\n\n{result}\n\n{breakdown}\n\n{text_notes}",
+        )
 
 
 if __name__ == "__main__":

@@ -81,14 +81,6 @@ class DataReport:
         return out
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def check_dataset(
     path: str | Path, format: Format | None = None, remap: Callable[[Any], Any] | None = None
 ) -> DataReport:

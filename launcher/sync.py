@@ -109,7 +109,7 @@ def push_all(
     entries = manifest(src, inv.sync.exclude, inv.sync.gitignore)
     by_path = {e.path: e for e in entries}
     dest = dest_of(inv)
-    script = nodecall.node_script("sync.py")
+    script = nodecall.with_modules(nodecall.node_script("sync.py"), "sync.py", ("push.py",))
     body = json.dumps({"files": [[e.path, e.size, e.mode, e.sha256] for e in entries]}).encode()
     python = {n.host: inv.python_for(n) for n in (*inv.nodes, *inv.spares)}
     hosts = list(hosts) if hosts is not None else [n.host for n in inv.nodes]

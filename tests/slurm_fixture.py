@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,33 @@ def _sbin_path() -> str:
     return os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 
 
+def _client(
+    env: dict[str, str], argv: Sequence[str], timeout: float, check: bool
+) -> subprocess.CompletedProcess[str]:
+    """A Slurm client command (sinfo, scontrol, salloc, sacct, srun) in a test cluster's environment (SLURM_CONF)."""
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=check)
+
+
+def _log_tails(root: Path, lines: int) -> str:
+    """The last lines of every daemon log under root/log, for assertion messages."""
+    parts = []
+    for path in sorted((root / "log").glob("*")):
+        tail = path.read_text(errors="replace").splitlines()[-lines:]
+        parts.append(f"--- {path.name}\n" + "\n".join(tail))
+    return "\n".join(parts)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """A daemon we started, by its own process group: SIGTERM, then SIGKILL after grace seconds."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=grace)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -110,9 +137,7 @@ class OneNodeSlurm:
 
     def run(self, *argv: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess[str]:
         """A Slurm client command against this cluster (SLURM_CONF points at our slurm.conf)."""
-        return subprocess.run(
-            argv, env=self.env, capture_output=True, text=True, timeout=timeout, check=check
-        )
+        return _client(self.env, argv, timeout, check)
 
     def node_state(self) -> tuple[str, str]:
         """(state, reason) as sinfo reports them, e.g. ("drained", "rlaunch: ...") or ("idle", "none")."""
@@ -139,29 +164,44 @@ class OneNodeSlurm:
 
     def logs(self) -> str:
         """Tails of the daemon logs, for assertion messages."""
-        parts = []
-        for path in sorted((self.root / "log").glob("*")):
-            lines = path.read_text(errors="replace").splitlines()[-15:]
-            parts.append(f"--- {path.name}\n" + "\n".join(lines))
-        return "\n".join(parts)
+        return _log_tails(self.root, 15)
 
     def stop(self) -> None:
         # Reverse order: slurmd before slurmctld before munged, each by its own process group.
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=15)
+            _stop_group(self.procs[name], 15)
         self.procs.clear()
         run = self.root / "run"
         if run.is_symlink():
             shutil.rmtree(run.resolve(), ignore_errors=True)
         _release(self.lock_fd)
         self.lock_fd = None
+
+
+def _shared_conf(run: Path, accounting: str) -> list[str]:
+    """The slurm.conf lines the one-node and the multi-node test cluster share: munge on our own socket, the daemons
+    as root, no cgroups (proctrack/linuxproc, task/none), linear selection, the prolog at allocation time; and
+    `accounting` (slurmdbd's lines), else none."""
+    return [
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={run}/munge.sock",
+        "CredType=cred/munge",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "SelectType=select/linear",
+        "SchedulerType=sched/builtin",
+        accounting or "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/none",
+        "MpiDefault=none",
+        "MailProg=/bin/true",
+        "ReturnToService=2",
+        "PrologFlags=Alloc",
+        "PrologEpilogTimeout=120",
+        "KillWait=5",
+    ]
 
 
 def _slurm_conf(
@@ -173,30 +213,13 @@ def _slurm_conf(
         f"SlurmctldHost={node}(127.0.0.1)",
         f"SlurmctldPort={ctld_port}",
         f"SlurmdPort={slurmd_port}",
-        "AuthType=auth/munge",
-        f"AuthInfo=socket={run}/munge.sock",
-        "CredType=cred/munge",
-        "SlurmUser=root",
-        "SlurmdUser=root",
         f"StateSaveLocation={root}/state",
         f"SlurmdSpoolDir={root}/spool",
         f"SlurmctldPidFile={root}/run/slurmctld.pid",
         f"SlurmdPidFile={root}/run/slurmd.pid",
         f"SlurmctldLogFile={root}/log/slurmctld.log",
         f"SlurmdLogFile={root}/log/slurmd.log",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "SelectType=select/linear",
-        "SchedulerType=sched/builtin",
-        "AccountingStorageType=accounting_storage/none",
-        "JobCompType=jobcomp/none",
-        "MpiDefault=none",
-        "MailProg=/bin/true",
-        "ReturnToService=2",
-        "PrologFlags=Alloc",
-        "PrologEpilogTimeout=120",
-        "KillWait=5",
+        *_shared_conf(run, ""),
         "MinJobAge=60",
     ]
     if prolog:
@@ -396,9 +419,7 @@ class SlurmCluster:
         return [f"{self.prefix}{i}" for i in range(1, self.n + 1)]
 
     def run(self, *argv: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            argv, env=self.env, capture_output=True, text=True, timeout=timeout, check=check
-        )
+        return _client(self.env, argv, timeout, check)
 
     def node_states(self) -> dict[str, tuple[str, str]]:
         """node → (state, reason) as sinfo reports them."""
@@ -467,11 +488,7 @@ class SlurmCluster:
         return self.nodes.node_path(node, path)
 
     def logs(self) -> str:
-        parts = []
-        for path in sorted((self.root / "log").glob("*")):
-            lines = path.read_text(errors="replace").splitlines()[-12:]
-            parts.append(f"--- {path.name}\n" + "\n".join(lines))
-        return "\n".join(parts)
+        return _log_tails(self.root, 12)
 
     # ------------------------------------------------------------------------------------------- lifecycle
     def start(self) -> SlurmCluster:
@@ -517,30 +534,13 @@ class SlurmCluster:
             f"SlurmctldHost={socket.gethostname().split('.')[0]}({ctld_addr})",
             f"SlurmctldPort={ctld_port}",
             f"SlurmdPort={simnodes.NODE_PORT}",  # each slurmd on its own address: simnodes' probe finds it
-            "AuthType=auth/munge",
-            f"AuthInfo=socket={run}/munge.sock",
-            "CredType=cred/munge",
-            "SlurmUser=root",
-            "SlurmdUser=root",
             f"StateSaveLocation={self.root}/state",
             f"SlurmdSpoolDir={self.root}/spool/%n",  # one per slurmd (slurm.conf(5): %n is the NodeName)
             f"SlurmctldPidFile={run}/slurmctld.pid",
             f"SlurmdPidFile={run}/slurmd-%n.pid",
             f"SlurmctldLogFile={self.root}/log/slurmctld.log",
             f"SlurmdLogFile={self.root}/log/slurmd-%n.log",
-            "ProctrackType=proctrack/linuxproc",
-            "TaskPlugin=task/none",
-            "JobAcctGatherType=jobacct_gather/none",
-            "SelectType=select/linear",
-            "SchedulerType=sched/builtin",
-            accounting or "AccountingStorageType=accounting_storage/none",
-            "JobCompType=jobcomp/none",
-            "MpiDefault=none",
-            "MailProg=/bin/true",
-            "ReturnToService=2",
-            "PrologFlags=Alloc",
-            "PrologEpilogTimeout=120",
-            "KillWait=5",
+            *_shared_conf(run, accounting),
             "MinJobAge=300",
             "SlurmdTimeout=60",
         ]
@@ -630,14 +630,7 @@ class SlurmCluster:
         if self.nodes is not None:
             self.nodes.stop()
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=20)
+            _stop_group(self.procs[name], 20)
         left = [name for name, proc in self.procs.items() if _group_alive(proc.pid)]
         self.procs.clear()
         _release(self.lock_fd)

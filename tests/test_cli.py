@@ -99,24 +99,18 @@ def test_hostfile_without_slots(tmp_path: Path) -> None:
     assert f"{tmp_path / 'hosts'}:2" in err
 
 
+def plan_from_slurm(inventory: str, nodelist: str, gpus_on_node: str) -> subprocess.CompletedProcess:
+    """`rlaunch plan INVENTORY --from-slurm --json` inside a (pretend) allocation: Slurm's variables only."""
+    env = {"SLURM_JOB_NODELIST": nodelist, "SLURM_GPUS_ON_NODE": gpus_on_node}
+    return rlaunch("plan", inventory, "--from-slurm", "--json", env=env)
+
+
 def test_from_slurm_expands_nodelist() -> None:
-    proc = rlaunch(
-        "plan",
-        "examples/cluster.yaml",
-        "--from-slurm",
-        "--json",
-        env={"SLURM_JOB_NODELIST": "gpu-[01-02]", "SLURM_GPUS_ON_NODE": "8"},
-    )
+    proc = plan_from_slurm("examples/cluster.yaml", "gpu-[01-02]", "8")
     assert (
         proc.returncode == 2 and "master.node 'node01' is not in nodes" in proc.stderr
     )  # the example names node01
-    proc = rlaunch(
-        "plan",
-        "examples/local.yaml",
-        "--from-slurm",
-        "--json",
-        env={"SLURM_JOB_NODELIST": "gpu-[01-03]", "SLURM_GPUS_ON_NODE": "2"},
-    )
+    proc = plan_from_slurm("examples/local.yaml", "gpu-[01-03]", "2")
     assert proc.returncode == 0, proc.stderr
     assert [n["host"] for n in json.loads(proc.stdout)["nodes"]] == ["gpu-01", "gpu-02", "gpu-03"]
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_security_audit2 import local_inventory_file
 
 from cluster.inventory import Inventory, InventoryError, Overrides, apply_overrides, from_mapping
 from launcher.lifecycle import progress_summary
@@ -159,7 +160,7 @@ def test_an_undocumented_key_fails_the_reference_check(monkeypatch: pytest.Monke
 
 
 def test_node_sync_refuses_paths_out_of_its_directory(tmp_path: Path) -> None:
-    script = (ROOT / "launcher" / "node" / "sync.py").read_text()
+    script = with_modules((ROOT / "launcher" / "node" / "sync.py").read_text(), "sync.py", ("push.py",))
     dest = tmp_path / "dest"
     (tmp_path / "outside").mkdir()
     dest.mkdir()
@@ -177,7 +178,7 @@ def test_node_sync_refuses_paths_out_of_its_directory(tmp_path: Path) -> None:
 
 
 def test_node_sync_refuses_a_workdir_others_can_write(tmp_path: Path) -> None:
-    script = (ROOT / "launcher" / "node" / "sync.py").read_text()
+    script = with_modules((ROOT / "launcher" / "node" / "sync.py").read_text(), "sync.py", ("push.py",))
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
@@ -327,18 +328,8 @@ def test_the_guard_notes_out_logs_growth_at_most_once_a_second(tmp_path: Path) -
 def test_exec_and_tables_show_hostile_node_output_escaped(tmp_path: Path) -> None:
     """A node's output is text anyone on it could print: OSC 52 (the clipboard), a line rewrite, a hidden rest.
     `exec` (prefixed and collated) and the tables show each control character as `\\xNN`, line breaks kept."""
-    inventory = tmp_path / "cluster.yaml"
-    inventory.write_text(
-        json.dumps(
-            {
-                "transport": "local",
-                "python": sys.executable,
-                "workdir": str(tmp_path / "work"),
-                "nodes": [{"host": "n1"}, {"host": "n2"}],
-                "job": {"kind": "command", "command": ["true"]},
-            }
-        )
-    )
+    nodes = [{"host": "n1"}, {"host": "n2"}]
+    inventory = local_inventory_file(tmp_path / "cluster.yaml", tmp_path / "work", nodes, ["true"])
     hostile = "printf 'a\\033]52;c;ZXZpbA==\\007b\\n\\033[2Kc\\n'; printf 'd\\033[8m\\n' >&2"
 
     def rlaunch(*args: str) -> subprocess.CompletedProcess[str]:

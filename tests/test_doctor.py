@@ -245,12 +245,14 @@ def run_probe(tmp_path: Path, path_dirs: list[Path], pythonpath: Path | None, **
     env.setdefault("RLAUNCH_FACTS_CACHE", str(tmp_path / "facts-cache"))  # never the user's ~/.cache
     node_env = {"PYTHONPATH": str(pythonpath)} if pythonpath else {}
     full = {"node": "n1", "token": "t", "workdir": str(tmp_path / "work"), "env": node_env, **args}
+    return probe_here(full, env)
+
+
+def probe_here(args: dict[str, Any], env: dict[str, str]) -> doctor.Facts:
+    """Node n1's facts from facts.py run as a transport runs it (`python -` with gather.with_args) on this
+    machine, in env (tests/test_facts_cache.py runs it this way too)."""
     proc = subprocess.run(
-        [sys.executable, "-"],
-        input=with_args(SCRIPT, full),
-        capture_output=True,
-        env=env,
-        timeout=60,
+        [sys.executable, "-"], input=with_args(SCRIPT, args), capture_output=True, env=env, timeout=60
     )
     result = Result(
         host="n1", exit_code=proc.returncode, stdout=proc.stdout.decode(), stderr=proc.stderr.decode()

@@ -106,13 +106,19 @@ def plant_runs(cluster: Any, names: list[str]) -> None:
             (d / "guard.lock").touch()
 
 
-def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any, tmp_path: Path) -> None:
-    old = ["20200101-000000-aaaa", "20200101-000000-aaaa-r1", "20200102-000000-bbbb", "20200103-000000-cccc"]
-    for node in sim3.nodes:  # nothing of earlier tests' runs: this test counts directories
-        root = sim3.node_path(node.name, WORKDIR)
+def clear_runs(cluster: Any) -> None:
+    """Nothing of earlier tests' runs in the nodes' workdir (sim3 serves every test of a worker, validate's and
+    the other files' included): the tests that count run directories start from none."""
+    for node in cluster.nodes:
+        root = cluster.node_path(node.name, WORKDIR)
         for entry in root.iterdir() if root.is_dir() else []:
             if entry.name[:1].isdigit():
                 subprocess.run(["rm", "-rf", str(entry)], check=True)
+
+
+def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any, tmp_path: Path) -> None:
+    old = ["20200101-000000-aaaa", "20200101-000000-aaaa-r1", "20200102-000000-bbbb", "20200103-000000-cccc"]
+    clear_runs(sim3)
     plant_runs(sim3, old)
     outside = sim3.node_path("node1", "/tmp/outside-workdir")
     outside.mkdir(exist_ok=True)
@@ -182,6 +188,7 @@ def test_status_during_a_run_and_gc_keeps_exactly_the_newest_finished(sim3: Any,
 
 
 def test_keep_runs_at_up_removes_old_finished_runs(sim3: Any, tmp_path: Path) -> None:
+    clear_runs(sim3)  # it counts run directories
     plant_runs(sim3, ["20200104-000000-eeee", "20200105-000000-ffff"])
     path = write_inventory(tmp_path, sim3, keep_runs=1)
     said: list[str] = []

@@ -6,17 +6,12 @@ that counts its imports; the cache lives in the test's own directory."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from cluster.transport import Result
-from launcher import doctor
-from launcher.doctor.gather import with_args
+from test_doctor import probe_here
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = (HERE.parent / "launcher" / "node" / "facts.py").read_bytes()
+from launcher import doctor
 
 FAKE_TORCH = """
 import os
@@ -54,16 +49,7 @@ def probe(tmp_path: Path, site: Path, **args: Any) -> doctor.Facts:
     }
     env.pop("PYTHONPATH", None)
     full = {"node": "n1", "token": "t", "env": {"PYTHONPATH": str(site)}, "tool_timeout": 2, **args}
-    proc = subprocess.run(
-        [sys.executable, "-"],
-        input=with_args(SCRIPT, full),
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
-    decoded = doctor.decode_reply(Result("n1", proc.returncode, proc.stdout.decode(), proc.stderr.decode()))
-    assert isinstance(decoded, dict), decoded
-    return doctor.parse_facts("n1", decoded, 1.0, 2.0)
+    return probe_here(full, env)
 
 
 def imports(tmp_path: Path) -> int:

@@ -15,7 +15,21 @@ from pathlib import Path
 import otheruser
 import pytest
 
+from launcher.nodecall import with_modules
+
 ROOT = Path(__file__).resolve().parents[1]
+N1 = [{"host": "n1", "address": "127.0.0.1"}]
+
+
+def local_inventory_file(path: Path, work: Path, nodes: list[dict[str, str]], command: list[str]) -> Path:
+    """An inventory file for the local transport (every node is this machine, its run directories under work)
+    whose job is `command`; JSON, which is YAML too. tests/test_cli_everyday.py writes its local runs with it."""
+    job = {"kind": "command", "command": command}
+    data = {"transport": "local", "python": sys.executable, "workdir": str(work), "nodes": nodes, "job": job}
+    path.write_text(json.dumps(data))
+    return path
+
+
 FACTS = ROOT / "launcher" / "node" / "facts.py"
 
 
@@ -224,7 +238,6 @@ def test_nothing_rlaunch_starts_imports_from_the_current_directory(tmp_path: Pat
     doctor's probes (`python -`, the torch and library children), push (`python -c`), the guard, and a detached
     run's supervisor all ran with that directory first on sys.path. The CLI itself is started with -P here, as
     the installed `rlaunch` entry point would be (its sys.path[0] is its bin directory)."""
-    import yaml
 
     proj = tmp_path / "proj"
     (proj / "launcher").mkdir(parents=True)
@@ -232,18 +245,7 @@ def test_nothing_rlaunch_starts_imports_from_the_current_directory(tmp_path: Pat
     plant = f"open({str(proof)!r}, 'a').write(__name__ + '\\n')\n"
     for name in ("json.py", "ctypes.py", "launcher/__init__.py", "launcher/supervise.py"):
         (proj / name).write_text(plant)
-    inventory = proj / "cluster.yaml"
-    inventory.write_text(
-        yaml.safe_dump(
-            {
-                "transport": "local",
-                "python": sys.executable,
-                "workdir": str(tmp_path / "work"),
-                "nodes": [{"host": "n1", "address": "127.0.0.1"}],
-                "job": {"kind": "command", "command": ["sleep", "3"]},
-            }
-        )
-    )
+    inventory = local_inventory_file(proj / "cluster.yaml", tmp_path / "work", N1, ["sleep", "3"])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RLAUNCH_HOME": str(tmp_path / "home")}
 
     def rlaunch(*args: str) -> subprocess.CompletedProcess:
@@ -578,7 +580,6 @@ def test_a_job_printing_digit_bombs_and_escapes_is_judged_by_its_fatal_line(tmp_
     """One real local run (guard, edge rules, forwarding follower, head watcher): the job prints every digit
     bomb and terminal escapes, then a fatal line with a 5000-digit step. Before, the node's follower died on the
     first bomb (the node was reported lost) and the escapes reached the terminal raw."""
-    import yaml
 
     code = (
         "import sys, time\n"
@@ -588,17 +589,8 @@ def test_a_job_printing_digit_bombs_and_escapes_is_judged_by_its_fatal_line(tmp_
         f"print('RuntimeError: HIP error: out of memory step=' + '9' * 5000, flush=True)\n"
         "time.sleep(30)\n"
     )
-    inventory = tmp_path / "cluster.yaml"
-    inventory.write_text(
-        yaml.safe_dump(
-            {
-                "transport": "local",
-                "python": sys.executable,
-                "workdir": str(tmp_path / "work"),
-                "nodes": [{"host": "n1", "address": "127.0.0.1"}],
-                "job": {"kind": "command", "command": [sys.executable, "-c", code]},
-            }
-        )
+    inventory = local_inventory_file(
+        tmp_path / "cluster.yaml", tmp_path / "work", N1, [sys.executable, "-c", code]
     )
     home = tmp_path / "home"
     done = cli("up", str(inventory), "--no-doctor", cwd=tmp_path, env={"RLAUNCH_HOME": str(home)})
@@ -629,7 +621,7 @@ def run_stacks(targets: list[dict], python: str, cwd: Path, path_env: str) -> di
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
     done = subprocess.run(
-        [python, "-I", "-c", STACKS.read_text(), "5"],
+        [python, "-I", "-c", with_modules(STACKS.read_text(), "stacks.py", ("protocol.py",)), "5"],
         input=json.dumps(targets),
         capture_output=True,
         text=True,

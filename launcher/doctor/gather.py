@@ -27,7 +27,7 @@ def decode_reply(result: Result) -> dict[str, Any] | str:
 
 
 # Node modules the probe imports, sent with it (each becomes a module of that name before facts.py runs).
-PROBE_MODULES = ("netfacts.py", "push.py")
+PROBE_MODULES = ("netfacts.py", "protocol.py", "push.py")
 
 
 def with_args(script: bytes, args: Mapping[str, Any]) -> bytes:

@@ -41,12 +41,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 
-if (
-    __name__ == "__main__"
-):  # on a node: push.py (the run directory's path rule) is sent with this probe (with_args)
+if __name__ == "__main__":  # on a node: push.py (the run directory's path rule) and protocol.py (find_tool)
+    import protocol  # are sent with this probe (with_args)
     import push
 else:  # imported by the head or tests
-    from launcher.node import push
+    from launcher.node import protocol, push
 
 try:  # network and fabric facts: shipped beside this file (launcher/doctor/gather.py with_args), or next to it
     import netfacts
@@ -102,15 +101,9 @@ print(json.dumps(out))
 LOAD_PROBE = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"  # run with -I: nothing of the cwd is imported
 
 
-def find_tool(name: str) -> str | None:
-    """As launcher/node/protocol.py find_tool (this script runs standalone): beside the node's python, then
-    /opt/rocm/bin, then PATH without empty, `.` or relative entries (they mean the current directory)."""
-    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
-        candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
-    return shutil.which(name, path=path) if path else None
+# A node tool (amd-smi, rocm-smi, rocminfo) by protocol's one lookup rule: beside the node's python, then
+# /opt/rocm/bin, then PATH without empty, `.` or relative entries (issue 21).
+find_tool = protocol.find_tool
 
 
 # The job's real entry modules (args `imports`, e.g. llamafactory.train.tuner), each imported in this child: a

@@ -1,5 +1,6 @@
 """Dump the Python stacks of a hung job's ranks; run as `python -c <this file> BUDGET_SECONDS` with stdin
-[{"pid": N, "rank": R}, ...] (the ranks the guard reported). Standard library only; imports nothing of ours.
+[{"pid": N, "rank": R}, ...] (the ranks the guard reported). Standard library only, and of ours only protocol.py
+(the node-tool lookup), sent with it (launcher/nodecall.py with_modules).
 
 With py-spy (its PyPI wheel is a static binary: on PATH, or beside this python as the node extra installs it)
 every rank gets `py-spy dump --pid N`: every thread's Python frames, read from outside the process, no
@@ -14,11 +15,15 @@ Prints one JSON object {"ranks": [{"pid", "rank", "tool", "text", "error"}]}.
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
 import time
+
+if __name__ == "__main__":  # on a node: protocol.py is sent with this script (launcher/run/forensics.py)
+    import protocol
+else:  # imported by the head or tests
+    from launcher.node import protocol
 
 # x86_64 numbers of the calls a blocked rank sits in (arch/x86/entry/syscalls/syscall_64.tbl).
 SYSCALLS = {
@@ -43,19 +48,10 @@ MAX_PROC_READ = 64 << 10  # a /proc file we show (stat, comm, wchan, syscall, cm
 MAX_SOURCE_BYTES = 4 << 20  # a source file a frame names: read only if regular and at most this big
 
 
-def find_tool(name: str):
-    """`name` beside the node's python, then in /opt/rocm/bin, then on PATH with empty, `.` and relative entries
-    dropped (they mean the current directory): a PATH lookup first ran whatever a directory early on PATH held."""
-    for folder in (os.path.dirname(sys.executable), "/opt/rocm/bin"):
-        candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p))
-    return shutil.which(name, path=path) if path else None
-
-
 def find_py_spy():
-    return find_tool("py-spy")
+    """py-spy by protocol.find_tool: beside the node's python (where the node extra installs it), /opt/rocm/bin,
+    then PATH without the entries that mean the current directory."""
+    return protocol.find_tool("py-spy")
 
 
 def read(path: str, limit: int = MAX_PROC_READ) -> str:

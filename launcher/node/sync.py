@@ -8,7 +8,8 @@ sync) keeps its recorded sha256, so an unchanged tree is answered from stat call
 writes each atomically (temporary file + rename), checks its sha256 and updates the index.
 
 Paths are checked, never trusted: relative, no "..", no empty or "." parts, and no symbolic link on the way in
-DEST (lstat of every parent), so nothing is written or deleted outside DEST.
+DEST (lstat of every parent), so nothing is written or deleted outside DEST. DEST itself follows the run files'
+path rule and is created 0700, both push.py's (docs/security.md), sent with this script (launcher/sync.py).
 """
 
 import contextlib
@@ -17,6 +18,13 @@ import json
 import os
 import stat
 import sys
+
+if (
+    __name__ == "__main__"
+):  # on a node: push.py is sent with this script (launcher/sync.py, nodecall.with_modules)
+    import push
+else:  # imported by the head or tests
+    from launcher.node import push
 
 INDEX = ".rlaunch-sync.json"
 
@@ -68,43 +76,12 @@ def write_index(dest, index):
     os.replace(tmp, os.path.join(dest, INDEX))
 
 
-def unsafe(path):
-    """Why a component of path (as written and as resolved) is not to be trusted, or None: the rule of the run
-    files' push (launcher/node/push.py, docs/security.md): owned by us or root, not writable by others (a root-owned
-    sticky directory such as /tmp is fine)."""
-    me = os.geteuid()
-    for full in (os.path.abspath(path), os.path.realpath(path)):
-        current = "/"
-        for part in [p for p in full.split("/") if p]:
-            current = os.path.join(current, part)
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                break  # created below, 0700
-            if st.st_uid not in (me, 0):
-                return f"refusing {path}: {current} is owned by uid {st.st_uid}"
-            if stat.S_ISLNK(st.st_mode):
-                continue
-            if st.st_mode & 0o022 and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX):
-                return f"refusing {path}: {current} is writable by others"
-    return None
-
-
-def makedirs_private(path):
-    """Every directory created 0700 (os.makedirs applies `mode` to the last one only)."""
-    path = os.path.abspath(path)
-    parent = os.path.dirname(path)
-    if parent != path and not os.path.isdir(parent):
-        makedirs_private(parent)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-
-
 def makedirs(dest):
-    why = unsafe(dest)
+    why = push.unsafe_path(dest)
     if why:
         fail(why)
-    makedirs_private(dest)
+    with contextlib.suppress(FileExistsError):  # a file there: refused just below
+        push.makedirs_private(dest)
     if os.path.islink(dest) or not os.path.isdir(dest):
         fail(f"{dest} is not a directory")
 
@@ -180,7 +157,7 @@ def recv(dest):
         path = safe(dest, rel)
         if path is None:
             fail(f"refused path {rel!r}")
-        makedirs_private(os.path.dirname(path))
+        push.makedirs_private(os.path.dirname(path))
         if safe(dest, rel) is None:
             fail(f"refused path {rel!r}")
         tmp = f"{path}.rlaunch-tmp"

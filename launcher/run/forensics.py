@@ -137,7 +137,7 @@ class HangForensics:
             runner.transport,
             hosts,
             lambda host: runner.plan.node(host).python,
-            nodecall.node_script("stacks.py"),
+            nodecall.with_modules(nodecall.node_script("stacks.py"), "stacks.py", ("protocol.py",)),
             [str(budget)],
             stdin_for=lambda host: json.dumps(
                 [
