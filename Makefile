@@ -4,10 +4,10 @@ PY := $(VENV)/bin/python
 # Test files run side by side on this many pytest-xdist workers (tests/conftest.py groups them: one file, or
 # everything that starts Slurm, per worker at a time; the long LLaMA-Factory, DeepSpeed, validate and hang files
 # one test per group). Every e2e limit follows the machine's load (tests/e2e_helpers.py `scaled`). Measured on a
-# 2-core machine (BENCHMARKS.md, `make test` wall time): one process 77 min, 2 workers 55 min with two failures
-# left (one fixed since), 4 workers 51 min at load 20+ with many. No parallel run has been green twice, so CI
-# stays in one process (0) until one is; TEST_WORKERS=2 make test is the fast local run.
-TEST_WORKERS ?= 0
+# 2-core machine (BENCHMARKS.md, `make test` wall time): one process 77 min; 2 workers 50 min beside other work,
+# whose two failures are fixed (an `attach` started by a background run ignored SIGINT; see tests/conftest.py).
+# TEST_WORKERS=0 runs one process.
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo test test-heavy quick lint bench
 

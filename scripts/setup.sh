@@ -69,10 +69,18 @@ if [[ ! -f "$stamp" ]]; then
   pip install "torch==2.13.0"
   DS_BUILD_OPS=0 pip install "deepspeed==0.19.8"
   pip install "transformers==5.6.0" "datasets==4.0.0" "accelerate==1.11.0" "peft==0.18.1" "trl==0.24.0" \
-    "omegaconf==2.4.0" "sentencepiece" "tiktoken" "protobuf" "fire" "scipy" "einops" "av" "librosa" "pydantic" \
+    "omegaconf==2.4.0" "sentencepiece" "tiktoken" "protobuf" "fire" "scipy" "einops" "av" "pydantic" \
     "packaging" "pyyaml" "numpy<3" "pandas" "matplotlib"
   pip install --no-deps "llamafactory==0.9.5"
   touch "$stamp"
+fi
+# No librosa (LLaMA-Factory 0.9.5 does not require it; only its audio path would use it): it pulls scikit-learn,
+# which transformers imports at module level whenever it is installed (generation/candidate_generator.py:
+# `if is_sklearn_available(): from sklearn.metrics import roc_curve`): about a fifth of every LLaMA-Factory
+# rank's import (`-X importtime`: sklearn.metrics 9.6 of 43.4 s under load). Venvs of an earlier setup drop it.
+if "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(u.find_spec('librosa') is None)" 2>/dev/null; then
+  log "removing librosa and scikit-learn (unused; transformers would import scikit-learn in every rank)"
+  "$VENV/bin/python" -m pip uninstall -y -q librosa scikit-learn
 fi
 # LLaMA-Factory imports torchaudio at module level (src/llamafactory/data/mm_plugin.py). PyPI's torchaudio 2.11.1
 # (py3-none, torch>=2.11 through the stable ABI) installs beside torch 2.13 without pulling another torch, but its

@@ -32,6 +32,20 @@ import simnodes
 from e2e_helpers import clear_stale_jit_locks, scaled, wait_for
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the tests' subprocesses as it would from a terminal, however the run was started.
+
+    A command started in the background by a non-interactive shell (`make test &`, `nohup ... &`, a CI runner's
+    script) inherits SIGINT and SIGQUIT ignored (POSIX: "Shell Execution Environment"; bash(1), "COMMAND
+    EXECUTION ENVIRONMENT"), an ignored signal stays ignored across exec, and a Python started that way installs
+    no KeyboardInterrupt handler (https://docs.python.org/3/library/signal.html: "SIGINT is translated into a
+    KeyboardInterrupt exception if the parent process has not changed it"). Every `rlaunch attach` a test
+    started then ignored the test's SIGINT: the detach tests failed only in runs started in the background, and
+    the xdist controller itself did not stop on SIGINT. Restored here, before any worker or subprocess starts."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _require_simnodes() -> None:
     reason = simnodes.unavailable_reason()
     if reason:

@@ -922,3 +922,21 @@ def test_the_node_path_rule_has_one_home() -> None:
     assert {f"{m}.py" for m in imported} == set(CKPT_MODULES) == {"push.py"}
     loop = (ROOT / "launcher" / "run" / "loop.py").read_text()
     assert 'with_modules(nodecall.node_script("ckpt.py"), "ckpt.py", CKPT_MODULES)' in loop
+
+
+def test_every_module_has_a_room_in_contributing() -> None:
+    """CONTRIBUTING.md's room map matches the tree: every module of launcher/ and cluster/ is named in the table
+    row of its folder (by file name or by its bare name among the row's list), so a newcomer finds each file's
+    room there and a new file gets one."""
+    rows = [line for line in (ROOT / "CONTRIBUTING.md").read_text().splitlines() if line.startswith("| `")]
+    missing = []
+    for path in sorted([*(ROOT / "launcher").rglob("*.py"), *(ROOT / "cluster").rglob("*.py")]):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        rel = path.relative_to(ROOT)
+        folder = f"{rel.parent.as_posix()}/"
+        named = re.compile(rf"(?<![\w/]){re.escape(path.stem)}(\.py)?(?![\w])")
+        mine = [row for row in rows if folder in row.split("|")[1] or rel.as_posix() in row]
+        if not any(rel.as_posix() in row or named.search(row) for row in mine):
+            missing.append(rel.as_posix())
+    assert not missing, f"modules without a room in CONTRIBUTING.md's table: {missing}"

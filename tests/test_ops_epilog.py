@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from e2e_helpers import scaled
 
 EPILOG = Path(__file__).resolve().parents[1] / "ops" / "slurm" / "rlaunch-epilog"
 
@@ -70,7 +71,9 @@ def run_epilog(tmp_path: Path, device: Path, **env: str) -> subprocess.Completed
         "SLURM_JOB_ID": "42",
         "SLURM_JOB_UID": str(os.getuid()),
     }
-    return subprocess.run([str(EPILOG)], env={**base, **env}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [str(EPILOG)], env={**base, **env}, capture_output=True, text=True, timeout=scaled(60)
+    )
 
 
 @pytest.fixture
