@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 if __package__:  # the head, tests: launcher.health.rules
     from launcher.health import vocabulary
@@ -328,6 +328,12 @@ RULES: tuple[Rule, ...] = (
     _rule("gpu-out-of-memory", r"(HIP|CUDA) out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA error: out of memory"
           r"|Cuda failure( \d+)? 'out of memory'|Failed to CUDA calloc|HIP error: out of memory|HIP_ERROR_OutOfMemory",
           "oom", "fatal", "device memory exhausted: smaller micro-batch, ZeRO-3 offload, gradient checkpointing"),
+    # after round 16 (after-sight): mm/oom_kill.c prints one kill as a report: dump_header's pr_warn "%s invoked
+    # oom-killer: gfp_mask=...", dump_oom_summary's pr_info "oom-kill:constraint=%s,nodemask=...,task=%s,pid=%d,uid=%d",
+    # then __oom_kill_process's pr_err "%s: Killed process %d (%s) total-vm:..." (Linux 6.x, code search). The kill line
+    # is the event; the summary is one of its details (a warning, still OOM evidence for the rank's SIGKILL)
+    _rule("host-oom-summary", r"\boom-kill:constraint=", "oom", "warning",
+          "the OOM killer's summary of a kill (the 'Killed process' line that follows is the kill)"),
     _rule("host-oom-killer", r"Out of memory: Killed process|invoked oom-killer|\boom-kill:|\bKilled process \d+ \(.*\) total-vm:"
           r"|(Out of memory|Memory cgroup out of memory): Kill process \d+"
           r"|Memory cgroup out of memory|oom_reaper: reaped process|oom[-_]kill event"
@@ -448,13 +454,26 @@ RULES: tuple[Rule, ...] = (
     # printed "MES failed to respond to msg=..." (Linux drivers/gpu/drm/amd/amdgpu, 6.x, code search): a warning
     _rule("amdgpu-mes-legacy-queue", r"failed to (reset|unmap|map) legacy queue", "gpu-fault", "warning",
           "a legacy queue could not be (un)mapped after the GPU's scheduler (MES) stopped answering: see the MES line"),
+    # after round 16 (after-sight), the same chain in amdkfd (kfd_device_queue_manager.c, 6.x, code search):
+    # add_queue_mes / remove_queue_mes print "failed to add/remove hardware queue ... MES, doorbell=0x%x" only when the
+    # MES submission failed, which mes_v11_0.c / mes_v12_0.c have already reported ("MES failed to respond to msg=");
+    # remove_all_queues_mes then prints "%s: Failed to remove queue %d for dev %d" for the first queue it could not
+    # remove, kfd_process.c "Failed to suspend process" (kfd_suspend_all_processes) and "Failed to quiesce KFD" follow
+    # a failed eviction ("Failed to evict process queues", fatal below), and amdgpu_device.c amdgpu_do_asic_reset's
+    # dev_info "GPU reset succeeded, trying to resume" follows the reset's own lines: details of a failure already
+    # reported, warnings
+    _rule("amdgpu-mes-consequence", r"failed to (add|remove) hardware queue (to|from) MES"
+          r"|_queues_mes: Failed to remove queue \d+ for dev|Failed to suspend process|Failed to quiesce KFD"
+          r"|GPU reset succeeded, trying to resume",
+          "gpu-fault", "warning",
+          "a consequence of the GPU scheduler (MES) hang or failed eviction reported just before: see that line"),
     _rule("amdgpu-mes-unresponsive", r"MES failed to respon|MES\(\d+\) failed to respon|MES might be in unrecoverable state"
           r"|reset via MES failed"
-          r"|failed to (add|remove) hardware queue|Hardware scheduler is not responding",
+          r"|Hardware scheduler is not responding",
           "gpu-fault", "fatal", "the GPU's micro engine scheduler stopped responding"),
-    _rule("amdgpu-queue-preemption", r"Queue preemption failed|Failed to evict (process )?queues?|Failed to suspend process"
+    _rule("amdgpu-queue-preemption", r"Queue preemption failed|Failed to evict (process )?queues?"
           r"|Suspending all queues failed|failed to suspend (all )?gangs"
-          r"|Failed to quiesce KFD|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
+          r"|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
           r"|Queue preemption time out|failed to halt cp\b|qcm fence wait loop timeout expired"
           r"|K[CG]Q disable failed|timeout waiting for kiq fence|Failed to restore queue \d+|Failed to remove queue \d+", "gpu-fault", "fatal",
           "the driver could not preempt or evict a compute queue: the GPU is hung (a reset usually follows)"),
@@ -507,6 +526,15 @@ RULES: tuple[Rule, ...] = (
           "hardware error record from the kernel (corrected errors are informational)"),
     _rule("xgmi-error", r"XGMI\S*:? .*(fail|error)", "gpu-fault", "warning",
           "an XGMI (GPU-to-GPU link) error or failure in the kernel log"),
+    # after round 16 (after-sight): MIOpen's own log lines at error level (src/logger.cpp: MIOPEN_LOG_E prints
+    # "MIOpen(<backend>): Error [<function>] <message>") are logs, not the failure: its find path (`EvaluateInvokers`,
+    # MIOpen src/conv/solver_finders.cpp, code search) catches each solver's exception, logs it with MIOPEN_LOG_E and
+    # tries the next solver; a job that cannot go on gets the exception itself ("MIOpen Error: ...", a miopenStatus)
+    # from the framework. So whatever message such a line carries (a HIPRTC status, a failed code-object build) it is
+    # a warning, as the held-out rounds 9 and 13 labelled them
+    _rule("miopen-logged-error", r"^\s*MIOpen(\(\w+\))?: Error \[", "version-mismatch", "warning",
+          "MIOpen logged an error for one kernel or solver (it may fall back to another); the exception that follows, "
+          "if any, is the failure", needles=(": error [",)),
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
@@ -773,7 +801,7 @@ RULES: tuple[Rule, ...] = (
 
 # Rules whose line is evidence that the kernel (or the job's memory cgroup) killed a process for memory: a
 # SIGKILL on the same node around then is an OOM kill, not just "killed by SIGKILL" (see watch.py).
-OOM_EVIDENCE_RULES = frozenset({"host-oom-killer"})
+OOM_EVIDENCE_RULES = frozenset({"host-oom-killer", "host-oom-summary"})
 
 RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in (*RULES, *_AREA_RULES)}
 _FIRST_FALLBACK = len(RULES) - len(FALLBACK_RULES)
@@ -886,8 +914,31 @@ _CANDIDATES: dict[str, tuple[int, ...]] = {
 _NO_NEEDLE_RULES = tuple(i for i, rule in enumerate(RULES) if rule.needles is None)
 
 
+# c10's log level prefix at warning: glog's "W<mmdd> <time>" as c10d's C++ logging prints it in brackets ("[W1202
+# 17:22:07.276600433 TCPStore.cpp:138] [c10d] ...", the month not always zero-padded: "[W318 10:00:41...]") and torch's
+# Python logging bare ("W1202 17:22:07.276000 18 torch/distributed/..."). One home: the watcher reads it too.
+WARNING_LEVEL_PREFIX = re.compile(r"^\s*\[?W\d{3,4} \d\d:\d\d:\d\d")
+# after round 16 (after-sight): a store or network line (rendezvous, network) that c10d itself logged at warning level
+# is c10d noting a lost or refused connection it may retry (TCPStore.cpp / socket.cpp C10D_WARNING, torch 2.13.0): when
+# it gives up it raises (DistStoreError, DistNetworkError) or logs at error level, and that line is the failure.
+_WARNING_LEVEL_CATEGORIES = frozenset({"rendezvous", "network"})
+
+
 def classify(line: str) -> Match | None:
-    """The first rule that matches ``line``, or None for a healthy or unknown line."""
+    """The first rule that matches ``line``, or None for a healthy or unknown line; a store or network failure that
+    c10d logged at warning level (WARNING_LEVEL_PREFIX) comes back as a warning."""
+    match = _first_match(line)
+    if (
+        match is not None
+        and match.severity == "fatal"
+        and match.category in _WARNING_LEVEL_CATEGORIES
+        and WARNING_LEVEL_PREFIX.match(line)
+    ):
+        return replace(match, severity="warning")
+    return match
+
+
+def _first_match(line: str) -> Match | None:
     low = line.lower()
     # No literal of any rule (the fast path, most lines): only a glog-style "E1019 ..." error prefix can still match.
     if _SCAN.search(low) is None:

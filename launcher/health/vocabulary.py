@@ -259,6 +259,14 @@ FAMILIES: tuple[Family, ...] = (
             # after round 12: the same Program::setKernels build log's last lines (code search of rocprogram.cpp)
             ("Error: Cannot create kernels", "version-mismatch", "fatal"),
             ("Error while Codegen phase: %s", "version-mismatch", "fatal"),
+            # after round 16 (after-sight): hipamd/src/hip_fatbin.cpp FatBinaryInfo's LogPrintfError when a fat binary
+            # holds neither a code object for this GPU nor SPIR-V (the launch that follows fails or crashes), and
+            # rocclr/device/rocm/rocdevice.cpp's LogPrintfError("hsa_init failed with %x") when ROCr cannot start (the
+            # usual status, 1008 = HSA_STATUS_ERROR_OUT_OF_RESOURCES, is /dev/kfd not opened: permissions, a container
+            # without the device), then rocclr/platform/runtime.cpp's "Runtime initialization failed" (code search)
+            ("No compatible code objects found for: %s, value of HIP_FORCE_SPIRV_CODEOBJECT: %d", "version-mismatch", "fatal"),
+            ("hsa_init failed with %s", "config", "fatal"),
+            ("Runtime initialization failed", "config", "warning"),
         ),
     ),
     # ---- ROCr queue/agent errors ROCr itself prints (ROCm/ROCR-Runtime, commit c7785a6d, core/runtime/
@@ -766,7 +774,13 @@ FAMILIES: tuple[Family, ...] = (
             # ...): the extension has no kernels for this GPU; transformers utils/import_utils.py _LazyModule._get_module
             # wraps a failed import of a model module (the cause follows on the next line: a warning)
             ("FlashAttention only supports Ampere GPUs or newer", "version-mismatch", "fatal"),
-            ("Failed to import transformers.%s because of the following error (look up to see its traceback)", "version-mismatch", "warning"),
+            # after round 16 (after-sight): the same _LazyModule text for any package built on it (trl's import_utils.py
+            # keeps a copy of transformers', code search): "Failed to import {package}.{module} because of ..."
+            ("Failed to import %s because of the following error (look up to see its traceback)", "version-mismatch", "warning"),
+            # after round 16 (after-sight): CPython's ImportError for a name the module it came from lacks
+            # (Python/ceval.c import_from: "cannot import name %R from %R (%S)"): the module is installed, in a version
+            # without that name; a warning like "No module named" (optional imports print it too)
+            ("cannot import name '%s' from '%s'", "version-mismatch", "warning"),
             # added after round 10: bitsandbytes, whose native library must match the torch build: cextension.py's
             # RuntimeError in the 0.4x releases (code search: "CUDA Setup failed despite GPU being available"), and
             # ROCm/bitsandbytes cextension.py (commit 41f21d4e720d543adfdae05d38f635a7485dbfaa) get_native_library

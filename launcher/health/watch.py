@@ -48,6 +48,7 @@ from launcher.health.pyexc import Tracebacks
 from launcher.health.rules import (
     OOM_EVIDENCE_RULES,
     RULES_BY_NAME,
+    WARNING_LEVEL_PREFIX,
     Match,
     classify,
     is_completion_marker,
@@ -69,12 +70,10 @@ NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the 
 # Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
 # errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
 HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
-# A line its emitter logged at warning level: glog's "W<mmdd> <time>" prefix, which c10d's C++ logging prints in
-# brackets ("[W1202 17:22:07.276600433 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed ...") and torch's Python
-# logging bare ("W1202 17:22:07.276000 18 torch/distributed/..."). A store or network line at that level is c10d
-# noting a lost connection, as every agent does in its exit barrier after the master's agent left: a real failure
-# follows as an error line and a non-zero exit.
-_WARNING_LEVEL = re.compile(r"^\s*\[?W\d{4} \d\d:\d\d:\d\d")
+# A line its emitter logged at warning level (rules.WARNING_LEVEL_PREFIX: c10's "W<mmdd> <time>" prefix). A store or
+# network line at that level is c10d noting a lost connection, as every agent does in its exit barrier after the
+# master's agent left: a real failure follows as an error line and a non-zero exit.
+_WARNING_LEVEL = WARNING_LEVEL_PREFIX
 
 # A rank that died of an uncaught Python exception exits with status 1 (CPython); torchrun says so in its wrapper
 # line "failed (exitcode: 1) local_rank: N", its failure table "exitcode  : 1 (pid: ...)", the deepspeed launcher
