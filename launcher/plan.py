@@ -481,6 +481,10 @@ def _job_json(
         "node_lock": f"{inv.workdir.rstrip('/')}/.node-{host}.lock",
         "run_id": run_id,
         "heartbeat_timeout": 0 if detach else inv.health.heartbeat_timeout,
+        # Until the first beat (start-up at hundreds of nodes): never shorter than heartbeat_timeout.
+        "first_heartbeat_timeout": 0
+        if detach
+        else max(inv.health.first_heartbeat_timeout, inv.health.heartbeat_timeout),
         "grace": inv.health.grace,
         "poll_interval": 0.2,
         # The guard's own node-local health rules (edge.py); head_timeout: how fresh a head's heartbeat must be

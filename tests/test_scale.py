@@ -118,8 +118,8 @@ def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Turn 7's 250-node runs lost a node whose sshd refused channels for longer than half the heartbeat
-    timeout, while its guard still waited: a follower is now asked again until the guard's own window (counted
-    from the guard's start) leaves no time for one more try, and the follower that opens late hears a beat at
+    timeout, while its guard still waited: a follower is now asked again until the guard's own window for its
+    first beat (first_heartbeat_timeout, counted from the guard's start) leaves no time for one more try, and the follower that opens late hears a beat at
     once instead of up to a beat interval later. Past that window the node is lost, never followed late."""
     import os
 
@@ -133,11 +133,12 @@ def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     inv = headsim.inventory(3, 1, str(tmp_path / "work"))
     timeout = float(inv.health.heartbeat_timeout)
+    window = max(timeout, float(inv.health.first_heartbeat_timeout))  # what the guard waits for its first beat
     sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
     clock = [1000.0]
     monkeypatch.setattr(attempt.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(attempt.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
-    refused_until = {"n00001": 1000.0 + timeout * 0.7, "n00002": 1000.0 + timeout + 60}
+    refused_until = {"n00001": 1000.0 + window * 0.7, "n00002": 1000.0 + window + 60}
 
     class Busy(headsim.SimTransport):
         def start(self, host, argv, on_line, *, on_exit=None):  # type: ignore[no-untyped-def]
@@ -151,7 +152,7 @@ def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once
     runner.push()
     runner.start()
     started = clock[0]
-    assert runner.attach_deadline("n00001") == started + timeout - heartbeat_interval(timeout)
+    assert runner.attach_deadline("n00001") == started + window - heartbeat_interval(timeout)
     runner.attach()
     runner.heartbeats().stop()
     late, gone = runner.nodes["n00001"], runner.nodes["n00002"]

@@ -56,15 +56,16 @@ class Guard:
         if self.edge is not None:
             self.edge.on_bad_line = rd.log
         self.procs: list = []
+        self.spawn_beat: float | None = None  # the heartbeat file's mtime as spawn left it (no beat since)
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
 
     def spawn(self) -> None:
         if self.job["heartbeat_timeout"] > 0:
-            rd.touch(
-                rd.path_in(self.rundir, "heartbeat")
-            )  # the follower connects only after `start` has returned
+            # The follower connects only after `start` has returned; the file's first mtime tells "no beat yet".
+            rd.touch(rd.path_in(self.rundir, "heartbeat"))
+            self.spawn_beat = os.stat(rd.path_in(self.rundir, "heartbeat")).st_mtime
         env = dict(os.environ)
         env.update(self.job["env"])
         env["PYTHONUNBUFFERED"] = "1"
@@ -128,7 +129,9 @@ class Guard:
         end of the connection close (RUNDIR/head_closed newer than the last beat), or beats stopped while the
         connection stayed open (a stalled head or a silent network). Either way the guard waits the whole
         heartbeat_timeout since the last beat, BEATS_PER_TIMEOUT beats: a late beat or a follower that
-        reconnects is never taken for a lost head."""
+        reconnects is never taken for a lost head. Before the first beat (the heartbeat file still as spawn left
+        it) the window is first_heartbeat_timeout: at hundreds of nodes the head starts every guard, then opens
+        every follower, and the last follower can open later than heartbeat_timeout after the first guard began."""
         timeout = self.job["heartbeat_timeout"]
         if timeout <= 0:
             return None
@@ -138,7 +141,9 @@ class Guard:
         except OSError:
             return "no heartbeat file: the head never followed"
         age = now - beat
-        if age <= timeout:
+        first = self.spawn_beat is not None and beat == self.spawn_beat
+        window = max(timeout, float(self.job.get("first_heartbeat_timeout") or 0)) if first else timeout
+        if age <= window:
             return None
         try:
             closed: float | None = os.stat(rd.path_in(self.rundir, rd.HEAD_CLOSED)).st_mtime
@@ -146,6 +151,11 @@ class Guard:
             closed = None
         if closed is not None and closed >= beat:
             return f"the head's connection closed {now - closed:.1f} s ago; no heartbeat for {age:.1f} s (timeout {timeout:g} s)"
+        if first:
+            return (
+                f"no heartbeat at all in the {age:.1f} s since the guard started (first_heartbeat_timeout "
+                f"{window:g} s): the head never followed this node"
+            )
         missed = int(age * protocol.BEATS_PER_TIMEOUT / timeout)
         return (
             f"no heartbeat for {age:.1f} s ({missed} beats missed, timeout {timeout:g} s) while the head's connection stayed open: "

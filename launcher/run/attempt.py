@@ -298,15 +298,16 @@ class Runner:
 
     def attach_deadline(self, host: str) -> float:
         """Until when (time.monotonic) a follower that failed to open is tried again: while the node's guard still
-        waits for its first beat. The guard counts heartbeat_timeout from its own start (its heartbeat file is
-        touched at spawn, launcher/node/daemon.py), which came after `start` was called; the last try begins at
-        least one beat interval before that end, time enough for a try that succeeds to deliver the beat `_attach`
-        sends at once. (A try that times out takes up to ssh.connect_timeout but delivers nothing anyway.) Without
-        a heartbeat timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
+        waits for its first beat. The guard counts first_heartbeat_timeout from its own start (its heartbeat file
+        is touched at spawn, launcher/node/daemon.py head_lost), which came after `start` was called; the last try
+        begins at least one beat interval before that end, time enough for a try that succeeds to deliver the beat
+        `_attach` sends at once. (A try that times out takes up to ssh.connect_timeout but delivers nothing
+        anyway.) Without a heartbeat timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
         timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
         if timeout <= 0 or self._start_called is None:
             return time.monotonic() + ATTACH_RETRY_S
-        return max(self._start_called + timeout - heartbeat_interval(timeout), time.monotonic() + 1.0)
+        window = max(timeout, float(self.plan.health.get("first_heartbeat_timeout") or 0))
+        return max(self._start_called + window - heartbeat_interval(timeout), time.monotonic() + 1.0)
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
