@@ -4,7 +4,7 @@ bounded, and applied to the limits a loaded machine overruns only."""
 from __future__ import annotations
 
 import pytest
-from e2e_helpers import MAX_SLOWDOWN, scaled, scaled_inventory, slowdown
+from e2e_helpers import HEARTBEAT_SURGE, MAX_SLOWDOWN, scaled, scaled_inventory, slowdown
 
 
 def test_the_slowdown_is_pinned_by_the_environment_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,8 +30,10 @@ def test_inventories_get_their_stall_and_startup_limits_and_job_timeout_scaled(
     assert out["health"] == {
         "stall_timeout": 120,
         "startup_timeout": 180,
-        "heartbeat_timeout": 10,
+        "heartbeat_timeout": 5 * HEARTBEAT_SURGE,  # at least the surge factor, not only today's load (2)
         "grace": 2,
     }
     assert out["job"] == {"kind": "torchrun", "timeout": 120}
+    monkeypatch.setenv("RLAUNCH_TEST_SLOWDOWN", str(HEARTBEAT_SURGE + 1))
+    assert scaled_inventory(data)["health"]["heartbeat_timeout"] == 5 * (HEARTBEAT_SURGE + 1)
     assert data["health"]["stall_timeout"] == 60  # a copy: the caller's mapping is left alone

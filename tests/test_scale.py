@@ -4,8 +4,11 @@ at a few hundred simulated guards. Figures are printed, never asserted (docs: BE
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,17 +26,39 @@ CI_NODES = 64
 FAULTS = {"node2": "freeze", "node3": "partition"}
 
 
+@contextlib.contextmanager
+def yielding_cpu(niceness: int = 10) -> Iterator[None]:
+    """Every thread of this test process, and so every process it starts (the simulated nodes' sshds, their
+    guards and jobs, the CLI under test), at a lower CPU priority while the block runs. 64 simulated nodes load 2
+    cores to 20+ for minutes, and the test on the other xdist worker was torn down meanwhile ("the head stalled":
+    make test, turn 8). This test checks what is left behind and what the verbs answer, not how fast: its limits
+    follow the load (e2e_helpers), so it yields the cores to its neighbour. Linux keeps a niceness per thread
+    (setpriority(2)): every existing thread is set, and new ones inherit it from the thread that makes them."""
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    before = {tid: os.getpriority(os.PRIO_PROCESS, tid) for tid in tids}
+    for tid in tids:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
+    try:
+        yield
+    finally:
+        for tid, prio in before.items():  # lowering it again needs root (CI runs as root); else it stays
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, tid, prio)
+
+
 @pytest.mark.slow
 @pytest.mark.ssh
 def test_every_verb_on_many_nodes_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
     if simnodes.unavailable_reason():
         pytest.skip(simnodes.unavailable_reason())
-    phases = scale.run_sim(
-        CI_NODES,
-        pdsh=False,
-        phases=["up-no-doctor", "up-detach", "status", "status-probe", "logs", "down"],
-        faults=FAULTS,
-    )
+    with yielding_cpu():
+        phases = scale.run_sim(
+            CI_NODES,
+            pdsh=False,
+            phases=["up-no-doctor", "up-detach", "status", "status-probe", "logs", "down"],
+            faults=FAULTS,
+        )
     print(scale.sim_table({CI_NODES: phases}))
     by_name = {p.name: p for p in phases}
     assert "left-at-end" not in by_name, by_name.get("left-at-end")
@@ -133,7 +158,9 @@ def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     inv = headsim.inventory(3, 1, str(tmp_path / "work"))
     timeout = float(inv.health.heartbeat_timeout)
-    window = max(timeout, float(inv.health.first_heartbeat_timeout))  # what the guard waits for its first beat
+    window = max(
+        timeout, float(inv.health.first_heartbeat_timeout)
+    )  # what the guard waits for its first beat
     sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
     clock = [1000.0]
     monkeypatch.setattr(attempt.time, "monotonic", lambda: clock[0])
