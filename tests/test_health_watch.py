@@ -298,6 +298,39 @@ def test_end_of_run_abort_stops_nodes_left_in_the_exit_barrier_and_succeeds() ->
     assert verdict.ok and verdict.state.value == "succeeded" and verdict.end_of_run_aborts
 
 
+def test_what_a_node_prints_while_the_end_of_run_teardown_stops_it_is_not_a_failure() -> None:
+    """make test, turn 8: after an end-of-run abort the watcher stops the nodes still in torchrun's exit barrier;
+    one of them printed c10d's store loss as its peer's agent went (a W-level line, then the DistNetworkError
+    raised from it) and the run that had completed was reported failed on it."""
+    w = Watcher({"node1": [0], "node2": [1], "node3": [2]}, stall_timeout=600, end_of_run_grace=20)
+    w.start(0.0)
+    w.observe_line(10.0, "node1", 0, "  train_runtime            = 0:00:01.23")
+    w.observe_line(10.5, "node3", 2, "terminate called without an active exception")
+    w.observe_exit(11.0, "node3", 1)
+    w.tick(31.5)
+    assert w.should_stop and w.stop_reason == "end-of-run"
+    w.observe_line(
+        32.0,
+        "node2",
+        None,
+        "[W1204 23:39:03.076309900 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
+        "addr=[::1]:55788, remote=[::1]:27943): Failed to recv, got 0 bytes. Connection was likely closed. Did the "
+        "remote server shutdown or crash?",
+    )
+    w.observe_line(
+        32.1,
+        "node2",
+        None,
+        "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the "
+        "remote server shutdown or crash?",
+    )
+    w.observe_exit(33.0, "node2", None, "SIGKILL")
+    w.observe_exit(33.0, "node1", None, "SIGKILL")
+    verdict = w.verdict()
+    assert verdict.ok and verdict.state.value == "succeeded", verdict.summary
+    assert any(e.text.startswith("while stopping after the run completed") for e in w.events)
+
+
 def test_a_kill_reported_after_teardown_began_is_still_the_cause() -> None:
     """The teardown's own SIGKILLs are consequences; a death before it started is not, even if reported late."""
     w = Watcher({"node1": [0, 1], "node2": [2, 3]}, stall_timeout=600)

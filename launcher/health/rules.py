@@ -926,11 +926,17 @@ _WARNING_LEVEL_CATEGORIES = frozenset({"rendezvous", "network"})
 
 def classify(line: str) -> Match | None:
     """The first rule that matches ``line``, or None for a healthy or unknown line; a store or network failure that
-    c10d logged at warning level (WARNING_LEVEL_PREFIX) comes back as a warning."""
+    c10d logged at warning level (WARNING_LEVEL_PREFIX) comes back as a warning (`at_level`)."""
     match = _first_match(line)
+    return None if match is None else at_level(match, line)
+
+
+def at_level(match: Match, line: str) -> Match:
+    """`match` as the line's own log level makes it: a fatal store or network match on a line c10d logged at warning
+    level is a warning. Applied wherever a match is made, by `classify` and by the head when a node's follower sent
+    the rule id it matched (watch.match_of_rule): one rule for both."""
     if (
-        match is not None
-        and match.severity == "fatal"
+        match.severity == "fatal"
         and match.category in _WARNING_LEVEL_CATEGORIES
         and WARNING_LEVEL_PREFIX.match(line)
     ):

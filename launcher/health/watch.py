@@ -50,6 +50,7 @@ from launcher.health.rules import (
     RULES_BY_NAME,
     WARNING_LEVEL_PREFIX,
     Match,
+    at_level,
     classify,
     is_completion_marker,
     is_progress,
@@ -67,6 +68,11 @@ TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 PRECEDENCE_SPECIFIC, PRECEDENCE_STALL, PRECEDENCE_CASCADE = 2, 1, 0
 NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the inventory's net.transport
 
+# The stops the watcher asked for itself or on request, with the words a line printed while they run is shown with.
+DELIBERATE_STOPS = {
+    "requested": "while stopping on request",
+    "end-of-run": "while stopping after the run completed",
+}
 # Failures reported only by a line of a kind that a cleanly finishing torchrun also prints (exit-barrier and store
 # errors after the master's agent left): teardown waits up to ``confirm_s`` for that node's exit code.
 HOLD_CATEGORIES = frozenset({"rendezvous", "network"})
@@ -156,7 +162,9 @@ def match_of_rule(rule: str, text: str) -> Match | None:
     found = RULES_BY_NAME.get(rule)
     if found is None:
         return classify(text)
-    return Match(found.name, found.category, found.severity, found.hint, found.cascade, found.waiting)
+    return at_level(
+        Match(found.name, found.category, found.severity, found.hint, found.cascade, found.waiting), text
+    )
 
 
 def precedence(event: Event) -> int:
@@ -718,10 +726,14 @@ class Watcher:
         return self._record(event)
 
     def _record(self, event: Event) -> Event:
-        if event.is_fatal and self.state is State.STOPPING and self.stop_reason == "requested":
-            # A deliberate stop (`rlaunch down`, Ctrl-C): what the ranks print while dying of it (torchrun's
-            # SignalException, a rank's "got signal: 15") is its consequence, not a failure to report or restart.
-            event = replace(event, severity="info", text=f"while stopping on request: {event.text}")
+        if event.is_fatal and self.state is State.STOPPING and self.stop_reason in DELIBERATE_STOPS:
+            # A deliberate stop (`rlaunch down`, Ctrl-C, or the end-of-run teardown of nodes still waiting in the
+            # exit barrier after training completed): what the ranks and agents print while dying of it (torchrun's
+            # SignalException, a rank's "got signal: 15", an agent losing the store its peer's agent held: make
+            # test, turn 8) is its consequence, not a failure to report or restart.
+            event = replace(
+                event, severity="info", text=f"{DELIBERATE_STOPS[self.stop_reason]}: {event.text}"
+            )
         self.events.append(event)
         if event.is_fatal and self.state not in TERMINAL and self.state is not State.STOPPING:
             self.state = State.STOPPING
