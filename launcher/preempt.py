@@ -105,7 +105,8 @@ def stop(
     record.update_state(preemption=result, summary=result["summary"])
     if want_requeue and job_id:
         # Last: `scontrol requeue` ends this allocation, the batch script (and a `rlaunch stop` run from its trap)
-        # with it; everything above is on disk by now.
+        # with it; everything above is on disk by now. This process may be killed by the requeue before it records
+        # scontrol's answer: "asked" without "ok" then means the answer was not seen (Slurm's Restarts count tells).
         if say is not None:
             say(f"run {record.run_id}: {result['summary']}; requeueing Slurm job {job_id}")
         result["requeue"] = requeue_job(str(job_id))

@@ -149,8 +149,14 @@ def test_the_batch_notice_saves_requeues_and_the_requeued_job_resumes(
         assert first["slurm_job_id"] == job
         notice = subprocess_run(["scancel", "--batch", "--signal=USR1", job], env)
         assert notice.returncode == 0, notice.stderr
-        wait_for(lambda: (runs(home)[0].get("preemption") or {}).get("requeue", {}).get("ok"), 120,
-                 "the save and the requeue")  # fmt: skip
+        # The save on disk and the requeue asked; then Slurm's own word that the job was requeued. rlaunch's record
+        # of scontrol's answer ("ok") can be missing: the requeue ends this allocation, and the process that asked
+        # may be killed with it before it writes the answer (make test, turn 8: the job was requeued, no "ok").
+        wait_for(lambda: (runs(home)[0].get("preemption") or {}).get("requeue", {}).get("asked"), 120,
+                 "the save and the requeue asked")  # fmt: skip
+        wait_for(lambda: re.search(r"\bRestarts=[1-9]", subprocess_run(["scontrol", "show", "job", job], env).stdout),
+                 60, "Slurm to requeue the job")  # fmt: skip
+        assert runs(home)[0]["preemption"]["requeue"].get("ok") is not False, runs(home)[0]["preemption"]
         stopped = runs(home)[0]["preemption"]
         step = stopped["step"]
         assert stopped["saved"] and stopped["lost_steps"] == 0, stopped
