@@ -189,6 +189,46 @@ def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once
     runner.record.close()
 
 
+def test_each_followers_window_counts_from_when_its_own_guard_was_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 250 simulated nodes the bounded fan-out sent the last guards' starts a minute or more after the first
+    (103 s for all 250, turn 8): counted from the start call, the last nodes' followers had almost no window left
+    and 21 nodes were lost ("Timeout opening channel"). Each node's window counts from when its start was sent."""
+    import os
+
+    from launcher import records
+    from launcher.guardctl import heartbeat_interval
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import attempt
+    from launcher.run.attempt import Runner
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    inv = headsim.inventory(3, 1, str(tmp_path / "work"))
+    sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
+    clock = [1000.0]
+    monkeypatch.setattr(attempt.time, "monotonic", lambda: clock[0])
+
+    class Slow(headsim.SimTransport):
+        def run(self, host, argv, *, stdin=None, timeout=60.0):  # type: ignore[no-untyped-def]
+            clock[0] += (
+                10.0  # every call to a node takes 10 s: one at a time, the last is sent 20 s after the first
+            )
+            return super().run(host, argv, stdin=stdin, timeout=timeout)
+
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
+    runner = Runner(plan, Slow(sim, max_parallel=1), records.RunRecord.create(plan.run_id, plan.to_json()))
+    runner.push()
+    runner.start()
+    asked = [runner.nodes[h].start_asked for h in ("n00000", "n00001", "n00002")]
+    assert asked[0] is not None and asked == [asked[0], asked[0] + 10, asked[0] + 20]
+    window = max(inv.health.heartbeat_timeout, inv.health.first_heartbeat_timeout)
+    interval = heartbeat_interval(inv.health.heartbeat_timeout)
+    for host, when in zip(("n00000", "n00001", "n00002"), asked, strict=True):
+        assert runner.attach_deadline(host) == when + window - interval
+    runner.record.close()
+
+
 def test_heartbeats_begin_with_the_first_follower_not_after_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -73,6 +73,9 @@ class NodeState:
     followed_at: float | None = (
         None  # when its follower opened (a node not heard from yet is silent since then)
     )
+    start_asked: float | None = (
+        None  # time.monotonic() when its guard's start was sent (its clock began later)
+    )
 
 
 @dataclass
@@ -210,6 +213,7 @@ class Runner:
                 failed[host] = reply.error or f"the guard did not start (reply {reply.data})"
             else:
                 self.nodes[host].guard_pid = pid
+                self.nodes[host].start_asked = reply.asked_at
         if failed:
             self.stop(reason="a node failed to start")
             kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
@@ -299,15 +303,19 @@ class Runner:
     def attach_deadline(self, host: str) -> float:
         """Until when (time.monotonic) a follower that failed to open is tried again: while the node's guard still
         waits for its first beat. The guard counts first_heartbeat_timeout from its own start (its heartbeat file
-        is touched at spawn, launcher/node/daemon.py head_lost), which came after `start` was called; the last try
+        is touched at spawn, launcher/node/daemon.py head_lost), which came after its start was sent; the last try
         begins at least one beat interval before that end, time enough for a try that succeeds to deliver the beat
         `_attach` sends at once. (A try that times out takes up to ssh.connect_timeout but delivers nothing
         anyway.) Without a heartbeat timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
         timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
-        if timeout <= 0 or self._start_called is None:
+        # When this node's start was sent (GuardReply.asked_at): at hundreds of nodes the bounded fan-out sent the
+        # last nodes' starts a minute after the first (250 simulated nodes: 103 s for every start), and counting from
+        # the call gave them almost no time. Without it, the call's own start.
+        started = self.nodes[host].start_asked or self._start_called
+        if timeout <= 0 or started is None:
             return time.monotonic() + ATTACH_RETRY_S
         window = max(timeout, float(self.plan.health.get("first_heartbeat_timeout") or 0))
-        return max(self._start_called + window - heartbeat_interval(timeout), time.monotonic() + 1.0)
+        return max(started + window - heartbeat_interval(timeout), time.monotonic() + 1.0)
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
