@@ -137,6 +137,7 @@ class Runner:
         # The last teardown's replies, per node, and when they came (the supervisor records them for `down`).
         self.teardown: tuple[float, dict[str, GuardReply]] | None = None
         self._start_called: float | None = None  # time.monotonic() when the guards were asked to start
+        self._stopping = threading.Event()  # set by stop(): a teardown has begun
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
     def push(self) -> GroupResult:
@@ -278,7 +279,7 @@ class Runner:
         state = self.nodes[node.host]
         deadline = self.attach_deadline(node.host)
         pause = 0.5
-        while True:
+        while not self._stopping.is_set():  # a teardown began: open no follower (it would outlive the stop)
             try:
                 state.follower = self.guards.follow(
                     self.targets[node.host],
@@ -597,6 +598,7 @@ class Runner:
             self._event(event.to_dict())
 
     def stop(self, reason: str = "stopped", watcher_reason: str = "requested") -> dict[str, GuardReply]:
+        self._stopping.set()  # no follower is opened from now on (`_attach` retries stop)
         with self._lock:
             self.watcher.request_stop(time.time(), watcher_reason)
         grace = float(self.plan.health.get("grace", 5))
