@@ -220,7 +220,7 @@ def inventory(n: int, nproc: int, workdir: str) -> Any:
             "python": sys.executable,
             "workdir": workdir,
             "job": {"kind": "command", "command": ["true"], "nproc_per_node": nproc},
-            "health": {"stall_timeout": 600, "heartbeat_timeout": 15},
+            "health": {"stall_timeout": 600, "heartbeat_timeout": 15, "first_heartbeat_timeout": 120},
         }
     )
 

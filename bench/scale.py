@@ -265,7 +265,7 @@ def run_sim(
         extra = FAULT_INVENTORY if faults else {}
         base = sim.inventory_dict(
             ssh={"max_parallel": 64, **extra.get("ssh", {})},
-            health={"heartbeat_timeout": 15, **extra.get("health", {})},
+            health={"heartbeat_timeout": 15, "first_heartbeat_timeout": 120, **extra.get("health", {})},
         )
         short, long = Path(tmp, "short.yaml"), Path(tmp, "long.yaml")
         short.write_text(json.dumps({**base, "job": {"kind": "command", "command": JOB}}))

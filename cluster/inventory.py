@@ -247,8 +247,9 @@ class Health(_Strict):
     heartbeat_timeout: float = Field(15.0, gt=0)  # launcher silent this long = node guard tears down
     # Before the head's first beat reaches it (start-up: every guard started, then every follower opened, which at
     # hundreds of nodes takes longer than heartbeat_timeout), a guard waits this long instead (at least
-    # heartbeat_timeout). The cost: a head that dies between start and follow leaves the job up to this long.
-    first_heartbeat_timeout: float = Field(120.0, gt=0, le=3600)
+    # heartbeat_timeout). The cost: a head that dies between start and follow leaves the job up to this long, so it
+    # is unset (= heartbeat_timeout) unless asked for: set it (120 s) for runs of hundreds of nodes (docs/scale.md).
+    first_heartbeat_timeout: float | None = Field(None, gt=0, le=3600)
     grace: float = Field(5.0, ge=0, le=300)  # SIGTERM → SIGKILL
     # A node with this many strikes (node-caused failures, $RLAUNCH_HOME/nodes.jsonl) within strike_window
     # seconds is replaced by a spare at `up`, or `up` refuses: unset = never.

@@ -92,7 +92,7 @@ MEANING: dict[str, str] = {
     "health.startup_timeout": "Silence allowed before the job's first line (default: stall_timeout).",
     "health.heartbeat_timeout": "Seconds without the launcher's heartbeat before a node's guard tears down.",
     "health.first_heartbeat_timeout": "Seconds a node's guard waits for the head's first heartbeat after it starts "
-    "(start-up at hundreds of nodes); never shorter than heartbeat_timeout.",
+    "(start-up at hundreds of nodes: set 120); unset, heartbeat_timeout.",
     "health.grace": "Seconds between SIGTERM and SIGKILL at teardown.",
     "health.max_strikes": "A node with this many strikes within strike_window is replaced by a spare at `up`, "
     "or `up` refuses.",
