@@ -24,7 +24,8 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import paramiko
 
@@ -96,11 +97,52 @@ class _HandshakeTimeout(TransportError):
         super().__init__(host, reason, TIMEOUT)
 
 
+# How long the reader thread waits for an EOF being sent before it answers the node's CHANNEL_CLOSE anyway
+# (`_send_eof`): a bound, so that a send held up by a key exchange cannot stop the reader for good.
+EOF_ORDER_WAIT_S = 2.0
+
+
+def _handle_close_after_eof(chan: paramiko.Channel, m: paramiko.Message) -> None:
+    """paramiko's CHANNEL_CLOSE handler, run only once no EOF of ours is between being built and being sent."""
+    lock: threading.Lock | None = getattr(chan.transport, "eof_order", None)
+    held = lock.acquire(timeout=EOF_ORDER_WAIT_S) if lock is not None else False
+    try:
+        paramiko.Channel._handle_close(chan, m)
+    finally:
+        if held:
+            assert lock is not None
+            lock.release()
+
+
 class _QuietTransport(paramiko.Transport):
-    """paramiko's Transport with fewer idle wake-ups (IDLE_POLL_S); the hook is SSHClient.connect's
-    `transport_factory` (paramiko 3.2+)."""
+    """paramiko's Transport with fewer idle wake-ups (IDLE_POLL_S) and EOF before CLOSE on the wire (`_send_eof`);
+    the hook is SSHClient.connect's `transport_factory` (paramiko 3.2+)."""
 
     _active_check_timeout = IDLE_POLL_S
+    _channel_handler_table: ClassVar[dict[int, Callable[[paramiko.Channel, paramiko.Message], None]]] = {
+        **paramiko.Transport._channel_handler_table,
+        paramiko.common.MSG_CHANNEL_CLOSE: _handle_close_after_eof,
+    }
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.eof_order = threading.Lock()
+
+
+def _send_eof(chan: paramiko.Channel) -> None:
+    """`chan.shutdown_write()`, never sent after our CLOSE.
+
+    paramiko builds the EOF under the channel's lock but sends it after releasing it; a node's CHANNEL_CLOSE
+    read in between makes the reader thread answer with CLOSE first, and OpenSSH then drops the whole connection
+    ("ieof packet referred to nonexistent channel": every command and follower on that node is lost). paramiko
+    issues #1115 and #1705, open since 2017; met here by 6 threads running `echo` on one node under load (CI,
+    turn 8). One lock per connection, which the CLOSE handler above also takes, keeps EOF first."""
+    lock: threading.Lock | None = getattr(chan.transport, "eof_order", None)
+    if lock is None:
+        chan.shutdown_write()
+        return
+    with lock:
+        chan.shutdown_write()
 
 
 class SSHTransport(Transport):
@@ -330,7 +372,7 @@ class SSHTransport(Transport):
             else:
                 if stdin:
                     chan.sendall(stdin)
-                chan.shutdown_write()
+                _send_eof(chan)
             out, err, over = _drain(chan, deadline)
             if over:
                 return timed_out(host, argv, timeout, "channel closed", _text(out), _text(err), started)
@@ -463,7 +505,7 @@ class SSHProcess(LineProcess):
 
     def close_stdin(self) -> None:
         with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
-            self._chan.shutdown_write()
+            _send_eof(self._chan)
 
     def close(self) -> None:
         self._chan.close()  # sshd closes the command's pipes: EOF on stdin, EPIPE on its next write
@@ -611,7 +653,7 @@ def _feed(chan: paramiko.Channel, data: bytes) -> None:
             if sent <= 0:
                 return  # the channel closed under us: the remote's exit status says why
             view = view[sent:]
-        chan.shutdown_write()
+        _send_eof(chan)
 
 
 def _text(data: bytes) -> str:

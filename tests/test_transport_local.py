@@ -179,18 +179,21 @@ def test_close_sends_eof_like_a_dropped_link(nodes: Nodes) -> None:
 
 def test_many_threads_share_the_transport(nodes: Nodes) -> None:
     results: list[bool] = []
+    why: list[str] = []
 
     def worker() -> None:
         for _ in range(5):
             r = nodes.transport.run(nodes.hosts[0], ["echo", "hi"])
             results.append(r.ok and r.stdout == "hi\n")
+            if not results[-1]:
+                why.append(f"{r.why()} stdout={r.stdout!r}")
 
     threads = [threading.Thread(target=worker) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
-    assert results == [True] * 30
+    assert results == [True] * 30, why
 
 
 def test_try_write_never_blocks_on_a_command_that_stops_reading(nodes: Nodes) -> None:

@@ -16,10 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import paramiko
 import pytest
-from e2e_helpers import scaled
+from e2e_helpers import scaled, wait_for
 from simnodes import SimCluster
 
+from cluster import ssh
 from cluster.inventory import from_mapping
 from cluster.ssh import SSHTransport
 from cluster.transport import TIMEOUT, Endpoint
@@ -55,6 +57,48 @@ def test_exec_round_trip_on_three_nodes_reuses_one_connection(sim3: SimCluster) 
         first = t.socket("node1")
         assert t.run("node1", ["true"]).ok
         assert t.socket("node1") is first  # one persistent connection per node
+
+
+def test_our_eof_never_follows_our_close_so_the_connection_survives(
+    sim3: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """paramiko builds an EOF under the channel's lock and sends it after; a node's CLOSE answered in between puts
+    our CLOSE first and OpenSSH drops the connection (paramiko #1115). The window is widened here until the
+    reader has had its chance to answer: unguarded, the connection dies; through `_send_eof`, it lives on."""
+    original = ssh._QuietTransport._send_user_message
+    chan: list[paramiko.Channel] = []
+    hold_eof_until: list[Callable[[], bool]] = []
+
+    def eof_late(self: paramiko.Transport, data: paramiko.Message) -> None:
+        if data.asbytes()[:1] == bytes([paramiko.common.MSG_CHANNEL_EOF]) and hold_eof_until:
+            wait_for(hold_eof_until[0], 30, "the node's CLOSE")
+        original(self, data)
+
+    def exited_then_a_moment() -> bool:  # guarded: the reader waits for our EOF, so wait for the exit status
+        if not chan[0].exit_status_ready():
+            return False
+        time.sleep(0.5)  # the node sends CLOSE right after the exit status
+        return True
+
+    monkeypatch.setattr(ssh._QuietTransport, "_send_user_message", eof_late)
+    with ssh_transport(sim3) as t:
+        first = t.socket("node1")
+        link = t._client("node1").get_transport()
+        assert link is not None
+        chan[:] = [link.open_session(timeout=20)]
+        chan[0].exec_command("true")
+        hold_eof_until[:] = [exited_then_a_moment]
+        ssh._send_eof(chan[0])
+        wait_for(lambda: chan[0].closed, 30, "the channel to close")
+        assert t.run("node1", ["true"]).ok
+        assert t.socket("node1") is first and link.is_active()
+
+        # Unguarded (paramiko's own shutdown_write): our EOF goes out after the reader's CLOSE.
+        chan[:] = [link.open_session(timeout=20)]
+        chan[0].exec_command("true")
+        hold_eof_until[:] = [lambda: chan[0].closed]
+        chan[0].shutdown_write()
+        wait_for(lambda: not link.is_active(), 30, "OpenSSH to drop the connection")
 
 
 def test_nodes_are_clean_hosts_that_reach_each_other_by_name(sim3: SimCluster) -> None:
