@@ -186,3 +186,33 @@ def test_restart_excludes_the_failed_node_when_asked(tmp_path: Path) -> None:
     assert first["root_cause"]["node"] == "sim-node1"
     assert any("resumed from step-4" in line for line in lines)
     assert not processes_of_run(run_id) and not processes_of_run(f"{run_id}-r1")
+
+
+def test_sigterm_the_moment_every_guard_started_still_stops_every_node(tmp_path: Path) -> None:
+    """A signal between the guards' start and the watch loop (the first beat not yet sent) once took no teardown
+    path: the launcher exited 130 with the job running on every node until the guards' heartbeat ran out (turn 8,
+    test_e2e_ssh's SIGTERM test beside a busy worker). The signal here is real, sent as the start is reported."""
+    import signal
+
+    from launcher.run.signals import interrupt_once
+
+    inv = local_inventory(tmp_path, args=["--steps", "100000", "--sleep", "0.05"])
+    inv = inv.model_copy(update={"health": inv.health.model_copy(update={"first_heartbeat_timeout": 600})})
+    run_ids: list[str] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        if str(event.get("text", "")).startswith("started on"):
+            run_ids.extend(records.list_run_ids())
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    interrupt_once(note=lambda text: None)
+    try:
+        run_id, outcome = lifecycle.up(inv, on_event=on_event)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    assert run_ids and run_id == run_ids[-1]
+    assert outcome.code == 130, outcome.summary
+    assert records.RunRecord.open(run_id).read_state()["state"] == "stopped"
+    wait_for(lambda: not processes_of_run(run_id), 10, "nothing of the run left on the nodes")

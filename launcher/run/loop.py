@@ -73,6 +73,16 @@ def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt:
 
 def execute(ctx: RunContext) -> Outcome:
     """Start, watch, restart: the run's outcome once no restart follows (or, detached, once it started)."""
+    try:
+        return _attempts(ctx)
+    except KeyboardInterrupt:
+        # Between attempts (the back-off, finding the checkpoint, the next plan): the last attempt's teardown has
+        # finished and the next one has started nothing, so only the record is left to close.
+        ctx.record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
+        return Outcome(EXIT_INTERRUPTED, "interrupted between attempts: nothing was running")
+
+
+def _attempts(ctx: RunContext) -> Outcome:
     inv, plan, record, transport, say = ctx.inv, ctx.plan, ctx.record, ctx.transport, ctx.say
     attempt = ctx.first_attempt
     adopt = ctx.adopt
@@ -94,22 +104,26 @@ def execute(ctx: RunContext) -> Outcome:
         runner = Runner(plan, transport, record, on_line=on_line, on_event=ctx.on_event, ranks=ranks)
         if ctx.on_runner is not None:
             ctx.on_runner(runner)
-        if adopt is not None:
-            runner.adopt(adopt)
-            adopt = None
-        else:
-            attempts.mark(
-                record,
-                attempt,
-                "start",
-                f"attempt {attempt} on {len(plan.nodes)} nodes",
-                hosts=plan.hosts,
-                resume_from=resume_from,
-            )
-            _launch(runner, plan, record, attempt, say)
-        if ctx.detach and not supervising:
-            return Outcome(EXIT_OK, f"started run {record.run_id} (detached)")
+        handed_over = False  # detached: the supervisor follows the guards from here
+        # From the first start sent, a signal takes the teardown path: one that came between the guards' start and
+        # the watch loop once left the job running on every node (the launcher exited 130; turn 8).
         try:
+            if adopt is not None:
+                runner.adopt(adopt)
+                adopt = None
+            else:
+                attempts.mark(
+                    record,
+                    attempt,
+                    "start",
+                    f"attempt {attempt} on {len(plan.nodes)} nodes",
+                    hosts=plan.hosts,
+                    resume_from=resume_from,
+                )
+                _launch(runner, plan, record, attempt, say)
+            if ctx.detach and not supervising:
+                handed_over = True
+                return Outcome(EXIT_OK, f"started run {record.run_id} (detached)")
             runner.attach()
             outcome = runner.watch()
             if outcome.code != EXIT_OK:
@@ -128,7 +142,8 @@ def execute(ctx: RunContext) -> Outcome:
                 EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
             )
         finally:
-            runner.detach_followers()
+            if not handed_over:
+                runner.detach_followers()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         failed_node = (outcome.root_cause or {}).get("node")
         # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
