@@ -484,7 +484,7 @@ def _job_json(
         # Until the first beat (start-up at hundreds of nodes): never shorter than heartbeat_timeout.
         "first_heartbeat_timeout": 0
         if detach
-        else max(inv.health.first_heartbeat_timeout or 0, inv.health.heartbeat_timeout),
+        else protocol.first_beat_window(inv.health.heartbeat_timeout, inv.health.first_heartbeat_timeout),
         "grace": inv.health.grace,
         "poll_interval": 0.2,
         # The guard's own node-local health rules (edge.py); head_timeout: how fresh a head's heartbeat must be

@@ -142,7 +142,9 @@ class Guard:
             return "no heartbeat file: the head never followed"
         age = now - beat
         first = self.spawn_beat is not None and beat == self.spawn_beat
-        window = max(timeout, float(self.job.get("first_heartbeat_timeout") or 0)) if first else timeout
+        window = (
+            protocol.first_beat_window(timeout, self.job.get("first_heartbeat_timeout")) if first else timeout
+        )
         if age <= window:
             return None
         try:

@@ -55,6 +55,15 @@ STOP_WORD = "stop"  # SIGTERM the guard (the same as the stop verb, over the ope
 # the guard gives up only after that many beats in a row went missing, so one late beat is never a lost head.
 BEATS_PER_TIMEOUT = 4
 
+
+def first_beat_window(heartbeat_timeout: float, first_heartbeat_timeout: float | None) -> float:
+    """How long a guard waits for its first beat (health.first_heartbeat_timeout, never less than
+    heartbeat_timeout): the guard's limit (daemon.head_lost), the head's bound for opening a follower
+    (Runner.attach_deadline) and the pushed job spec (plan) all read it here. At hundreds of nodes the head starts
+    every guard, then opens every follower, and the last follower can open long after the first guard began."""
+    return max(float(heartbeat_timeout), float(first_heartbeat_timeout or 0))
+
+
 # ---- records of the follow stream ("k") ---------------------------------------------------------------------
 K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
 K_ERROR = "error"  # run only: {"error"}: the job could not be started

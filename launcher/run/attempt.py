@@ -315,7 +315,7 @@ class Runner:
         started = self.nodes[host].start_asked or self._start_called
         if timeout <= 0 or started is None:
             return time.monotonic() + ATTACH_RETRY_S
-        window = max(timeout, float(self.plan.health.get("first_heartbeat_timeout") or 0))
+        window = protocol.first_beat_window(timeout, self.plan.health.get("first_heartbeat_timeout"))
         return max(started + window - heartbeat_interval(timeout), time.monotonic() + 1.0)
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
