@@ -189,6 +189,51 @@ def test_a_late_follower_is_asked_for_its_guards_whole_window_and_beaten_at_once
     runner.record.close()
 
 
+def test_a_detached_runs_supervisor_asks_a_busy_node_longer_than_a_foreground_head_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A detached run's guards wait for no heartbeat, so nothing is lost by asking a busy node again: at 250
+    simulated nodes the supervisor's 10 s lost a node whose sshd answered a handshake late (turn 8)."""
+    import os
+
+    from cluster.transport import TransportError
+    from launcher import records
+    from launcher.plan import build_plan, load_sources
+    from launcher.run import attempt
+    from launcher.run.attempt import ATTACH_RETRY_S, DETACHED_ATTACH_RETRY_S, Runner
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    inv = headsim.inventory(3, 1, str(tmp_path / "work"))
+    sim = headsim.SimGuards([n.host for n in inv.nodes], 1, 60.0)
+    clock = [1000.0]
+    monkeypatch.setattr(attempt.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(attempt.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    busy_for = (
+        ATTACH_RETRY_S + DETACHED_ATTACH_RETRY_S
+    ) / 2  # past the foreground bound, inside the detached one
+    refused_until = {"n00001": 1000.0 + busy_for}
+
+    class Busy(headsim.SimTransport):
+        def start(self, host, argv, on_line, *, on_exit=None):  # type: ignore[no-untyped-def]
+            clock[0] += 1.0
+            if clock[0] < refused_until.get(host, 0.0):
+                raise TransportError(host, "cannot start a command: Timeout opening channel.")
+            return super().start(host, argv, on_line, on_exit=on_exit)
+
+    plan = build_plan(
+        inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ, detach=True
+    )
+    runner = Runner(plan, Busy(sim, max_parallel=1), records.RunRecord.create(plan.run_id, plan.to_json()))
+    runner.push()
+    runner.start()
+    assert runner.attach_deadline("n00001") == clock[0] + DETACHED_ATTACH_RETRY_S
+    runner.attach()
+    runner.heartbeats().stop()
+    late = runner.nodes["n00001"]
+    assert late.follower is not None and not late.lost, late.lost
+    runner.record.close()
+
+
 def test_each_followers_window_counts_from_when_its_own_guard_was_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -92,11 +92,13 @@ class Outcome:
 LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None, text)
 
 
-LOST_STOP_S = 10.0
-ATTACH_RETRY_S = (
-    10.0  # how long a follower that failed to open is retried when no heartbeat timeout bounds it
-)
-MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst  # how long a node already lost gets to answer a stop (its guard also acts on its own)
+LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its guard also acts on its own)
+# How long a follower that failed to open is retried when no guard's first-beat window bounds it (a guard this
+# runner did not start, attached). Guards of a detached run wait for no heartbeat, so their supervisor may take
+# DETACHED_ATTACH_RETRY_S: at 250 simulated nodes 10 s lost a node whose sshd answered a handshake late (turn 8).
+ATTACH_RETRY_S = 10.0
+DETACHED_ATTACH_RETRY_S = 120.0
+MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst
 
 
 class Runner:
@@ -307,12 +309,15 @@ class Runner:
         is touched at spawn, launcher/node/daemon.py head_lost), which came after its start was sent; the last try
         begins at least one beat interval before that end, time enough for a try that succeeds to deliver the beat
         `_attach` sends at once. (A try that times out takes up to ssh.connect_timeout but delivers nothing
-        anyway.) Without a heartbeat timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
+        anyway.) A detached run's guards wait for no beat: DETACHED_ATTACH_RETRY_S from now. Without a heartbeat
+        timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
         timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
         # When this node's start was sent (GuardReply.asked_at): at hundreds of nodes the bounded fan-out sent the
         # last nodes' starts a minute after the first (250 simulated nodes: 103 s for every start), and counting from
         # the call gave them almost no time. Without it, the call's own start.
         started = self.nodes[host].start_asked or self._start_called
+        if self.plan.detach:
+            return time.monotonic() + DETACHED_ATTACH_RETRY_S
         if timeout <= 0 or started is None:
             return time.monotonic() + ATTACH_RETRY_S
         window = protocol.first_beat_window(timeout, self.plan.health.get("first_heartbeat_timeout"))
