@@ -316,6 +316,27 @@ class SimCluster:
         self._signal_node(sim, signal.SIGCONT)
         sim.frozen = False
 
+    def drop_connections(self, node: str) -> int:
+        """End every SSH session of the node (its per-connection sshd processes), as a restarted sshd, a NAT that
+        forgot the flow or a client-side protocol error would: the head's connection drops, the node and what its
+        guard runs stay. Returns how many sessions were ended."""
+        sim = self.node(node)
+        if sim.pidns is None:
+            raise RuntimeError("drop_connections needs the node's own PID namespace (namespaces=True)")
+        ended = 0
+        for pid in self._sshd_pids(sim):
+            if pid == sim.init_pid:
+                continue  # the listener: new connections must still be accepted
+            try:
+                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if os.path.basename(argv0).startswith(b"sshd"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    ended += 1
+        return ended
+
     def kill_node(self, node: str) -> None:
         """The node dies: its sshd and everything it ran. Its address stays (connections are refused)."""
         self._kill(self.node(node))

@@ -236,6 +236,43 @@ def test_sigkill_of_launcher_is_cleaned_up_by_the_guards(sim3: Any, tmp_path: Pa
     assert_nothing_left(sim3, timeout=60)
 
 
+def test_a_dropped_connection_is_opened_again_and_the_run_completes(sim_cluster: Any, tmp_path: Path) -> None:
+    """Every SSH session of node2 ends mid-run (its sshd's session processes killed: what a restarted sshd, a NAT
+    that forgot the flow or a protocol error does); the guard and the job live on. The head opens node2's follower
+    again from the recorded offset before the guard's heartbeat window runs out: the run completes, nothing is
+    named lost, every line arrives once."""
+    import threading
+
+    cluster = sim_cluster(3)
+    if not cluster.node("node2").pidns:
+        pytest.skip("needs the nodes' own PID namespaces")
+    inv = from_mapping(job_inventory(cluster, steps=400, sleep=0.05))
+    result: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    lines: list[tuple[str, str]] = []
+
+    def run() -> None:
+        result["out"] = lifecycle.up(
+            inv, on_event=events.append, on_line=lambda h, r, t: lines.append((h, t))
+        )
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    wait_for(lambda: training_on_every_node(cluster), 90, "the job on every node")
+    wait_for(lambda: any("step=" in t for _, t in lines), 90, "progress lines", result)
+    assert cluster.drop_connections("node2") > 0
+    thread.join(timeout=scaled(240))
+    assert not thread.is_alive(), "the run did not end"
+    _, outcome = result["out"]
+    reopened = [e for e in events if "its follower was opened again" in str(e.get("text"))]
+    assert outcome.code == 0, (outcome.summary, [e.get("text") for e in events])
+    assert reopened and reopened[0].get("node") == "node2"
+    assert not any(e.get("kind") == "lost" for e in events)
+    steps = [t for _, t in lines if "step=" in t]
+    assert len(steps) == len(set(steps))  # every line once
+    assert_nothing_left(cluster)
+
+
 def test_partition_of_one_node(sim_cluster: Any, tmp_path: Path, run_home: Path) -> None:
     cluster = sim_cluster(3)
     if not cluster.node("node2").netns:

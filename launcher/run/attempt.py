@@ -9,6 +9,7 @@ owns the job's whole process tree, so teardown never depends on matching command
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -33,7 +34,7 @@ from launcher.guardctl import (
 from launcher.health.classify import parse_rank_prefix
 from launcher.health.events import Event
 from launcher.health.progress import Progress, Settings
-from launcher.health.watch import ProcSample, State, Watcher
+from launcher.health.watch import PRECEDENCE_CASCADE, ProcSample, State, Watcher, precedence
 from launcher.node import protocol
 from launcher.plan import NodePlan, Plan
 from launcher.records import RunRecord
@@ -76,6 +77,12 @@ class NodeState:
     start_asked: float | None = (
         None  # time.monotonic() when its guard's start was sent (its clock began later)
     )
+    beat_error: str | None = None  # a heartbeat could not be written: the link is gone (`_check_links`)
+    reopening: bool = False  # the link dropped and a follower is being opened again (`_reopen`)
+    reopened: int = 0  # how often this attempt's follower of the node was opened again
+    dropped_at: float | None = (
+        None  # when its link last dropped: the time of its "lost" event if not reopened
+    )
 
 
 @dataclass
@@ -99,6 +106,8 @@ LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its gu
 ATTACH_RETRY_S = 10.0
 DETACHED_ATTACH_RETRY_S = 120.0
 MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst
+# A node whose link dropped this often in one attempt is lost, not opened again: a flapping link is a failing one.
+MAX_REOPENS = 3
 
 
 class Runner:
@@ -274,12 +283,13 @@ class Runner:
             [n.host for n in todo], lambda h: self._attach(self.plan.node(h)), self.transport.max_parallel
         )
 
-    def _attach(self, node: NodePlan) -> None:
+    def _attach(self, node: NodePlan, deadline: float | None = None, lost_as: str = "cannot follow") -> None:
         """Open one follower. A node too busy to open a channel in time (sshd answering late at 250 simulated
         nodes on 2 cores: "Timeout opening channel") is asked again for as long as its guard still waits for us
-        (`attach_deadline`); only then is it lost. The first beat goes out as soon as the follower opens."""
+        (`attach_deadline`, or `deadline`); only then is it lost. The first beat goes out as soon as the follower
+        opens."""
         state = self.nodes[node.host]
-        deadline = self.attach_deadline(node.host)
+        deadline = self.attach_deadline(node.host) if deadline is None else deadline
         pause = 0.5
         while not self._stopping.is_set():  # a teardown began: open no follower (it would outlive the stop)
             try:
@@ -300,7 +310,8 @@ class Runner:
                     continue
                 # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
                 with self._lock:
-                    state.lost = state.lost or f"cannot follow: {exc.reason}"
+                    state.lost = state.lost or f"{lost_as}: {exc.reason}"
+                self._changed.set()
                 return
 
     def attach_deadline(self, host: str) -> float:
@@ -322,6 +333,67 @@ class Runner:
             return time.monotonic() + ATTACH_RETRY_S
         window = protocol.first_beat_window(timeout, self.plan.health.get("first_heartbeat_timeout"))
         return max(started + window - heartbeat_interval(timeout), time.monotonic() + 1.0)
+
+    def reopen_deadline(self) -> float:
+        """Until when (time.monotonic) a follower whose link dropped mid-run is opened again: a guard tears its job
+        down heartbeat_timeout after the last beat it heard, which went out at most one beat interval before the
+        drop, and a follower that opens must still deliver its beat one interval before that end. A detached
+        run's guards wait for no beat (DETACHED_ATTACH_RETRY_S)."""
+        if self.plan.detach:
+            return time.monotonic() + DETACHED_ATTACH_RETRY_S
+        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
+        if timeout <= 0:
+            return time.monotonic() + ATTACH_RETRY_S
+        return time.monotonic() + max(0.0, timeout - 2 * heartbeat_interval(timeout))
+
+    def _reopening(self) -> bool:
+        return any(s.reopening for s in self.nodes.values())
+
+    def _may_reopen(self, state: NodeState) -> bool:
+        """A dropped link is opened again unless a teardown began, the guard lives in the follower's own step
+        (Slurm: it ended with the channel), or the node's link keeps dropping (MAX_REOPENS)."""
+        return (
+            not self._stopping.is_set() and not self.transport.guard_attached and state.reopened < MAX_REOPENS
+        )
+
+    def _begin_reopen(self, host: str, dropped: RemoteProcess) -> None:
+        """Under the runner's lock: the node is neither followed nor lost while `_reopen` runs."""
+        state = self.nodes[host]
+        state.follower = None  # no beats to a dead channel meanwhile
+        state.beat_error = None
+        state.reopening = True
+        state.reopened += 1
+        state.dropped_at = time.time()
+        threading.Thread(
+            target=self._reopen, args=(host, dropped, time.time()), name=f"rlaunch-reopen-{host}", daemon=True
+        ).start()
+
+    def _reopen(self, host: str, dropped: RemoteProcess, dropped_at: float) -> None:
+        """Open the follower of a node whose link dropped mid-run, from the byte offset already recorded (no line
+        twice), while its guard still waits for a beat: a connection that one sshd session, a NAT or a client-side
+        race (paramiko #1115, cluster/ssh.py `_send_eof`) ended is not a lost node. Only a node that cannot be
+        reached again in that window is lost, with the reason."""
+        with contextlib.suppress(Exception):
+            dropped.close()  # the old channel's reader has ended; its resources go
+        self._attach(
+            self.plan.node(host),
+            self.reopen_deadline(),
+            "lost the connection to the node, and opening it again failed",
+        )
+        state = self.nodes[host]
+        with self._lock:
+            state.reopening = False
+            if state.follower is not None and not state.lost:
+                self._event(
+                    {
+                        "kind": "info",
+                        "severity": "info",
+                        "node": host,
+                        "text": f"{host}: the connection dropped; its follower was opened again after "
+                        f"{time.time() - dropped_at:.1f} s",
+                    }
+                )
+        self._changed.set()
 
     def _on_follow(self, host: str, stream: str, line: str) -> None:
         """One raw line of a follower (what the transport delivers); records go to `_on_record`."""
@@ -515,7 +587,7 @@ class Runner:
 
     def _beat_failed(self, host: str, why: str) -> None:
         state = self.nodes[host]
-        state.lost = state.lost or why  # the link is gone; _check_links reports it
+        state.beat_error = state.beat_error or why  # the link is gone; _check_links reopens or reports it
         self._changed.set()
 
     def _watch(self, poll: float) -> Outcome:
@@ -536,6 +608,10 @@ class Runner:
             self.forensics.report_stragglers(progressed)
             if failure is not None and self.watcher.worth_holding(failure, now):
                 failure = None
+            if failure is not None and precedence(failure) == PRECEDENCE_CASCADE and self._reopening():
+                failure = (
+                    None  # its cause may be a node whose link dropped: wait until it is reopened or lost
+                )
             if failure is not None and self.forensics.before_teardown(failure, now):
                 failure = None  # hold teardown while every node gets its bounded chance to answer
             if failure is None and self.watcher.should_stop and self.watcher.stop_reason == "end-of-run":
@@ -567,16 +643,26 @@ class Runner:
             if state.final is not None:
                 continue
             code = state.follower.poll() if state.follower is not None else None
+            if code is None and state.beat_error and state.follower is not None:
+                code = -1  # a channel a beat cannot be written to is a dropped link
             if state.follower is not None and code is not None and not state.lost:
                 # The follower only exits after the exit record; give that record a moment to arrive.
-                state.follower.wait(timeout=1.0)
+                if state.follower.poll() is not None:
+                    state.follower.wait(timeout=1.0)
                 if state.final is None:
+                    if code == -1 and self._may_reopen(state):
+                        self._begin_reopen(host, state.follower)
+                        continue
                     state.lost = (
-                        "lost the connection to the node" if code == -1 else f"log follower exited {code}"
+                        state.beat_error or "lost the connection to the node"
+                        if code == -1
+                        else f"log follower exited {code}"
                     )
             if state.lost and not state.lost_reported:
                 state.lost_reported = True
-                event = self.watcher.observe_lost(now, host, state.lost)
+                # A link that dropped and could not be opened again was lost when it dropped (the root cause
+                # precedes the cascade it set off; `_reopen`).
+                event = self.watcher.observe_lost(state.dropped_at or now, host, state.lost)
                 if event is not None:
                     self._event(event.to_dict())
 
@@ -681,7 +767,15 @@ class Runner:
                     )
                 elif s.lost or s.follower is None:
                     # Not followed (yet, or any more): `status` asks this node itself.
-                    why = s.lost or s.start_error or "not followed yet"
+                    why = (
+                        s.lost
+                        or s.start_error
+                        or (
+                            "the connection dropped: opening its follower again"
+                            if s.reopening
+                            else "not followed yet"
+                        )
+                    )
                     # The direct path's word for a node that did not answer (lifecycle.status).
                     node.update(
                         {"followed": False, "state": "unknown", "alive": None, "reason": why, "error": why}
