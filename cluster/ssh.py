@@ -102,9 +102,14 @@ class _HandshakeTimeout(TransportError):
 EOF_ORDER_WAIT_S = 2.0
 
 
+def _eof_lock(chan: paramiko.Channel) -> threading.Lock | None:
+    """The connection's EOF-order lock (`_QuietTransport.eof_order`); None for a channel of another transport."""
+    return getattr(getattr(chan, "transport", None), "eof_order", None)
+
+
 def _handle_close_after_eof(chan: paramiko.Channel, m: paramiko.Message) -> None:
     """paramiko's CHANNEL_CLOSE handler, run only once no EOF of ours is between being built and being sent."""
-    lock: threading.Lock | None = getattr(getattr(chan, "transport", None), "eof_order", None)
+    lock = _eof_lock(chan)
     held = lock.acquire(timeout=EOF_ORDER_WAIT_S) if lock is not None else False
     try:
         paramiko.Channel._handle_close(chan, m)
@@ -137,7 +142,7 @@ def _send_eof(chan: paramiko.Channel) -> None:
     ("ieof packet referred to nonexistent channel": every command and follower on that node is lost). paramiko
     issues #1115 and #1705, open since 2017; met here by 6 threads running `echo` on one node under load (CI,
     turn 8). One lock per connection, which the CLOSE handler above also takes, keeps EOF first."""
-    lock: threading.Lock | None = getattr(getattr(chan, "transport", None), "eof_order", None)
+    lock = _eof_lock(chan)
     if lock is None:
         chan.shutdown_write()
         return

@@ -365,10 +365,10 @@ class Runner:
         state.reopened += 1
         state.dropped_at = time.time()
         threading.Thread(
-            target=self._reopen, args=(host, dropped, time.time()), name=f"rlaunch-reopen-{host}", daemon=True
+            target=self._reopen, args=(host, dropped), name=f"rlaunch-reopen-{host}", daemon=True
         ).start()
 
-    def _reopen(self, host: str, dropped: RemoteProcess, dropped_at: float) -> None:
+    def _reopen(self, host: str, dropped: RemoteProcess) -> None:
         """Open the follower of a node whose link dropped mid-run, from the byte offset already recorded (no line
         twice), while its guard still waits for a beat: a connection that one sshd session, a NAT or a client-side
         race (paramiko #1115, cluster/ssh.py `_send_eof`) ended is not a lost node. Only a node that cannot be
@@ -390,7 +390,7 @@ class Runner:
                         "severity": "info",
                         "node": host,
                         "text": f"{host}: the connection dropped; its follower was opened again after "
-                        f"{time.time() - dropped_at:.1f} s",
+                        f"{time.time() - (state.dropped_at or time.time()):.1f} s",
                     }
                 )
         self._changed.set()
@@ -608,10 +608,9 @@ class Runner:
             self.forensics.report_stragglers(progressed)
             if failure is not None and self.watcher.worth_holding(failure, now):
                 failure = None
+            # A cascade's cause may be a node whose link dropped: wait until it is reopened or lost.
             if failure is not None and precedence(failure) == PRECEDENCE_CASCADE and self._reopening():
-                failure = (
-                    None  # its cause may be a node whose link dropped: wait until it is reopened or lost
-                )
+                failure = None
             if failure is not None and self.forensics.before_teardown(failure, now):
                 failure = None  # hold teardown while every node gets its bounded chance to answer
             if failure is None and self.watcher.should_stop and self.watcher.stop_reason == "end-of-run":
@@ -642,12 +641,12 @@ class Runner:
         for host, state in self.nodes.items():
             if state.final is not None:
                 continue
-            code = state.follower.poll() if state.follower is not None else None
-            if code is None and state.beat_error and state.follower is not None:
-                code = -1  # a channel a beat cannot be written to is a dropped link
+            exited = state.follower.poll() if state.follower is not None else None
+            # A channel a beat cannot be written to is a dropped link, whether or not its reader noticed yet.
+            code = -1 if exited is None and state.beat_error and state.follower is not None else exited
             if state.follower is not None and code is not None and not state.lost:
                 # The follower only exits after the exit record; give that record a moment to arrive.
-                if state.follower.poll() is not None:
+                if exited is not None:
                     state.follower.wait(timeout=1.0)
                 if state.final is None:
                     if code == -1 and self._may_reopen(state):
