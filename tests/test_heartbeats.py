@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_helpers import processes_of_run, scaled, wait_for
+from e2e_helpers import health as scaled_health
+from e2e_helpers import processes_of_run, scaled, scaled_limit, wait_for
 
 from cluster.inventory import load_inventory
 from cluster.local import LocalTransport
@@ -89,14 +90,17 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     inv = load_inventory(ROOT / "examples" / "local.yaml")
-    # The beats' timeout and the hold grow together with the machine's load (e2e_helpers.scaled), 2.5x apart, and
-    # the job trains for twice the hold after its first step (300 steps of 0.05 s on an idle machine).
-    timeout = scaled(2.0)
+    # The beats' timeout and the hold grow together with the machine's load (e2e_helpers.scaled_limit), 2.5x apart,
+    # and the job trains for twice the hold after its first step. The timeout takes the surge factor like every
+    # other e2e run's: at 2 s unscaled, a neighbour's burst after the start starved the head past it and the guards
+    # ended the run before its first step (make test, turn 9 run 3).
+    timeout = scaled_limit("heartbeat_timeout", 2.0)
     steps = max(300, int(2 * 2.5 * timeout / 0.05))
     job = inv.job.model_copy(
         update={"args": ["--steps", str(steps), "--sleep", "0.05"], "timeout": scaled(inv.job.timeout)}
     )
-    health = inv.health.model_copy(update={"heartbeat_timeout": timeout, "grace": 1.0})
+    limits = scaled_health(stall_timeout=inv.health.stall_timeout)
+    health = inv.health.model_copy(update={**limits, "heartbeat_timeout": timeout, "grace": 1.0})
     inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
     plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
     record = records.RunRecord.create(plan.run_id, plan.to_json())
@@ -111,7 +115,8 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     watching = threading.Thread(target=lambda: result.update(outcome=runner.watch()), daemon=True)
     watching.start()
     try:
-        wait_for(lambda: any(t.startswith("step=") for t in lines), 180, "the first step")
+        wait_for(lambda: any(t.startswith("step=") for t in lines) or result, 180, "the first step")
+        assert not result, f"the run ended before its first step: {result['outcome'].summary}"
         with runner.lock:  # the watch loop and every record delivery wait here
             time.sleep(2.5 * timeout)
             held_while_running = len(processes_of_run(plan.run_id)) >= 6  # 2 torchruns + 4 workers
