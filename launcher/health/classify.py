@@ -21,6 +21,11 @@ _LOCAL_PREFIX = re.compile(r"^\s*\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(\d{1,9})\]:")
 # PyTorch writes "[rank1]: " (one space) before each line a rank prints, a traceback's "  File" lines included:
 # the space is the prefix's, so what is left is the line as the rank printed it (pyexc.py reads its indentation).
 _GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d{1,9})\]: ?")
+# What the job launchers above torchrun put before every line of a task (after round 17, from their formats): Slurm's
+# `srun --label` writes the task id, right-aligned, then ": " (src/common/io_hdr / srun's output labelling: "%*d: ");
+# Open MPI's `mpirun --tag-output` writes "[jobid,rank]<stdout>:" or "<stderr>:". They name a launcher task, not a
+# PyTorch rank, so they are stripped and not reported.
+_TASK_PREFIX = re.compile(r"^ *\d{1,7}: |^\s*\[\d+,\d+\]<std(?:out|err)>: ?")
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,8 @@ class Flag:
 
 
 def parse_prefixes(text: str) -> LinePrefix:
-    """Strip torchrun's and PyTorch's rank prefixes, in either order, and report both ranks."""
+    """Strip torchrun's and PyTorch's rank prefixes, in either order, and report both ranks; a job launcher's task
+    label before them (srun --label, mpirun --tag-output) is stripped too."""
     local_rank: int | None = None
     global_rank: int | None = None
     while True:
@@ -50,6 +56,8 @@ def parse_prefixes(text: str) -> LinePrefix:
             global_rank = int(found.group(1))
         elif local_rank is None and (found := _LOCAL_PREFIX.match(text)):
             local_rank = int(found.group(1))
+        elif global_rank is None and local_rank is None and (found := _TASK_PREFIX.match(text)):
+            pass  # a launcher's task label comes before the ranks' prefixes, never after them
         else:
             return LinePrefix(local_rank, global_rank, text)
         text = text[found.end() :]

@@ -361,6 +361,11 @@ RULES: tuple[Rule, ...] = (
           needles=("assertion `",)),
 
     # ---- divergence: HF Trainer log dicts, DeepSpeed's loss scaler, fairseq, Lightning, common scripts
+    # torch.testing.assert_close (torch/testing/_comparison.py, torch 2.13.0 in the .venv: "Tensor-likes are not
+    # close!", "Scalars are not close!", "... are not equal!"): a numerical check of two runs or ranks failed (after
+    # round 17)
+    _rule("assert-close-mismatch", r"(?:Tensor-likes|Scalars) are not (?:close|equal)!", "divergence", "fatal",
+          "a numerical comparison failed (torch.testing.assert_close): the results differ beyond the tolerance"),
     _rule("loss-scale-at-minimum", r"Current loss scale already at minimum|Minimum loss scale reached"
           r"|iterations in a row due to Overflow - Exiting training",
           "divergence", "fatal", "fp16 loss scale collapsed: use bf16, lower the LR, or raise min_loss_scale"),
@@ -431,7 +436,14 @@ RULES: tuple[Rule, ...] = (
           "a HIP call inside RCCL failed (the quoted text is the HIP error): check peer access and GPU health"),
 
     # ---- gpu-fault: HIP runtime, HSA, and the amdgpu/amdkfd kernel driver
-    _rule("gpu-memory-access-fault", r"Memory access fault by GPU node-\d+", "gpu-fault", "fatal",
+    # The kernel's WARN_ON report (kernel/panic.c __warn: "WARNING: CPU: %d PID: %d at %pS" or, older, "at %s:%d
+    # %pS") from a file of the amdgpu / amdkfd driver: the driver hit a state it does not expect (after round 17)
+    _rule("amdgpu-kernel-warn", r"WARNING: CPU: \d+ PID: \d+ at \S*(?:amdgpu|amdkfd|amd/display|drm/scheduler)",
+          "gpu-fault", "warning", "the amdgpu driver hit an unexpected state (a kernel WARN): dmesg on that node, "
+          "drain it if a fault or reset follows"),
+    # ROCr's "Memory access fault by GPU node-N"; the ROCm debug agent (ROCm/rocr_debug_agent, its VM-fault printer;
+    # code search) prints "Memory access fault at GPU Node: N" for the same fault (after round 17)
+    _rule("gpu-memory-access-fault", r"Memory access fault (?:by GPU node-|at GPU Node: )\d+", "gpu-fault", "fatal",
           "a kernel touched an unmapped address (bug, bad build, or hardware)"),
     # ROCR hsa_status_string: "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid." (and the
     # invalid code object / ISA name ones): the kernels were built for another GPU, e.g. a wrong HSA_OVERRIDE_GFX_VERSION
@@ -544,6 +556,12 @@ RULES: tuple[Rule, ...] = (
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
     # ---- rendezvous: before the job exists (torch elastic, c10d TCPStore/socket.cpp, gloo)
+    # Intel oneCCL's logger writes "|CCL_ERROR|" before an error (src/common/log/log.hpp); its key-value store
+    # (internal_kvs.cpp kvs_init) is how ranks meet, as TCPStore is for c10d (after round 17)
+    _rule("oneccl-kvs-error", r"\|CCL_ERROR\|.*\bkvs", "rendezvous", "fatal",
+          "oneCCL's ranks could not meet through its key-value store: check CCL_KVS_IP / the master address",
+          needles=("|ccl_error|",)),
+    _rule("oneccl-error", r"\|CCL_ERROR\|", "comm-error", "fatal", "oneCCL reported an error"),
     _rule("nccl-unique-id-store", r"is setting up \w+ communicator and retr(ie|ei)ving \w+UniqueId from \[0\] via c10d key-value store",
           "rendezvous", "fatal", "the rank could not fetch the communicator id from rank 0 through the store: rank 0 "
           "crashed or was never reached (the error after \"got error:\" says which)", cascade=True),
@@ -571,7 +589,10 @@ RULES: tuple[Rule, ...] = (
           "the port is taken (a previous run still alive, or two jobs on one MASTER_PORT)"),
     # Warnings PyTorch prints when the store goes away under a rank, usually rank 0 leaving first at the end of a
     # run (HeartbeatMonitor::runLoop's handleError; TCPStore's sendBytes W-line): not failures by themselves.
-    _rule("store-gone-warning", r'Failed to check the "should dump" flag on TCPStore|sendBytes failed on SocketImpl',
+    # (after round 17: the same monitor's older LOG(ERROR) "Failed to get exception dump flag from the global store.",
+    # followed by the store's errno text; ProcessGroupNCCL.cpp HeartbeatMonitor, torch 2.3-2.4, code search)
+    _rule("store-gone-warning", r'Failed to check the "should dump" flag on TCPStore|sendBytes failed on SocketImpl'
+          r"|Failed to get exception dump flag from the global store",
           "rendezvous", "warning", "the TCPStore went away (often rank 0 exiting first at the end of a run)",
           cascade=True),
     # distributed_c10d._store_based_barrier (torch 2.13 source in the .venv; older torch: "on rank: N, ... worker_count="):
@@ -622,9 +643,11 @@ RULES: tuple[Rule, ...] = (
           "collective-timeout", "warning", "a rank saw a collective timeout; the flight recorder is dumping",
           cascade=True),
     # older ProcessGroupNCCL (torch 1.x): "To avoid data inconsistency, the entire process is terminated." (added after round 9)
+    # A warning since round 17 (after-sight): ProcessGroupNCCL's WorkNCCL::handleException / the watchdog log this
+    # explanation only after the exception that names the failed or timed-out collective (its own line, fatal)
     _rule("nccl-async-abort", r"Some NCCL operations have failed or timed out"
           r"|To avoid data inconsistency, (?:we are taking the entire|the entire process is terminated)",
-          "collective-timeout", "fatal",
+          "collective-timeout", "warning",
           "PyTorch is taking the process down after a failed/timed-out collective", cascade=True),
     _rule("deepep-timeout", r"DeepEP timeout check failed", "collective-timeout", "fatal",
           "a DeepEP dispatch/combine kernel timed out waiting for a peer rank (expert-parallel collective hang)",
@@ -656,6 +679,11 @@ RULES: tuple[Rule, ...] = (
           "an ibverbs call failed (RoCE GID/route/interface problem)"),
     _rule("ofi-completion-error", r"NET/OFI .*completed with error", "network", "fatal",
           "libfabric (OFI) completion error on the network"),
+    # NCCL/RCCL misc/socket.cc socketProgressOpt WARNs "socketProgress: Connection closed by remote peer %s" and returns
+    # ncclRemoteError, which the framework then raises as its own "NCCL error ... remote process exited" line: the WARN
+    # is a detail under that failure (after round 17; NVIDIA/nccl and ROCm/rccl src/misc/socket.cc, code search)
+    _rule("nccl-socket-peer-closed", r"NCCL WARN socketProgress: Connection closed by remote peer", "network",
+          "warning", "a peer closed its NCCL/RCCL socket: usually that peer's process died first", cascade=True),
     _rule("peer-connection-closed", r"Connection closed by (remote )?peer|Remote peer closed the connection",
           "network", "fatal", "a peer closed its connection: usually that peer's process died first",
           cascade=True),
@@ -714,6 +742,12 @@ RULES: tuple[Rule, ...] = (
           "NCCL/RCCL returned an error; rerun with NCCL_DEBUG=INFO for the reason"),
     _rule("nccl-watchdog-terminated", r"watchdog thread terminated with exception", "comm-error", "fatal",
           "the process group's watchdog hit an error; the text after it says which", cascade=True),
+    # NCCL/RCCL print each WARN after the emitting source file and line (src/debug.cc ncclDebugLog: "... %s:%d NCCL
+    # WARN"): a WARN from a network transport's file (net_ib*, its resiliency code, the socket transport, a net plugin
+    # such as fastsocket) or with the "NET/" subsystem tag is about the network (after round 17)
+    _rule("nccl-warn-net", r"(?:net_ib\w*|p2p_resiliency|net_socket|net_fastsocket)\.cc:\d+ NCCL WARN\b|NCCL WARN NET/",
+          "network", "warning", "an NCCL/RCCL network transport warning (IB or socket): check the NICs and links; "
+          "fatal only if an error follows", needles=("nccl warn",)),
     _rule("nccl-warn", r"\bNCCL WARN\b", "comm-error", "warning",
           "an NCCL/RCCL warning; fatal only if an error follows"),
 

@@ -92,6 +92,11 @@ def instantiate(fmt: str) -> str:
 #      The stream-capture errors (hipErrorStreamCapture*, hipErrorCapturedEvent) are config (after round 12): the program
 #      or a setting (CUDA/HIP graphs, torch.compile's reduce-overhead mode) issued an operation graph capture forbids;
 #      the GPU did not fault.
+#      The launch-configuration errors (hipErrorInvalidConfiguration, hipErrorLaunchOutOfResources,
+#      hipErrorCooperativeLaunchTooLarge) are crash (after round 17): HIP mirrors CUDA's runtime, whose reference
+#      (CUDA Runtime API, cudaError) says they mean a kernel launch asked for more threads, blocks, shared memory or
+#      registers than the device can ever give: the launching code (or a shape past its kernel's limits) is at fault,
+#      not the node's configuration and not the GPU.
 HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorInvalidValue", "invalid argument", "gpu-fault", "fatal"),
     ("hipErrorOutOfMemory", "out of memory", "oom", "fatal"),
@@ -101,7 +106,7 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorProfilerNotInitialized", "profiler is not initialized", "gpu-fault", "fatal"),
     ("hipErrorProfilerAlreadyStarted", "profiler already started", "gpu-fault", "fatal"),
     ("hipErrorProfilerAlreadyStopped", "profiler already stopped", "gpu-fault", "fatal"),
-    ("hipErrorInvalidConfiguration", "invalid configuration argument", "config", "fatal"),
+    ("hipErrorInvalidConfiguration", "invalid configuration argument", "crash", "fatal"),
     ("hipErrorInvalidPitchValue", "invalid pitch argument", "gpu-fault", "fatal"),
     ("hipErrorInvalidSymbol", "invalid device symbol", "version-mismatch", "fatal"),
     ("hipErrorInvalidDevicePointer", "invalid device pointer", "gpu-fault", "fatal"),
@@ -140,7 +145,7 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorNotFound", "named symbol not found", "version-mismatch", "fatal"),
     ("hipErrorNotReady", "device not ready", "gpu-fault", "warning"),
     ("hipErrorIllegalAddress", "an illegal memory access was encountered", "gpu-fault", "fatal"),
-    ("hipErrorLaunchOutOfResources", "too many resources requested for launch", "config", "fatal"),
+    ("hipErrorLaunchOutOfResources", "too many resources requested for launch", "crash", "fatal"),
     ("hipErrorLaunchTimeOut", "the launch timed out and was terminated", "gpu-fault", "fatal"),
     ("hipErrorPeerAccessAlreadyEnabled", "peer access is already enabled", "gpu-fault", "warning"),
     ("hipErrorPeerAccessNotEnabled", "peer access has not been enabled", "gpu-fault", "fatal"),
@@ -150,7 +155,7 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("hipErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped", "gpu-fault", "fatal"),
     ("hipErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region", "gpu-fault", "fatal"),
     ("hipErrorLaunchFailure", "unspecified launch failure", "gpu-fault", "fatal"),
-    ("hipErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch", "config", "fatal"),
+    ("hipErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch", "crash", "fatal"),
     ("hipErrorNotSupported", "operation not supported", "config", "fatal"),
     ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "config", "fatal"),
     ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "config", "fatal"),
@@ -266,6 +271,9 @@ FAMILIES: tuple[Family, ...] = (
             # without the device), then rocclr/platform/runtime.cpp's "Runtime initialization failed" (code search)
             ("No compatible code objects found for: %s, value of HIP_FORCE_SPIRV_CODEOBJECT: %d", "version-mismatch", "fatal"),
             ("hsa_init failed with %s", "config", "fatal"),
+            # after round 17 (after-sight): the older rocdevice.cpp Device::init printed LogError("hsa_init failed.")
+            # for the same failure (code search of ROCm/clr and ROCclr trees before the status was added)
+            ("hsa_init failed.", "config", "fatal"),
             ("Runtime initialization failed", "config", "warning"),
         ),
     ),
@@ -476,6 +484,13 @@ FAMILIES: tuple[Family, ...] = (
             # after round 13 (after-sight): amdgpu_device.c amdgpu_device_parse_gpu_info_fw, the same tree: the firmware
             # package lacks this ASIC's gpu_info blob (a kernel newer than linux-firmware); "Fatal error during GPU init" follows
             ("Failed to get gpu_info firmware \"%s_gpu_info.bin\"", "config", "warning"),
+            # after round 17 (after-sight): the same function before amdgpu_ucode_request (kernels up to 6.6,
+            # amdgpu_device.c: dev_err "Failed to load gpu_info firmware \"%s\"" after request_firmware, code search)
+            ("Failed to load gpu_info firmware \"%s\"", "config", "warning"),
+            # after round 17 (after-sight): amdkfd/kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu's pr_err when a program
+            # asks for host-visible VRAM on a GPU whose PCIe BAR is small (no large / resizable BAR in the BIOS): the
+            # allocation fails with -EINVAL (code search of ROCK-Kernel-Driver and mainline trees)
+            ("Alloc host visible vram on small bar is not allowed", "config", "warning"),
             # the partition modes (MI300 compute / memory partitions) the node is set to
             ("Invalid config, no compatible compute partition mode found, available memory partitions: %d", "config", "warning"),
             ("Invalid compute partition mode requested, requested: %s, available memory partitions: %d", "config", "warning"),
@@ -704,6 +719,9 @@ FAMILIES: tuple[Family, ...] = (
             ("rocBLAS error: Could not initialize Tensile library", "version-mismatch", "fatal"),
             ("Could not initialize Tensile host: No devices found", "config", "fatal"),
             ("rocBLAS error: No hipBLASLt solution found", "version-mismatch", "fatal"),
+            # after round 17 (after-sight): tensile_host.cpp runContractionProblem's catch (b520bc83): running the
+            # chosen kernel threw (its what() follows the problem); the library's own failure, not a missing kernel
+            ("Tensile solution found, but exception thrown for %s", "crash", "fatal"),
             ("rocBLAS error from hip error code: '%s'", "gpu-fault", "fatal"),
             ("hipBLASLt error(Err=%d) at %s:%d", "gpu-fault", "fatal"),
             # added after round 9: hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp (7d9fb683): no kernel
