@@ -349,12 +349,13 @@ def test_a_kill_reported_after_teardown_began_is_still_the_cause() -> None:
 
 
 def test_retry_lines_are_no_progress_for_the_stall_clock() -> None:
-    """A rank stuck connecting to an unreachable master prints TCPStore retries: that is still a hang."""
+    """A rank stuck connecting to a master that does not listen prints TCPStore retries: that is still a hang (a
+    master with no route to it fails sooner: test_a_node_without_a_route_to_the_store_fails_...)."""
     w = Watcher({"node1": [0], "node2": [1]}, stall_timeout=30)
     w.start(0.0)
     retry = (
         "[W1130 08:57:11.474908280 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
-        "198.18.158.58:29611 - retrying (try=3, timeout=900000ms, delay=650ms): Network is unreachable"
+        "198.18.158.58:29611 - retrying (try=3, timeout=900000ms, delay=650ms): Connection refused"
     )
     for t in range(5, 40, 5):
         w.observe_line(float(t), "node2", None, retry)
@@ -515,3 +516,50 @@ def test_a_warned_store_line_still_fails_when_its_node_exits_non_zero() -> None:
     w.observe_exit(12.0, "node3", 1)
     assert w.first_failure is not None and not w.worth_holding(w.first_failure, now=12.1)
     assert not w.verdict().ok
+
+
+# What torch 2.13's c10d prints on a node without a route to the master (make test, the pairwise-isolation validate
+# test's node3 with its default route deleted): per address a W-level socket.cpp line with the errno, then
+# TCPStore.cpp's retry line. The same lines with ECONNREFUSED are a master that is not listening yet.
+def _store_retry_lines(errno: str) -> list[str]:
+    return [
+        f"[W1205 07:09:38.763285325 socket.cpp:764] [c10d] The client socket has failed to connect to "
+        f"[::]:45419 (errno: {errno}).",
+        "[E1205 07:09:38.763319179 socket.cpp:818] [c10d] The client socket has failed to connect to any network "
+        "address of (198.18.239.78, 29515).",
+        "[W1205 07:09:38.763588784 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+        "198.18.239.78:29515 - retrying (try=0, timeout=900000ms, delay=709ms): The client socket has failed to "
+        "connect to any network address of (198.18.239.78, 29515).",
+    ]
+
+
+def _feed_retries(w: Watcher, node: str, errno: str, seconds: float, start: float = 1.0) -> None:
+    t = start
+    while t <= start + seconds:
+        for line in _store_retry_lines(errno):
+            w.observe_line(t, node, None, line)
+        t += 1.5
+
+
+def test_a_node_without_a_route_to_the_store_fails_the_run_after_the_unreachable_window() -> None:
+    w = _watcher(stall_timeout=300)
+    w.start(0.0)
+    _feed_retries(w, "node3", "101 - Network is unreachable", 6.0)
+    assert w.first_failure is None and w.state is State.RUNNING  # a few seconds of retries are not a verdict
+    _feed_retries(w, "node3", "101 - Network is unreachable", 8.0, start=7.5)
+    root = w.first_failure
+    assert root is not None and root.node == "node3" and root.category == "network"
+    assert root.rule == "store-unreachable" and "Network is unreachable" in root.text
+    assert "node3 cannot reach the master's store" in describe(root)
+    assert w.state is State.STOPPING
+    assert sum(e.rule == "store-unreachable" for e in w.events) == 1  # reported once, however long it retries
+
+
+def test_no_route_to_host_counts_and_a_refused_connection_never_does() -> None:
+    w = _watcher(stall_timeout=300)
+    w.start(0.0)
+    _feed_retries(w, "node2", "111 - Connection refused", 120.0)  # the master not listening yet: c10d's to wait
+    assert w.first_failure is None
+    _feed_retries(w, "node1", "113 - No route to host", 12.0, start=130.0)
+    root = w.first_failure
+    assert root is not None and root.node == "node1" and "No route to host" in root.text

@@ -67,6 +67,16 @@ TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 
 PRECEDENCE_SPECIFIC, PRECEDENCE_STALL, PRECEDENCE_CASCADE = 2, 1, 0
 NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the inventory's net.transport
+# A node whose connection attempts to the master's TCPStore keep failing with a routing errno. c10d's client retries
+# every failure until its timeout (torchrun's default: 900 s; socket.cpp logs "The client socket has failed to connect
+# to <addr> (errno: 101 - Network is unreachable)" per address and TCPStore.cpp "... - retrying (try=N ...)", both at
+# W level, torch 2.13.0 in the .venv), so a node cut off from the master used to sit through the whole stall limit.
+# ECONNREFUSED is the master not listening yet and stays a retry; ENETUNREACH (101) / EHOSTUNREACH (113) say no route
+# leads there, which no retry mends within a job's start: after UNREACHABLE_AFTER_S of them it is a network failure.
+STORE_UNREACHABLE_RULE = "store-unreachable"  # not in the rule table: a run of retry lines over time, not one line
+STORE_CONNECT_RULES = frozenset({"store-connect-attempt", "store-connect-retry"})
+_UNREACHABLE_ERRNO = re.compile(r"errno: (?:101|113)\b|Network is unreachable|No route to host")
+UNREACHABLE_AFTER_S = 10.0
 
 # The stops the watcher asked for itself or on request, with the words a line printed while they run is shown with.
 DELIBERATE_STOPS = {
@@ -225,6 +235,9 @@ class Watcher:
     # (launcher/health/netinit.py), seconds after start instead of a job at a tenth of its speed.
     expect_net: str | None = None
     _net_socket_nodes: set[str] = field(default_factory=set)
+    # Per node: when its first store connection attempt failed for want of a route (STORE_UNREACHABLE_RULE).
+    _unreachable_since: dict[str, float] = field(default_factory=dict)
+    unreachable_after: float = UNREACHABLE_AFTER_S
     _hang_reported: bool = False
     _stragglers: set[str] = field(default_factory=set)
     # (node, pid) -> rank of every rank process seen in the guards' procs records: a kernel OOM-killer line names
@@ -272,7 +285,10 @@ class Watcher:
             self._end_of_run_nodes.add(node)
         if match.rule in OOM_EVIDENCE_RULES:
             self.observe_oom_kill(time, node, f"the job's output: {text.strip()[:120]}")
-        return self._record(self._blame_oom(self._forgive_end_of_run(event)))
+        recorded = self._record(self._blame_oom(self._forgive_end_of_run(event)))
+        if match.rule in STORE_CONNECT_RULES and _UNREACHABLE_ERRNO.search(text):
+            return self._store_unreachable(time, node, rank, text, self._line_numbers[key]) or recorded
+        return recorded
 
     def observe_activity(
         self,
@@ -723,6 +739,23 @@ class Watcher:
             f"({text.strip()[:200]})"
         )
         event = Event(time, node, rank, "line", "config", "fatal", why, line=line, rule=NET_SOCKET_RULE)
+        return self._record(event)
+
+    def _store_unreachable(self, time: float, node: str, rank: int | None, text: str, line: int) -> Event | None:
+        """A node's store connection attempts have failed for want of a route for `unreachable_after` seconds: a
+        fatal network failure of that node (see STORE_UNREACHABLE_RULE), once."""
+        since = self._unreachable_since.setdefault(node, time)
+        if since < 0 or time - since < self.unreachable_after:
+            return None
+        self._unreachable_since[node] = -1.0  # reported
+        found = _UNREACHABLE_ERRNO.search(text)
+        no_route = found is not None and ("113" in found.group(0) or "No route" in found.group(0))
+        errno_text = "No route to host" if no_route else "Network is unreachable"
+        why = (
+            f"{node} cannot reach the master's store: {errno_text} for {time - since:.0f} s of retries; a route or "
+            f"link between {node} and the master is down (its own line: {text.strip()[:160]})"
+        )
+        event = Event(time, node, rank, "line", "network", "fatal", why, line=line, rule=STORE_UNREACHABLE_RULE)
         return self._record(event)
 
     def _record(self, event: Event) -> Event:
