@@ -73,7 +73,9 @@ NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the 
 # W level, torch 2.13.0 in the .venv), so a node cut off from the master used to sit through the whole stall limit.
 # ECONNREFUSED is the master not listening yet and stays a retry; ENETUNREACH (101) / EHOSTUNREACH (113) say no route
 # leads there, which no retry mends within a job's start: after UNREACHABLE_AFTER_S of them it is a network failure.
-STORE_UNREACHABLE_RULE = "store-unreachable"  # not in the rule table: a run of retry lines over time, not one line
+STORE_UNREACHABLE_RULE = (
+    "store-unreachable"  # not in the rule table: a run of retry lines over time, not one line
+)
 STORE_CONNECT_RULES = frozenset({"store-connect-attempt", "store-connect-retry"})
 _UNREACHABLE_ERRNO = re.compile(r"errno: (?:101|113)\b|Network is unreachable|No route to host")
 UNREACHABLE_AFTER_S = 10.0
@@ -741,7 +743,9 @@ class Watcher:
         event = Event(time, node, rank, "line", "config", "fatal", why, line=line, rule=NET_SOCKET_RULE)
         return self._record(event)
 
-    def _store_unreachable(self, time: float, node: str, rank: int | None, text: str, line: int) -> Event | None:
+    def _store_unreachable(
+        self, time: float, node: str, rank: int | None, text: str, line: int
+    ) -> Event | None:
         """A node's store connection attempts have failed for want of a route for `unreachable_after` seconds: a
         fatal network failure of that node (see STORE_UNREACHABLE_RULE), once."""
         since = self._unreachable_since.setdefault(node, time)
@@ -755,7 +759,9 @@ class Watcher:
             f"{node} cannot reach the master's store: {errno_text} for {time - since:.0f} s of retries; a route or "
             f"link between {node} and the master is down (its own line: {text.strip()[:160]})"
         )
-        event = Event(time, node, rank, "line", "network", "fatal", why, line=line, rule=STORE_UNREACHABLE_RULE)
+        event = Event(
+            time, node, rank, "line", "network", "fatal", why, line=line, rule=STORE_UNREACHABLE_RULE
+        )
         return self._record(event)
 
     def _record(self, event: Event) -> Event:
