@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,12 +79,26 @@ def _sim3_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
     still assert nothing-left themselves (tests/e2e_helpers.py)."""
     cluster = request.getfixturevalue("sim3") if "sim3" in request.fixturenames else None
     yield
+    # sim3 asked for during the test (another fixture's getfixturevalue) counts too
+    if cluster is None and "sim3" in request.fixturenames:
+        cluster = request.getfixturevalue("sim3")
     if cluster is None or not cluster.started:
         return
-    left = {
-        node.name: [p for p in cluster.node_pids(node.name) if "sshd" not in p[1]] for node in cluster.nodes
-    }
-    left = {name: procs for name, procs in left.items() if procs}
+
+    def leftovers() -> dict[str, list[tuple[int, str]]]:
+        found = {
+            node.name: [p for p in cluster.node_pids(node.name) if "sshd" not in p[1]]
+            for node in cluster.nodes
+        }
+        return {name: procs for name, procs in found.items() if procs}
+
+    left = leftovers()
+    # A process still exiting (its command line already empty, its parent reaping it a moment later) is not left.
+    if left:
+        deadline = time.monotonic() + 5
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = leftovers()
     for procs in left.values():
         for pid, _ in procs:
             with contextlib.suppress(ProcessLookupError):

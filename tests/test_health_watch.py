@@ -550,7 +550,7 @@ def test_a_node_without_a_route_to_the_store_fails_the_run_after_the_unreachable
     root = w.first_failure
     assert root is not None and root.node == "node3" and root.category == "network"
     assert root.rule == "store-unreachable" and "Network is unreachable" in root.text
-    assert "node3 cannot reach the master's store" in describe(root)
+    assert describe(root).startswith("node3: network — cannot reach the master's store")
     assert w.state is State.STOPPING
     assert sum(e.rule == "store-unreachable" for e in w.events) == 1  # reported once, however long it retries
 

@@ -199,7 +199,10 @@ def test_many_threads_share_the_transport(nodes: Nodes) -> None:
 def test_try_write_never_blocks_on_a_command_that_stops_reading(nodes: Nodes) -> None:
     """A heartbeat must not wait for one node (issue 23): once the command stops reading its stdin and the link
     fills (pipe, or the SSH channel's window), try_write says False at once; a reading command keeps taking."""
-    code = "import sys, time; print('ready', flush=True); time.sleep(60)"  # never reads its stdin
+    # Never reads its stdin. It writes a tick every 0.2 s so that, once the link is closed, its next write fails
+    # (EPIPE) and it ends: sleeping silently, it outlived the test by up to 60 s on the shared nodes (the conftest
+    # safety net killed it there in turn 9's CI), since a persistent SSH connection keeps its parent alive.
+    code = "import time\nprint('ready', flush=True)\nfor _ in range(300):\n    time.sleep(0.2)\n    print('.', flush=True)"
     lines: list[tuple[str, str]] = []
     stuck = nodes.transport.start(
         nodes.hosts[0], [PY, "-u", "-c", code], lambda s, line: lines.append((s, line))

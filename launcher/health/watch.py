@@ -756,7 +756,7 @@ class Watcher:
         no_route = found is not None and ("113" in found.group(0) or "No route" in found.group(0))
         errno_text = "No route to host" if no_route else "Network is unreachable"
         why = (
-            f"{node} cannot reach the master's store: {errno_text} for {time - since:.0f} s of retries; a route or "
+            f"cannot reach the master's store: {errno_text} for {time - since:.0f} s of retries; a route or "
             f"link between {node} and the master is down (its own line: {text.strip()[:160]})"
         )
         event = Event(
