@@ -306,6 +306,14 @@ RULES: tuple[Rule, ...] = (
           "GPUs cannot reach each other peer-to-peer (IOMMU, PCIe ACS, or a virtualised host)"),
 
     # ---- version-mismatch: the build has no code for this GPU's ISA
+    # LLVM's MCSubtargetInfo ("'%s' is not a recognized processor for this target (ignoring processor)") and its
+    # assembler's diagnostics on inline asm ("<inline asm>:%d:%d: error: ...") in a kernel compiled at run time (comgr,
+    # hipRTC, MIOpen): the compiler does not know this GPU target or its instructions (after round 18)
+    _rule("llvm-unknown-processor", r"is not a recognized processor for this target", "version-mismatch", "warning",
+          "the compiler does not know this GPU target (a ROCm or LLVM older than the GPU, or a wrong target name)"),
+    _rule("llvm-inline-asm-error", r"^\s*<inline asm>:\d+:\d+: error: ", "version-mismatch", "warning",
+          "a kernel's inline assembly does not assemble for this GPU target (the build is for another gfx arch)",
+          needles=("<inline asm>:",)),
     _rule("hip-no-binary-for-gpu", r"hipErrorNoBinaryForGpu", "version-mismatch", "fatal",
           "no code object for this GPU arch: wrong torch/ROCm build, or HSA_OVERRIDE_GFX_VERSION needed"),
     _rule("hip-invalid-device-function", r"invalid device function|hipErrorInvalidDeviceFunction",
@@ -438,7 +446,10 @@ RULES: tuple[Rule, ...] = (
     # ---- gpu-fault: HIP runtime, HSA, and the amdgpu/amdkfd kernel driver
     # The kernel's WARN_ON report (kernel/panic.c __warn: "WARNING: CPU: %d PID: %d at %pS" or, older, "at %s:%d
     # %pS") from a file of the amdgpu / amdkfd driver: the driver hit a state it does not expect (after round 17)
-    _rule("amdgpu-kernel-warn", r"WARNING: CPU: \d+ PID: \d+ at \S*(?:amdgpu|amdkfd|amd/display|drm/scheduler)",
+    _rule("amdgpu-kernel-warn", r"WARNING: CPU: \d+ PID: \d+ at \S*(?:amdgpu|amdkfd|amd/display|drm/scheduler)"
+          # the same report's instruction pointer in an amdgpu function (arch/x86/kernel/dumpstack.c show_ip: "RIP:
+          # %04x:%pS", the module in brackets; after round 18)
+          r"|\bRIP: [0-9a-f]{4}:\S+ \[amdgpu\]",
           "gpu-fault", "warning", "the amdgpu driver hit an unexpected state (a kernel WARN): dmesg on that node, "
           "drain it if a fault or reset follows"),
     # ROCr's "Memory access fault by GPU node-N"; the ROCm debug agent (ROCm/rocr_debug_agent, its VM-fault printer;
@@ -505,6 +516,12 @@ RULES: tuple[Rule, ...] = (
     _rule("amdgpu-ring-reset", r"Starting \S+ ring reset|Ring \S+ reset succeeded|reset compute queue \(|device wedged, but recovered"
           r"|AMDGPU device coredump file has been created|amdgpu: Dumping IP State\s*$", "gpu-fault", "warning",
           "the driver reset one GPU ring after a job timeout; the job on it is lost, the GPU may recover"),
+    # Which reset the recovery uses, announced after it began (amdgpu_device.c amdgpu_device_mode1_reset's dev_info "GPU
+    # mode1 reset", older psp_v11_0.c "psp mode1 reset succeed", amdgpu_dpm BACO/mode2 the same way; code search): a step
+    # of a recovery whose start ("GPU reset begin!") or cause (a ring timeout) is the failure (after round 18)
+    _rule("amdgpu-reset-method", r"\b(?:GPU )?(?:MODE1|MODE2|BACO|mode1|mode2) reset(?: succeed(?:ed)?)?\s*$",
+          "gpu-fault", "warning", "the driver names the reset method of a GPU recovery already under way",
+          needles=("mode1 reset", "mode2 reset", "baco reset")),
     _rule("amdgpu-gpu-reset", r"GPU reset|VRAM is lost|device wedged|GPU recovery disabled"
           r"|(MODE1|MODE2|BACO|mode1|mode2|PCI) reset\b|asic reset failed|GPU reset\(\d+\)",
           "gpu-fault", "fatal", "the driver reset the GPU; everything running on it is lost"),
@@ -765,10 +782,18 @@ RULES: tuple[Rule, ...] = (
     # handle page fault for address: %px") / ("BUG: kernel NULL pointer dereference, address: %px"), then
     # arch/x86/kernel/dumpstack.c __die_header "Oops: %04lx [#%d]..." (newer "Oops: <kind>, %04lx [#%d]"; torvalds/linux
     # through code search): a kernel thread (a driver's reset worker) crashed on that host
+    # arch/x86/mm/fault.c show_fault_oops opens the report ("BUG: kernel NULL pointer dereference, address: %px", "BUG:
+    # unable to handle page fault for address: %px"; before 4.20 "BUG: unable to handle kernel %s at %px" with "NULL
+    # pointer dereference" or "paging request"); arch/x86/kernel/dumpstack.c __die_header's "Oops: %04lx [#%d]" comes
+    # after it in the same report, a detail (a warning since round 18's after-sight)
     _rule("kernel-oops", r"BUG: unable to handle page fault for address: |BUG: kernel NULL pointer dereference, address: "
-          r"|\bOops: (?:[a-z][\w ]*, )?[0-9a-f]{4} \[#\d+\]", "crash", "fatal",
+          r"|BUG: unable to handle kernel (?:NULL pointer dereference|paging request) at "
+          # newer kernels open a general protection fault's report with the Oops line itself, its kind named
+          r"|\bOops: [a-z][\w ]*,.*\[#\d+\]", "crash", "fatal",
           "the host's kernel oopsed (a driver bug or bad hardware): the node needs a reboot and its dmesg a look",
-          needles=("bug: unable to handle page fault", "bug: kernel null pointer", "oops: ")),
+          needles=("bug: unable to handle", "bug: kernel null pointer", "oops: ")),
+    _rule("kernel-oops-header", r"\bOops: [0-9a-f]{4} \[#\d+\]", "crash", "warning",
+          "the kernel's oops header, under the BUG line that says what faulted", needles=("oops: ",)),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
     _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
@@ -975,7 +1000,15 @@ def at_level(match: Match, line: str) -> Match:
         and WARNING_LEVEL_PREFIX.match(line)
     ):
         return replace(match, severity="warning")
+    if match.severity == "fatal" and PYTHON_WARNING_LINE.match(line):
+        return replace(match, severity="warning")
     return match
+
+
+# A line Python's warnings module wrote (warnings.formatwarning: "<file>:<line>: <Category>: <message>"): the program
+# chose to go on, so whatever it names (torch/cuda/__init__.py's "UserWarning: HIP initialization: Unexpected error
+# from hipGetDeviceCount()") is a warning; the failure, if any, raises later on its own line (after round 18).
+PYTHON_WARNING_LINE = re.compile(r"^\s*\S+\.py:\d+: (?:[A-Z]\w*)?Warning: ")
 
 
 def _first_match(line: str) -> Match | None:

@@ -226,8 +226,10 @@ FAMILIES: tuple[Family, ...] = (
         "rocclr/device/comgrctx.cpp, rocclr/device/rocm/rocprogram.cpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
         "the HIP runtime (CLR) could not load code for this GPU or set the device up: check the build's gfx targets",
         (
-            ("%s - [Not Found]", "version-mismatch", "fatal"),
-            ("%s - [Unsupported]", "version-mismatch", "fatal"),
+            # The per-device lines are details of the fatal "Unable to find code object for all current devices" the same
+            # function logs (warnings since round 18's after-sight)
+            ("%s - [Not Found]", "version-mismatch", "warning"),
+            ("%s - [Unsupported]", "version-mismatch", "warning"),
             ("%s - [Code object targetID is %s]", "version-mismatch", "warning"),
             ("Unable to find code object for all current devices", "version-mismatch", "fatal"),
             ("Failed to load COMGR library", "version-mismatch", "fatal"),
@@ -244,6 +246,12 @@ FAMILIES: tuple[Family, ...] = (
             ("Barrier packet submission failed", "gpu-fault", "fatal"),
             ("Failed blocking queue wait with signal", "gpu-fault", "fatal"),
             ("Couldn't allocate memory on device!", "oom", "fatal"),
+            # after round 18 (after-sight): rocclr/platform/memory.cpp / hip_gl.cpp LogPrintfError("Can't allocate memory
+            # size - 0x%08X bytes!"), rocdevice.cpp LogError("failed to create a svm hidden buffer!") and
+            # LogError("Video memory allocation failed!") (code search of ROCm/clr and ROCclr): device memory ran out
+            ("Can't allocate memory size - 0x%08X bytes!", "oom", "fatal"),
+            ("failed to create a svm hidden buffer!", "oom", "fatal"),
+            ("Video memory allocation failed!", "oom", "fatal"),
             ("Fail allocation local memory", "oom", "fatal"),
             ("Fail allocation host memory with err %d", "oom", "fatal"),
             ("Heap buffer allocation failed!", "oom", "fatal"),
@@ -491,6 +499,14 @@ FAMILIES: tuple[Family, ...] = (
             # asks for host-visible VRAM on a GPU whose PCIe BAR is small (no large / resizable BAR in the BIOS): the
             # allocation fails with -EINVAL (code search of ROCK-Kernel-Driver and mainline trees)
             ("Alloc host visible vram on small bar is not allowed", "config", "warning"),
+            # after round 18 (after-sight): amdkfd kfd_module.c kfd_init's pr_err when the sched_policy module parameter
+            # is out of range (the module then fails to load: no compute); older kfd_device_queue_manager.c's
+            # pr_err("Unmapping queues failed.") after a preemption timeout (code search of ROCK-Kernel-Driver trees);
+            # kfd_device.c kgd2kfd_probe's "kfd not supported on this ASIC" (an ASIC ROCm cannot compute on, like the
+            # newer "%s %s not supported in kfd")
+            ("sched_policy has invalid value", "config", "fatal"),
+            ("Unmapping queues failed.", "gpu-fault", "fatal"),
+            ("kfd not supported on this ASIC", "version-mismatch", "warning"),
             # the partition modes (MI300 compute / memory partitions) the node is set to
             ("Invalid config, no compatible compute partition mode found, available memory partitions: %d", "config", "warning"),
             ("Invalid compute partition mode requested, requested: %s, available memory partitions: %d", "config", "warning"),
@@ -1296,6 +1312,12 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
         # needles: every name starts with "hiperror"; every text row needs " error: ", which the scan already finds as
         # the last resort's "error" (so the 142 rows add two literals to the scan, not 142)
         rows.append((rf"\b{name}\b", "hiperror", category, severity, f"RuntimeError: {name}"))
+        # after round 18 (after-sight): TensorFlow's ROCm stream executor (tensorflow/stream_executor/rocm/
+        # rocm_driver.cc ToString, code search) spells each status "HIP_ERROR_" + the name without "hipError"
+        tf_name = "HIP_ERROR_" + name.removeprefix("hipError")
+        rows.append(
+            (rf"\b{tf_name}\b", "hip_error_", category, severity, f"E rocm_driver.cc:975] failed: {tf_name}")
+        )
         rows.append(
             (
                 rf"(?:HIP|CUDA) error: {re.escape(text)}",
