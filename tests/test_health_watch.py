@@ -558,9 +558,8 @@ def test_a_node_without_a_route_to_the_store_fails_the_run_after_the_unreachable
 def test_no_route_to_host_counts_and_a_refused_connection_never_does() -> None:
     w = _watcher(stall_timeout=300)
     w.start(0.0)
-    _feed_retries(
-        w, "node2", "111 - Connection refused", 120.0
-    )  # the master not listening yet: c10d's to wait
+    # the master not listening yet: c10d's to wait
+    _feed_retries(w, "node2", "111 - Connection refused", 120.0)
     assert w.first_failure is None
     _feed_retries(w, "node1", "113 - No route to host", 12.0, start=130.0)
     root = w.first_failure

@@ -498,7 +498,10 @@ RULES: tuple[Rule, ...] = (
           r"|Suspending all queues failed|failed to suspend (all )?gangs"
           r"|Failed to restore (process )?queues|unrecoverable state due to an unsuccessful"
           r"|Queue preemption time out|failed to halt cp\b|qcm fence wait loop timeout expired"
-          r"|K[CG]Q disable failed|timeout waiting for kiq fence|Failed to restore queue \d+|Failed to remove queue \d+", "gpu-fault", "fatal",
+          r"|K[CG]Q disable failed|timeout waiting for kiq fence|Failed to restore queue \d+|Failed to remove queue \d+"
+          # older kfd_device_queue_manager.c's pr_err between "qcm fence wait loop timeout expired" and "unrecoverable
+          # state" (code search of ROCK-Kernel-Driver trees; after round 18)
+          r"|Unmapping queues failed", "gpu-fault", "fatal",
           "the driver could not preempt or evict a compute queue: the GPU is hung (a reset usually follows)"),
     # amdgpu_psp.c psp_cmd_submit_buf: dev_warn("psp gfx command %s(0x%X) failed and response status is (0x%X)") (older
     # "psp command (0x%X) failed ..."): the security processor refused a command, typically while a hung GPU is reset
@@ -778,17 +781,14 @@ RULES: tuple[Rule, ...] = (
     # (torvalds/linux through code search): without it the last resort named the line network, from "socket 0"
     _rule("segfault", r"Segmentation fault|SIGSEGV|exitcode\s*:?\s*-11\b|Signal 11\b|\]: segfault at [0-9a-f]+ ip ",
           "crash", "fatal", "a process segfaulted (native extension, driver, or corrupted memory)"),
-    # after round 14 (after-sight): the kernel's own oops, arch/x86/mm/fault.c show_fault_oops pr_alert("BUG: unable to
-    # handle page fault for address: %px") / ("BUG: kernel NULL pointer dereference, address: %px"), then
-    # arch/x86/kernel/dumpstack.c __die_header "Oops: %04lx [#%d]..." (newer "Oops: <kind>, %04lx [#%d]"; torvalds/linux
-    # through code search): a kernel thread (a driver's reset worker) crashed on that host
-    # arch/x86/mm/fault.c show_fault_oops opens the report ("BUG: kernel NULL pointer dereference, address: %px", "BUG:
-    # unable to handle page fault for address: %px"; before 4.20 "BUG: unable to handle kernel %s at %px" with "NULL
-    # pointer dereference" or "paging request"); arch/x86/kernel/dumpstack.c __die_header's "Oops: %04lx [#%d]" comes
-    # after it in the same report, a detail (a warning since round 18's after-sight)
+    # after round 14 (after-sight): the kernel's own oops (torvalds/linux through code search), a kernel thread (a
+    # driver's reset worker) crashed on that host. arch/x86/mm/fault.c show_fault_oops opens the report with pr_alert("BUG:
+    # unable to handle page fault for address: %px") / ("BUG: kernel NULL pointer dereference, address: %px"), before 4.20
+    # "BUG: unable to handle kernel %s at %px" ("NULL pointer dereference" or "paging request"; after round 18); then
+    # arch/x86/kernel/dumpstack.c __die_header's "Oops: %04lx [#%d]..." follows in the same report, a detail (a warning
+    # since round 18), except newer kernels' "Oops: <kind>, ... [#%d]", which opens a general protection fault's report
     _rule("kernel-oops", r"BUG: unable to handle page fault for address: |BUG: kernel NULL pointer dereference, address: "
           r"|BUG: unable to handle kernel (?:NULL pointer dereference|paging request) at "
-          # newer kernels open a general protection fault's report with the Oops line itself, its kind named
           r"|\bOops: [a-z][\w ]*,.*\[#\d+\]", "crash", "fatal",
           "the host's kernel oopsed (a driver bug or bad hardware): the node needs a reboot and its dmesg a look",
           needles=("bug: unable to handle", "bug: kernel null pointer", "oops: ")),

@@ -500,12 +500,10 @@ FAMILIES: tuple[Family, ...] = (
             # allocation fails with -EINVAL (code search of ROCK-Kernel-Driver and mainline trees)
             ("Alloc host visible vram on small bar is not allowed", "config", "warning"),
             # after round 18 (after-sight): amdkfd kfd_module.c kfd_init's pr_err when the sched_policy module parameter
-            # is out of range (the module then fails to load: no compute); older kfd_device_queue_manager.c's
-            # pr_err("Unmapping queues failed.") after a preemption timeout (code search of ROCK-Kernel-Driver trees);
+            # is out of range (the module then fails to load: no compute; code search of ROCK-Kernel-Driver trees);
             # kfd_device.c kgd2kfd_probe's "kfd not supported on this ASIC" (an ASIC ROCm cannot compute on, like the
             # newer "%s %s not supported in kfd")
             ("sched_policy has invalid value", "config", "fatal"),
-            ("Unmapping queues failed.", "gpu-fault", "fatal"),
             ("kfd not supported on this ASIC", "version-mismatch", "warning"),
             # the partition modes (MI300 compute / memory partitions) the node is set to
             ("Invalid config, no compatible compute partition mode found, available memory partitions: %d", "config", "warning"),

@@ -73,9 +73,8 @@ NET_SOCKET_RULE = "rccl-net-socket"  # not in the rule table: it depends on the 
 # W level, torch 2.13.0 in the .venv), so a node cut off from the master used to sit through the whole stall limit.
 # ECONNREFUSED is the master not listening yet and stays a retry; ENETUNREACH (101) / EHOSTUNREACH (113) say no route
 # leads there, which no retry mends within a job's start: after UNREACHABLE_AFTER_S of them it is a network failure.
-STORE_UNREACHABLE_RULE = (
-    "store-unreachable"  # not in the rule table: a run of retry lines over time, not one line
-)
+# Not in the rule table: a run of retry lines over time, not one line.
+STORE_UNREACHABLE_RULE = "store-unreachable"
 STORE_CONNECT_RULES = frozenset({"store-connect-attempt", "store-connect-retry"})
 _UNREACHABLE_ERRNO = re.compile(r"errno: (?:101|113)\b|Network is unreachable|No route to host")
 UNREACHABLE_AFTER_S = 10.0
@@ -237,8 +236,10 @@ class Watcher:
     # (launcher/health/netinit.py), seconds after start instead of a job at a tenth of its speed.
     expect_net: str | None = None
     _net_socket_nodes: set[str] = field(default_factory=set)
-    # Per node: when its first store connection attempt failed for want of a route (STORE_UNREACHABLE_RULE).
+    # Per node: when its first store connection attempt failed for want of a route, and the nodes already reported
+    # (STORE_UNREACHABLE_RULE).
     _unreachable_since: dict[str, float] = field(default_factory=dict)
+    _unreachable_reported: set[str] = field(default_factory=set)
     unreachable_after: float = UNREACHABLE_AFTER_S
     _hang_reported: bool = False
     _stragglers: set[str] = field(default_factory=set)
@@ -288,8 +289,11 @@ class Watcher:
         if match.rule in OOM_EVIDENCE_RULES:
             self.observe_oom_kill(time, node, f"the job's output: {text.strip()[:120]}")
         recorded = self._record(self._blame_oom(self._forgive_end_of_run(event)))
-        if match.rule in STORE_CONNECT_RULES and _UNREACHABLE_ERRNO.search(text):
-            return self._store_unreachable(time, node, rank, text, self._line_numbers[key]) or recorded
+        no_route = _UNREACHABLE_ERRNO.search(text) if match.rule in STORE_CONNECT_RULES else None
+        if no_route is not None:
+            return (
+                self._store_unreachable(time, node, rank, text, no_route, self._line_numbers[key]) or recorded
+            )
         return recorded
 
     def observe_activity(
@@ -744,16 +748,15 @@ class Watcher:
         return self._record(event)
 
     def _store_unreachable(
-        self, time: float, node: str, rank: int | None, text: str, line: int
+        self, time: float, node: str, rank: int | None, text: str, errno: re.Match[str], line: int
     ) -> Event | None:
-        """A node's store connection attempts have failed for want of a route for `unreachable_after` seconds: a
-        fatal network failure of that node (see STORE_UNREACHABLE_RULE), once."""
+        """A node's store connection attempts have failed for want of a route (`errno`, this line's) for
+        `unreachable_after` seconds: a fatal network failure of that node (see STORE_UNREACHABLE_RULE), once."""
         since = self._unreachable_since.setdefault(node, time)
-        if since < 0 or time - since < self.unreachable_after:
+        if node in self._unreachable_reported or time - since < self.unreachable_after:
             return None
-        self._unreachable_since[node] = -1.0  # reported
-        found = _UNREACHABLE_ERRNO.search(text)
-        no_route = found is not None and ("113" in found.group(0) or "No route" in found.group(0))
+        self._unreachable_reported.add(node)
+        no_route = "113" in errno.group(0) or "No route" in errno.group(0)
         errno_text = "No route to host" if no_route else "Network is unreachable"
         why = (
             f"cannot reach the master's store: {errno_text} for {time - since:.0f} s of retries; a route or "
