@@ -621,7 +621,7 @@ def read_log_lines(
             transport,
             list(local),
             lambda h: python.get(h, "python3"),
-            nodecall.node_script("logcat.py"),
+            nodecall.with_modules(nodecall.node_script("logcat.py"), "logcat.py", ("teelines.py",)),
             lambda h: [options(h), *run_dirs[h]],
             timeout=120,
         )

@@ -270,12 +270,13 @@ def test_since_takes_durations_and_times() -> None:
             parse_since(bad)
 
 
-LOGCAT = ROOT / "launcher" / "node" / "logcat.py"
-
-
 def logcat(opts: dict, *run_dirs: Path) -> tuple[list[str], dict]:
+    """logcat.py as `rlaunch logs` sends it to a node (launcher/lifecycle.py): `-c`, with teelines.py."""
+    from launcher import nodecall
+
+    code = nodecall.with_modules(nodecall.node_script("logcat.py"), "logcat.py", ("teelines.py",))
     done = subprocess.run(
-        [sys.executable, "-I", str(LOGCAT), json.dumps(opts), *map(str, run_dirs)],
+        [sys.executable, "-I", "-c", code, json.dumps(opts), *map(str, run_dirs)],
         capture_output=True,
         text=True,
         check=True,

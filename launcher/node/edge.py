@@ -39,9 +39,10 @@ def _beside(name: str):
 
 
 if __package__:  # imported by the head or tests as launcher.node.edge
-    from launcher.node import protocol
+    from launcher.node import protocol, teelines
 else:  # loaded by the guard from RUNDIR: the guard's own protocol.py, else the one pushed beside this file
     protocol = sys.modules.get("protocol") or _beside("protocol")  # type: ignore[assignment]
+    teelines = sys.modules.get("teelines") or _beside("teelines")  # type: ignore[assignment]
 
 # RCCL's INIT lines naming its network transport (launcher/health/netinit.py has the same patterns; a contract test
 # checks they agree): forwarded from every rank, since the rule table leaves every "NCCL INFO" line healthy.
@@ -112,12 +113,14 @@ def local_rank_of(pid: int):
 
 
 class LineReader:
-    """New complete lines of a growing file, from a byte offset (over-long lines are cut, never fatal)."""
+    """New complete lines of a growing file, from a byte offset (over-long lines are cut, never fatal), torchrun's
+    cut lines joined (teelines.py)."""
 
     def __init__(self, path: str, offset: int = 0) -> None:
         self.path = path
         self.offset = offset
         self.pending = b""
+        self.join = teelines.TeeJoin()
 
     def read(self) -> list:
         try:
@@ -133,7 +136,8 @@ class LineReader:
         if len(self.pending) > MAX_LINE_BYTES:
             lines.append(self.pending)
             self.pending = b""
-        return [raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace") for raw in lines]
+        texts = (raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace") for raw in lines)
+        return [line for text in texts for line in self.join.feed(text)]
 
 
 class EdgeHealth:

@@ -18,18 +18,21 @@ if __package__:  # imported by the head or tests as launcher.node.*
     from launcher.node import gpuwatch, protocol
     from launcher.node import procs as proctab
     from launcher.node import rundir as rd
+    from launcher.node.teelines import TeeJoin
 else:  # imported by guard.py run as a script from the run directory, beside this file
     import gpuwatch  # type: ignore[no-redef]
     import procs as proctab  # type: ignore[no-redef]
     import protocol  # type: ignore[no-redef]
     import rundir as rd  # type: ignore[no-redef]
+    from teelines import TeeJoin  # type: ignore[no-redef]
 
 PROCS_EVERY_S = 1.0
 STATE_WAIT_S = 10.0
 
 
 class LogTail:
-    """Turns the growing out.log into ("line", offset-after-line, text) records."""
+    """Turns the growing out.log into ("line", offset-after-line, text) records, torchrun's cut lines joined
+    (teelines.py): every record carries the offset after the out.log line that completed it."""
 
     def __init__(self, path: str, offset: int) -> None:
         self.path = path
@@ -37,6 +40,7 @@ class LogTail:
         self.pending = b""
         self.skipping = False  # inside an over-long line whose head was already emitted
         self.file = None
+        self.join = TeeJoin()
 
     def read(self, final: bool = False) -> list:
         if self.file is None:
@@ -54,14 +58,16 @@ class LogTail:
                 break
             out.extend(self.split(chunk))
         if final and self.pending:
-            out.append(self.emit(self.pending, len(self.pending)))
+            out.extend(self.emit(self.pending, len(self.pending)))
             self.pending = b""
+        if final:
+            out.extend((self.offset, text) for text in self.join.flush())
         return out
 
-    def emit(self, raw: bytes, consumed: int) -> tuple:
+    def emit(self, raw: bytes, consumed: int) -> list:
         self.offset += consumed
         text = raw[: protocol.MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace")
-        return self.offset, text
+        return [(self.offset, line) for line in self.join.feed(text)]
 
     def split(self, chunk: bytes) -> list:
         out = []
@@ -77,13 +83,13 @@ class LogTail:
                 self.offset += nl + 1 - start
                 self.skipping = False
             else:
-                out.append(self.emit(line, nl + 1 - start))
+                out.extend(self.emit(line, nl + 1 - start))
             start = nl + 1
         rest = data[start:]
         if self.skipping:
             self.offset += len(rest)
         elif len(rest) > protocol.MAX_LINE_BYTES:
-            out.append(self.emit(rest, len(rest)))
+            out.extend(self.emit(rest, len(rest)))
             self.skipping = True
         else:
             self.pending = rest

@@ -1,6 +1,7 @@
 """Every line of a run's output on one node; run as `python -c <this file> OPTIONS RUN_DIR...`.
 
-Standard library only. The guard keeps every line of every rank in RUN_DIR/out.log while the follower forwards only
+Standard library, and teelines.py sent with it (launcher/lifecycle.py, nodecall.with_modules): torchrun's cut lines
+are joined as the follower joins them. The guard keeps every line of every rank in RUN_DIR/out.log while the follower forwards only
 what the head needs (edge.py), so `rlaunch logs` reads the whole log here. One RUN_DIR per attempt (a restarted run
 has one per attempt), in order. OPTIONS is one JSON object:
   ranks  "all" or a list of local ranks (lines with torchrun's "[default3]:" prefix; unprefixed lines only with "all")
@@ -28,7 +29,11 @@ import re
 import sys
 import time
 
-OUT_INDEX = "out.idx"  # protocol.OUT_INDEX (this file runs alone through `python -c`: no imports of ours)
+import teelines
+
+OUT_INDEX = (
+    "out.idx"  # protocol.OUT_INDEX (not imported: this file runs through `python -c` with teelines only)
+)
 LINE_START_SCAN = 1 << 16  # bytes looked back for the start of the line an index offset falls into
 
 opts = json.loads(sys.argv[1])
@@ -85,6 +90,16 @@ def emit(text):
         out.write(text.encode("utf-8") + b"\n")
 
 
+def show(text):
+    if wanted is not None:
+        found = prefix.match(text)
+        if found is None or int(found.group(1)) not in wanted:
+            return
+    if pattern is not None and not pattern.search(text):
+        return
+    emit(text)
+
+
 ends = {}
 for run_dir in run_dirs:
     path = os.path.join(run_dir, "out.log")
@@ -98,18 +113,15 @@ for run_dir in run_dirs:
             continue
         f.seek(line_start(f, first))
         end = f.tell()
+        join = teelines.TeeJoin()
         for raw in f:
             if not raw.endswith(b"\n") and opts.get("follow"):
                 break  # a line still being written: the follower picks it up whole from `end`
             end += len(raw)
-            text = raw.rstrip(b"\n").decode("utf-8", "replace")
-            if wanted is not None:
-                found = prefix.match(text)
-                if found is None or int(found.group(1)) not in wanted:
-                    continue
-            if pattern is not None and not pattern.search(text):
-                continue
-            emit(text)
+            for text in join.feed(raw.rstrip(b"\n").decode("utf-8", "replace")):
+                show(text)
+        for text in join.flush():
+            show(text)
         ends[run_dir] = end
 if kept is not None:
     for text in kept:

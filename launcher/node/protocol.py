@@ -32,6 +32,7 @@ GUARD_BUNDLE = (
     "rundir.py",
     "daemon.py",
     "follower.py",
+    "teelines.py",  # torchrun's cut lines joined, for the follower and edge.py
     "gpuwatch.py",
     "stopreq.py",  # stop requests (rlaunch stop --save): the daemon's hook, docs/preemption.md
 )
