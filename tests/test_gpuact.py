@@ -111,6 +111,14 @@ def test_oom_killer_lines_name_the_killed_pid() -> None:
     assert gpuact.oom_pid("oom_reaper: reaped process 25315 (python3), now anon-rss:0kB") is None
 
 
+def test_the_kernels_watchdogs_name_the_stuck_pid() -> None:
+    """kernel/hung_task.c and kernel/watchdog.c formats; a task name may hold a colon or a slash."""
+    assert gpuact.stuck_pid("INFO: task python3:4242 blocked for more than 120 seconds.") == 4242
+    assert gpuact.stuck_pid("[  246.9] INFO: task kworker/2:4:944 blocked for more than 122 seconds.") == 944
+    assert gpuact.stuck_pid("watchdog: BUG: soft lockup - CPU#3 stuck for 23s! [pt_main_thread:4243]") == 4243
+    assert gpuact.stuck_pid("INFO: task hung but no pid") is None
+
+
 # ---- the hang rule with GPU readings (progress.py) ------------------------------------------------------------
 
 SPIN = {"gfx": 100, "umc": 0, "w": 190, "idle_w": 182}

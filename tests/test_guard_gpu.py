@@ -109,6 +109,35 @@ def test_rank_gpu_readings_and_oom_kill_reach_the_head(job: Job) -> None:
     job.assert_nothing_left()
 
 
+def test_a_rank_stuck_in_the_kernel_reaches_the_head_and_another_task_does_not(job: Job) -> None:
+    """The kernel's hung-task and soft-lockup reports name a task by pid: the rank's are forwarded, as a warning that
+    names the node (the stall check decides whether the job is stuck); anyone else's stay on the node."""
+    job.start()
+    wait_for(lambda: (job.rundir / "rank.pid").exists(), 30, "the rank to start")
+    pid = int((job.rundir / "rank.pid").read_text())
+    follower = job.follow()
+    follower.until(lambda r: r["k"] == "procs")  # the follower knows the job's processes
+    with Path(os.environ["RLAUNCH_KMSG"]).open("a") as f:
+        f.write("3,900,5000,-;INFO: task jbd2/sda1-8:1 blocked for more than 122 seconds.\n")
+        f.write("0,901,5001,-;watchdog: BUG: soft lockup - CPU#3 stuck for 23s! [kworker/3:1:2]\n")
+        f.write(f"3,902,5002,-;INFO: task sleep:{pid} blocked for more than 122 seconds.\n")
+    records = follower.until(lambda r: r["k"] == "kernel")
+    kernel = [r["text"] for r in records if r["k"] == "kernel"]
+    assert kernel == [f"INFO: task sleep:{pid} blocked for more than 122 seconds."], kernel
+    watcher = Watcher(ranks={"node2": [3]}, stall_timeout=600)
+    event = watcher.observe_gpu(records[-1]["t"], "node2", kernel[0])
+    assert event is not None and (event.node, event.severity, event.category) == (
+        "node2",
+        "warning",
+        "gpu-fault",
+    )
+    assert watcher.first_failure is None
+    follower.send("stop")
+    follower.until(lambda r: r["k"] == "exit")
+    job.wait_finished()
+    job.assert_nothing_left()
+
+
 def test_a_hanging_tool_is_one_process_killed_at_its_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

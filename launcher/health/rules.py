@@ -452,6 +452,17 @@ RULES: tuple[Rule, ...] = (
           r"|\bRIP: [0-9a-f]{4}:\S+ \[amdgpu\]",
           "gpu-fault", "warning", "the amdgpu driver hit an unexpected state (a kernel WARN): dmesg on that node, "
           "drain it if a fault or reset follows"),
+    # The kernel's own watchdogs, on the node that runs the job (torvalds/linux through code search): kernel/hung_task.c
+    # check_hung_task pr_err("INFO: task %s:%d blocked for more than %ld seconds.") (a task in uninterruptible sleep:
+    # a driver such as amdgpu waiting on a hung GPU, or a file system); kernel/watchdog.c watchdog_timer_fn
+    # pr_emerg("BUG: soft lockup - CPU#%d stuck for %us! [%s:%d]") and the hard-lockup detector's "Watchdog detected
+    # hard LOCKUP on cpu %d"; kernel/rcu/tree_stall.h ("INFO: %s self-detected stall on CPU", "INFO: %s detected stalls
+    # on CPUs/tasks:"). Each says the node is stuck somewhere, not yet what failed: warnings, the stall check decides.
+    _rule("kernel-hung-task", r"INFO: task .{1,16}:\d+ blocked for more than \d+ seconds"
+          r"|BUG: soft lockup - CPU#\d+ stuck for \d+s!|Watchdog detected hard LOCKUP on cpu \d+"
+          r"|INFO: \w+ (?:self-detected stall on CPU|detected stalls on CPUs)",
+          "gpu-fault", "warning", "the node's kernel reports a task or CPU stuck (a GPU driver waiting on a hung GPU, "
+          "or a file system): dmesg on that node names the call stack", needles=("info: ", "lockup")),
     # ROCr's "Memory access fault by GPU node-N"; the ROCm debug agent (ROCm/rocr_debug_agent, its VM-fault printer;
     # code search) prints "Memory access fault at GPU Node: N" for the same fault (after round 17)
     _rule("gpu-memory-access-fault", r"Memory access fault (?:by GPU node-|at GPU Node: )\d+", "gpu-fault", "fatal",
@@ -535,10 +546,13 @@ RULES: tuple[Rule, ...] = (
     # warning detail (after round 11: a zero status register came out fatal; the root cause was that the details were
     # rules of their own, fatal, rather than parts of one report)
     _rule("amdgpu-fault-status", r"\bG?C?VM_L2_PROTECTION_FAULT_STATUS:\s*0x[0-9A-Fa-f]+|in page starting at address"
+          r"|\bamdgpu [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: (?:amdgpu: )?\s+at (?:page|address) 0x[0-9a-f]{16} from \d+"
           r"|VM_CONTEXT\d*_PROTECTION_FAULT_(?:ADDR|STATUS)", "gpu-fault", "warning",
           "a detail of the GPU page fault reported just above (its address, status register or decode)",
-          needles=("protection_fault_", "in page starting at address")),
-    _rule("amdgpu-page-fault", r"\[(gfx|mm)hub\d*\] (retry |no-retry )?page fault|GPU fault detected"
+          needles=("protection_fault_", "in page starting at address", "amdgpu")),
+    # Older gmc_v9_0.c (4.14-4.19 trees, code search) wrote "[%s] VMC page fault (src_id:%u ring:%u vmid:%u pas_id:%u)"
+    # and the detail "  at page 0x%016llx from %d" (later "  at address ..."): the same report, older words
+    _rule("amdgpu-page-fault", r"\[(gfx|mm)hub\d*\] (retry |no-retry |VMC )?page fault|GPU fault detected"
           r"|VM_L2_PROTECTION_FAULT_STATUS", "gpu-fault", "fatal",
           "the GPU faulted on an address (kernel bug, use after free, or bad hardware)"),
     _rule("amdgpu-sq-interrupt-error", r"sq_intr: error", "gpu-fault", "warning",
@@ -792,6 +806,9 @@ RULES: tuple[Rule, ...] = (
           r"|\bOops: [a-z][\w ]*,.*\[#\d+\]", "crash", "fatal",
           "the host's kernel oopsed (a driver bug or bad hardware): the node needs a reboot and its dmesg a look",
           needles=("bug: unable to handle", "bug: kernel null pointer", "oops: ")),
+    # kernel/panic.c panic(): pr_emerg("Kernel panic - not syncing: %s") — the node is going down
+    _rule("kernel-panic", r"Kernel panic - not syncing: ", "crash", "fatal",
+          "the node's kernel panicked: it is down or rebooting; the lines before it say why"),
     _rule("kernel-oops-header", r"\bOops: [0-9a-f]{4} \[#\d+\]", "crash", "warning",
           "the kernel's oops header, under the BUG line that says what faulted", needles=("oops: ",)),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",

@@ -39,6 +39,12 @@ VISIBILITY = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVIC
 # process N ...").
 OOM_PID = re.compile(r"\bKilled process (\d+)|\boom-kill:\S*?\bpid=(\d+)")
 ANON_RSS = re.compile(r"anon-rss:\s*([\d,]+\s*kB)")
+# The kernel's watchdogs naming a stuck task (kernel/hung_task.c "INFO: task %s:%d blocked for more than %ld
+# seconds.", kernel/watchdog.c "BUG: soft lockup - CPU#%d stuck for %us! [%s:%d]"; comm is at most 15 characters):
+# a rank of the job stuck in the kernel is this job's business (the rule kernel-hung-task in launcher/health/rules.py).
+STUCK_PID = re.compile(
+    r"INFO: task .{1,16}:(\d{1,9}) blocked for more than|soft lockup - CPU#\d+ stuck for \d+s! \[.{1,16}:(\d{1,9})\]"
+)
 
 
 def _number(value: object) -> float | None:
@@ -190,6 +196,12 @@ def oom_pid(text: str) -> int | None:
     if not m:
         return None
     return int(m.group(1) or m.group(2))
+
+
+def stuck_pid(text: str) -> int | None:
+    """The pid a hung-task or soft-lockup kernel line names as stuck, else None."""
+    m = STUCK_PID.search(text) if "INFO: task" in text or "soft lockup" in text else None
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def oom_detail(text: str) -> str:

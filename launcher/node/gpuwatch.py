@@ -65,7 +65,8 @@ class GpuWatch:
         self.fresh = False  # a sample arrived that no procs record carried yet
 
     def kernel_lines(self, pids: frozenset = frozenset()) -> list:
-        """New kernel log lines worth forwarding: amdgpu/amdkfd ones, and OOM-killer lines naming one of `pids`."""
+        """New kernel log lines worth forwarding: amdgpu/amdkfd ones, and OOM-killer and stuck-task lines naming one
+        of `pids`."""
         if self.kmsg_fd is None:
             return []
         out = []
@@ -90,10 +91,14 @@ class GpuWatch:
             )  # /dev/kmsg: "pri,seq,ts,flags;message"
             if "amdgpu" in text or "amdkfd" in text:
                 out.append(text[: protocol.MAX_LINE_BYTES])
-            elif pids and gpuact is not None and gpuact.oom_pid(text) in pids:
+            elif (
+                pids
+                and gpuact is not None
+                and (gpuact.oom_pid(text) in pids or gpuact.stuck_pid(text) in pids)
+            ):
                 out.append(
                     text[: protocol.MAX_LINE_BYTES]
-                )  # another job's OOM kill is not this job's business
+                )  # another job's OOM kill or stuck task is not our business
         return out
 
     def poll(self, now: float) -> dict | None:
