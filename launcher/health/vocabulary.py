@@ -688,7 +688,11 @@ FAMILIES: tuple[Family, ...] = (
             ("miopenStatusAllocFailed", "oom", "fatal"),
             ("miopenStatusInternalError", "gpu-fault", "fatal"),
             ("miopenStatusNotImplemented", "version-mismatch", "fatal"),
-            ("miopenStatusUnknownError", "gpu-fault", "fatal"),
+            # include/miopen/errors.hpp (ROCm/MIOpen 140b9188): the status of every MIOPEN_THROW without one, of any
+            # std::exception try_() catches, and of HIP / OpenCL failures inside MIOpen; try_() prints "MIOpen Error: "
+            # + what() first. So it relays that line (the row above it names it version-mismatch), not a GPU fault
+            # (turn 11, before round 19)
+            ("miopenStatusUnknownError", "version-mismatch", "fatal"),
             ("miopenStatusUnsupportedOp", "version-mismatch", "fatal"),
             ("miopenStatusVersionMismatch", "version-mismatch", "fatal"),
             ("Code object build failed", "version-mismatch", "fatal"),
