@@ -344,6 +344,45 @@ FAMILIES: tuple[Family, ...] = (
             ("No AMD GPUs specified", "config", "warning"),
         ),
     ),
+    # ---- the SMI libraries (turn 11, before round 19): ROCm/amdsmi src/amd_smi/amd_smi.cc amdsmi_status_code_to_string
+    #      ("AMDSMI_STATUS_<NAME>: <text>") and py-interface/amdsmi_exception.py (AmdSmiLibraryException: "An error occured
+    #      with code: N(AMDSMI_STATUS_<NAME> - <text>)"), commit a74fda5c; ROCm/rocm_smi_lib rsmi_status_t (its
+    #      rsmiBindings.py, rsmi_status_string "RSMI_STATUS_<NAME>: ..."), as amd-smi / rocm-smi / a monitor print them.
+    #      The statuses that say what is wrong with the node are rows; the ones about an argument, an unsupported
+    #      reading or a retry (INVAL, NOT_SUPPORTED, NO_DATA, RETRY, ...) are not: healthy tools print them for
+    #      readings a GPU lacks. Warnings (a monitor failing is not the job failing) except a missing amdgpu driver.
+    Family(
+        "smi",
+        "ROCm/amdsmi src/amd_smi/amd_smi.cc amdsmi_status_code_to_string, py-interface/amdsmi_exception.py (commit "
+        "a74fda5c); ROCm/rocm_smi_lib rsmi_status_t (rsmiBindings.py)",
+        "the GPU management library (amd-smi / rocm-smi) cannot read this node's GPUs: driver, permissions or install",
+        (
+            ("AMDSMI_STATUS_DRIVER_NOT_LOADED", "config", "fatal"),
+            ("AMDSMI_STATUS_NO_PERM", "config", "warning"),
+            ("AMDSMI_STATUS_NOT_INIT", "config", "warning"),
+            ("AMDSMI_STATUS_INIT_ERROR", "config", "warning"),
+            ("AMDSMI_STATUS_DRM_ERROR", "config", "warning"),
+            ("AMDSMI_STATUS_FILE_ERROR", "config", "warning"),
+            ("AMDSMI_STATUS_FILE_NOT_FOUND", "config", "warning"),
+            ("AMDSMI_STATUS_NOT_FOUND", "config", "warning"),
+            ("AMDSMI_STATUS_FAIL_LOAD_MODULE", "version-mismatch", "warning"),
+            ("AMDSMI_STATUS_FAIL_LOAD_SYMBOL", "version-mismatch", "warning"),
+            ("AMDSMI_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
+            ("AMDSMI_STATUS_CORRUPTED_EEPROM", "gpu-fault", "warning"),
+            ("AMDSMI_STATUS_AMDGPU_RESTART_ERR", "gpu-fault", "warning"),
+            ("RSMI_STATUS_PERMISSION", "config", "warning"),
+            ("RSMI_STATUS_INIT_ERROR", "config", "warning"),
+            ("RSMI_INITIALIZATION_ERROR", "config", "warning"),
+            ("RSMI_STATUS_DRM_ERROR", "config", "warning"),
+            ("RSMI_STATUS_FILE_ERROR", "config", "warning"),
+            ("RSMI_STATUS_NOT_FOUND", "config", "warning"),
+            ("RSMI_STATUS_FAIL_LOAD_MODULE", "version-mismatch", "warning"),
+            ("RSMI_STATUS_FAIL_LOAD_SYMBOL", "version-mismatch", "warning"),
+            ("RSMI_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
+            ("RSMI_STATUS_AMDGPU_RESTART_ERR", "gpu-fault", "warning"),
+        ),
+        shared_needles=("smi_status_",),
+    ),
     # ---- amdgpu / amdkfd kernel driver (the page-fault decode fields are warnings: details under the fatal fault line,
 #      and "WALKER_ERROR: 0x0" says there was none): ROCm/amdgpu (AMD's DKMS tree of drivers/gpu/drm/amd; torvalds/linux is too
     #      large to bring here, 8.6 GB) drivers/gpu/drm/amd/amdgpu/amdgpu_job.c (commit 146ae3b49ea6ab83142b70e73a8aacf6bc7b21c8)
