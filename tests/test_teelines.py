@@ -57,14 +57,19 @@ def test_lines_that_are_not_cut_pass_as_they_are() -> None:
     assert joined(*plain) == plain
 
 
-def test_a_progress_bars_redraws_go_out_at_once() -> None:
+def test_a_progress_bar_shows_its_latest_redraw_once_per_read() -> None:
+    """tqdm writes "\\r" and the bar, no newline until it closes: each read gives the bar's latest state (activity
+    for the stall check), not every redraw, and not one endless line."""
     join = TeeJoin()
-    # tqdm writes "\r" and the bar, no newline: each redraw is read as a piece, and shows activity when it comes
-    assert join.feed("[default0]:\r 10%|#         | 1/10[default1]:loss=2.0") == [
-        "[default0]:\r 10%|#         | 1/10",
-        "[default1]:loss=2.0",
+    assert join.feed("[default0]:\r 10%|#         | 1/10[default1]:loss=2.0") == ["[default1]:loss=2.0"]
+    assert join.feed("[default0]:\r 20%|##        | 2/10[default0]:\r 30%|###       | 3/10[default1]:x") == [
+        "[default1]:x"
     ]
-    assert join.held == {}
+    assert join.bars() == ["[default0]:\r 30%|###       | 3/10"] and join.held == {}
+    assert join.bars() == []  # nothing new drawn
+    assert join.feed("[default0]:\r100%|##########| 10/10[default0]:") == [
+        "[default0]:\r100%|##########| 10/10"
+    ]
 
 
 def test_what_waits_is_bounded() -> None:

@@ -137,7 +137,7 @@ class LineReader:
             lines.append(self.pending)
             self.pending = b""
         texts = (raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace") for raw in lines)
-        return [line for text in texts for line in self.join.feed(text)]
+        return [line for text in texts for line in self.join.feed(text)] + self.join.bars()
 
 
 class EdgeHealth:

@@ -60,8 +60,7 @@ class LogTail:
         if final and self.pending:
             out.extend(self.emit(self.pending, len(self.pending)))
             self.pending = b""
-        if final:
-            out.extend((self.offset, text) for text in self.join.flush())
+        out.extend((self.offset, text) for text in (self.join.flush() if final else self.join.bars()))
         return out
 
     def emit(self, raw: bytes, consumed: int) -> list:

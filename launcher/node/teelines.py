@@ -11,10 +11,12 @@ between the two. Turn 10's CI recorded "[default0]:step=2 loss=4.404990196228027
 cut in two would be missed by every rule.
 
 How. A prefix of the line's own role after the start of a line means the piece before it was cut short: that piece
-waits, keyed by its prefix, and the next piece under the same prefix continues it. A piece holding a carriage return
-is a progress bar's redraw (tqdm writes "\\r" and the bar, no newline): it goes out at once, as before, so a bar
-drawn between other workers' lines still counts as activity. Every reader of out.log joins through here: the
-follower (the head's record and health), the guard's edge rules and `rlaunch logs` (launcher/node/logcat.py).
+waits, keyed by its prefix, and the next piece under the same prefix continues it. A progress bar never ends its
+line (tqdm writes "\\r" and the whole bar at each redraw, a newline only when it closes): `bars()` gives each waiting
+bar's latest redraw and drops the older ones, so a follower that calls it once per read shows a bar's progress as it
+goes (the stall check counts it as activity) at most once per read, where a bar's one endless line used to be cut at
+MAX_PIECE and its later redraws never seen. Every reader of out.log joins through here: the follower (the head's
+record and health), the guard's edge rules and `rlaunch logs` (launcher/node/logcat.py).
 
 Standard library only (pushed beside guard.py: protocol.GUARD_BUNDLE; sent with logcat.py: nodecall.with_modules).
 """
@@ -51,10 +53,20 @@ class TeeJoin:
             end = cuts[i + 1].start() if i + 1 < len(cuts) else len(line)
             text = self.held.pop(prefix, "") + line[cut.end() : end]
             last = i + 1 == len(cuts)
-            if last or "\r" in text or len(text) >= MAX_PIECE or len(self.held) >= MAX_HELD:
+            if last or len(text) >= MAX_PIECE or len(self.held) >= MAX_HELD:
                 out.append(prefix + text)
             else:
                 self.held[prefix] = text
+        return out
+
+    def bars(self) -> list[str]:
+        """Each waiting progress bar's latest redraw (from its last carriage return); the older redraws are dropped."""
+        out = []
+        for prefix, text in list(self.held.items()):
+            cr = text.rfind("\r")
+            if cr >= 0:
+                out.append(prefix + text[cr:])
+                del self.held[prefix]
         return out
 
     def flush(self) -> list[str]:
