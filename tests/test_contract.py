@@ -940,3 +940,16 @@ def test_every_module_has_a_room_in_contributing() -> None:
         if not any(rel.as_posix() in row or named.search(row) for row in mine):
             missing.append(rel.as_posix())
     assert not missing, f"modules without a room in CONTRIBUTING.md's table: {missing}"
+
+
+def test_every_reader_of_out_logs_lines_joins_torchruns_cut_lines() -> None:
+    """out.log's lines reach the head, the edge rules and `rlaunch logs` only through teelines.TeeJoin (torchrun's
+    tee cuts a line read half-written; turn 10's CI recorded `loss=4.40...[default0]:`). The modules that name
+    out.log and are not readers of its lines: the daemon writes it, rundir's index only stats it."""
+    writers_and_stat = {"daemon.py", "rundir.py"}
+    for path in sorted((ROOT / "launcher" / "node").glob("*.py")):
+        text = path.read_text()
+        if '"out.log"' not in text or path.name in writers_and_stat:
+            continue
+        assert "TeeJoin()" in text, f"{path.relative_to(ROOT)} reads out.log's lines without teelines.TeeJoin"
+    assert "teelines.py" in protocol.GUARD_BUNDLE
