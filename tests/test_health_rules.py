@@ -293,6 +293,12 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
         "RunningAvgSamplesPerSec=7.86, CurrSamplesPerSec=8.00, MemAllocated=59.65GB, MaxMemAllocated=63.31GB",
         "[INFO|trainer.py:2414] 2025-11-30 09:19:37,203 >> Saving model checkpoint to out/checkpoint-500",
         "step=120 loss=0.4213",
+        # INFO-level lines and a healthy GPU's kernel lines (turn 11: a rule keyed on "info: " and another on
+        # "amdgpu" sent 101 of the bench's 1118 fast-path lines through the rule loop)
+        "INFO: Started server process [4242]",
+        "INFO:root:Loading dataset from /data/alpaca.json",
+        "[    5.123456] amdgpu 0000:c1:00.0: amdgpu: SMU is initialized successfully!",
+        "[    5.123457] kfd kfd: amdgpu: added device 1002:74a1",
     ]
     assert [line for line in common if _ANY_NEEDLE.search(line.lower())] == []
     # ... nor the last-resort rules' scan (the same single pass with their words added) or their anchored glog check

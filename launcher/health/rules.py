@@ -462,7 +462,8 @@ RULES: tuple[Rule, ...] = (
           r"|BUG: soft lockup - CPU#\d+ stuck for \d+s!|Watchdog detected hard LOCKUP on cpu \d+"
           r"|INFO: \w+ (?:self-detected stall on CPU|detected stalls on CPUs)",
           "gpu-fault", "warning", "the node's kernel reports a task or CPU stuck (a GPU driver waiting on a hung GPU, "
-          "or a file system): dmesg on that node names the call stack", needles=("info: ", "lockup")),
+          "or a file system): dmesg on that node names the call stack",
+          needles=("blocked for more than", "lockup", "detected stall")),
     # ROCr's "Memory access fault by GPU node-N"; the ROCm debug agent (ROCm/rocr_debug_agent, its VM-fault printer;
     # code search) prints "Memory access fault at GPU Node: N" for the same fault (after round 17)
     _rule("gpu-memory-access-fault", r"Memory access fault (?:by GPU node-|at GPU Node: )\d+", "gpu-fault", "fatal",
@@ -549,7 +550,7 @@ RULES: tuple[Rule, ...] = (
           r"|\bamdgpu [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: (?:amdgpu: )?\s+at (?:page|address) 0x[0-9a-f]{16} from \d+"
           r"|VM_CONTEXT\d*_PROTECTION_FAULT_(?:ADDR|STATUS)", "gpu-fault", "warning",
           "a detail of the GPU page fault reported just above (its address, status register or decode)",
-          needles=("protection_fault_", "in page starting at address", "amdgpu")),
+          needles=("protection_fault_", "in page starting at address", "at page 0x", "at address 0x")),
     # Older gmc_v9_0.c (4.14-4.19 trees, code search) wrote "[%s] VMC page fault (src_id:%u ring:%u vmid:%u pas_id:%u)"
     # and the detail "  at page 0x%016llx from %d" (later "  at address ..."): the same report, older words
     _rule("amdgpu-page-fault", r"\[(gfx|mm)hub\d*\] (retry |no-retry |VMC )?page fault|GPU fault detected"
