@@ -132,17 +132,19 @@ class GuardClient:
         *,
         offset: int = 0,
         attached: bool = False,
+        start: bool = False,
         on_other: RawSink | None = None,
         show: str | None = None,
     ) -> RemoteProcess:
-        """Stream the guard's records (`run` for attached guards, else `follow` from `offset`); `show` names the
-        local ranks whose healthy lines are forwarded (edge forwarding; None: every line)."""
-        verb = protocol.RUN if attached else protocol.FOLLOW
+        """Stream the guard's records (`run` for attached guards; `start-follow` to start the guard and stream on
+        the same channel; else `follow` from `offset`); `show` names the local ranks whose healthy lines are
+        forwarded (edge forwarding; None: every line)."""
+        verb = protocol.RUN if attached else protocol.START_FOLLOW if start else protocol.FOLLOW
         argv = protocol.guard_argv(
             target.python,
             target.run_dir,
             verb,
-            offset=None if attached else offset,
+            offset=None if attached or start else offset,
             show=None if attached else show,
             unbuffered=True,
         )

@@ -125,6 +125,12 @@ class Job:
         self.followers.append(follower.proc)
         return follower
 
+    def start_follow(self) -> Follower:
+        """`guard.py start-follow`: start the guard and stream its records on the same process's stdout."""
+        follower = Follower([sys.executable, str(GUARD), "start-follow", str(self.rundir)], stdin_open=True)
+        self.followers.append(follower.proc)
+        return follower
+
     def cleanup(self) -> None:
         for proc in self.followers:
             if proc.poll() is None:
@@ -309,6 +315,47 @@ def test_follow_streams_lines_procs_and_exit(make_job: Callable[..., Job]) -> No
     middle = lines[len(lines) // 2]["off"]
     resumed = job.follow("--offset", str(middle)).until(lambda r: r["k"] == "exit")
     assert [r["text"] for r in resumed if r["k"] == "line"] == [r["text"] for r in lines if r["off"] > middle]
+
+
+def test_start_follow_starts_a_daemon_and_follows_it_on_the_same_channel(
+    make_job: Callable[..., Job],
+) -> None:
+    """`start-follow` (a foreground run's one channel per node): a "started" record naming a guard that is not the
+    channel's process (a daemon in its own session, as `start` makes), the job's lines from offset 0, heartbeats
+    read from the same stdin (beats sent before it follows wait in the pipe), and its exit record; the stop word
+    ends the job and nothing is left. A second start-follow while the guard lives is refused as a record."""
+    job = make_job(["bash", "-c", SETSID_JOB], heartbeat_timeout=2)
+    follower = job.start_follow()
+    follower.send("hb")  # sent at once by the head: waits in the pipe until the start follows
+    started = follower.until(lambda r: r["k"] == "started")[-1]
+    guard_pid = started["guard_pid"]
+    assert guard_pid != follower.proc.pid and job.state()["guard_pid"] == guard_pid
+    assert os.getsid(guard_pid) != os.getsid(
+        follower.proc.pid
+    )  # a daemon in its own session, as `start` makes
+    for _ in range(12):  # 3 s of beats on the same channel: longer than heartbeat_timeout
+        follower.send("hb")
+        time.sleep(0.25)
+    lines = follower.until(lambda r: r["k"] == "line" and r["off"] >= 15)
+    assert lines[0]["k"] == "line" and lines[0]["text"] == "tick"  # from offset 0
+    assert job.guard_alive() and job.state()["state"] == "running"
+
+    again = job.start_follow()
+    refused = again.until(lambda r: r["k"] == "error")[-1]
+    assert f"a live guard (pid {guard_pid}) already owns" in refused["error"]
+    assert again.proc.wait(timeout=30) == 3  # protocol.EXIT_INFRA
+
+    follower.send("stop")
+    assert follower.until(lambda r: r["k"] == "exit")[-1]["state"]["state"] == "stopped"
+    assert follower.proc.wait(timeout=30) == 0
+    job.assert_nothing_left()
+
+
+def test_start_follow_reports_a_bad_job_json_as_a_record(make_job: Callable[..., Job]) -> None:
+    follower = make_job([]).start_follow()
+    error = follower.until(lambda r: r["k"] == "error")[-1]
+    assert "argv" in error["error"]
+    assert follower.proc.wait(timeout=30) == 2  # protocol.EXIT_BAD_INPUT
 
 
 def test_follower_keeps_job_alive_until_its_stdin_closes(make_job: Callable[..., Job]) -> None:

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from e2e_helpers import health as scaled_health
@@ -151,3 +152,115 @@ def test_ssh_transport_raises_the_soft_descriptor_limit_for_many_nodes() -> None
         assert now >= min(FDS_PER_NODE * 250, hard) and now > 1024
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+class CountingTransport(LocalTransport):
+    """The local transport, counting the guard verbs it was asked to run or start (the layer below the loop)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.verbs: list[tuple[str, str]] = []
+
+    def _note(self, host: str, argv: object) -> None:
+        words = [str(w) for w in argv] if isinstance(argv, list) else []
+        at = [i for i, w in enumerate(words) if w.endswith("/" + protocol.GUARD_FILE)]
+        if at and at[0] + 1 < len(words):
+            self.verbs.append((host, words[at[0] + 1]))
+
+    def run(self, host: str, argv: object, **kwargs: object):  # type: ignore[override]
+        self._note(host, argv)
+        return super().run(host, argv, **kwargs)  # type: ignore[arg-type]
+
+    def start(self, host: str, argv: object, *args: object, **kwargs: object):  # type: ignore[override]
+        self._note(host, argv)
+        return super().start(host, argv, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def command_run(tmp_path: Path, detach: bool = False) -> tuple[Any, Any, Any, CountingTransport, list[str]]:
+    """examples/local.yaml's two local nodes running a three-line shell job: (ctx, plan, record, transport, lines)."""
+    from launcher.plan import build_plan, load_sources
+    from launcher.run.loop import RunContext
+
+    inv = load_inventory(ROOT / "examples" / "local.yaml")
+    job = inv.job.model_copy(
+        update={
+            "kind": "command",
+            "script": None,
+            "args": [],
+            "command": ["sh", "-c", "for i in 1 2 3; do echo step=$i; sleep 0.2; done"],
+        }
+    )
+    health = inv.health.model_copy(update=scaled_health(stall_timeout=60.0, heartbeat_timeout=2.0))
+    inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
+    sources = load_sources(inv)
+    plan = build_plan(inv, run_id=records.new_run_id(), sources=sources, head_env=os.environ, detach=detach)
+    record = records.RunRecord.create(plan.run_id, plan.to_json())
+    transport = CountingTransport(Endpoint.all_from(inv))
+    lines: list[str] = []
+    ctx = RunContext(
+        inv,
+        plan,
+        record,
+        transport,
+        sources,
+        os.environ,
+        detach=detach,
+        on_line=lambda h, r, t: lines.append(t),
+    )
+    return ctx, plan, record, transport, lines
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_followed_run_starts_each_guard_on_its_followers_channel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, detach: bool
+) -> None:
+    """Issue 23: a foreground run opens ONE channel per node for its guard's start and its follower
+    (`start-follow`), not a start and then a follow (the second channel was what failed at 250 simulated nodes);
+    a detached `up`, which follows nothing, still starts with `start`. Nothing is left behind either way."""
+    from launcher.run.loop import execute
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    ctx, plan, _, transport, lines = command_run(tmp_path, detach)
+    outcome = execute(ctx)
+    assert outcome.code == 0, outcome.summary
+    started = sorted(
+        verb for _, verb in transport.verbs if verb in protocol.VERBS and verb != protocol.STATUS
+    )
+    if detach:
+        assert started == [protocol.START, protocol.START]
+        wait_for(lambda: not processes_of_run(plan.run_id), scaled(60), "the detached job to end")
+    else:
+        assert started == [protocol.START_FOLLOW, protocol.START_FOLLOW], transport.verbs
+        assert "step=3" in lines  # the job's lines came over the start channels (the shown node's, edge.py)
+        assert {n["state"] for n in outcome.nodes.values()} == {protocol.SUCCEEDED} and len(
+            outcome.nodes
+        ) == 2
+        assert not processes_of_run(plan.run_id)
+
+
+def test_a_node_that_cannot_start_stops_every_started_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """All or none, as before the start moved onto the follower's channel: sim-node1's node lock is held by
+    another run (guard.take_node_lock), so its start-follow answers with an error record; the run fails naming that
+    node, sim-node0's started guard is stopped again, and no job process is left."""
+    import fcntl
+
+    from launcher.errors import LaunchError
+    from launcher.run.loop import execute
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    ctx, plan, record, transport, _ = command_run(tmp_path)
+    (tmp_path / "work").mkdir(parents=True, exist_ok=True)
+    with open(tmp_path / "work" / ".node-sim-node1.lock", "w") as held:
+        held.write("someone-elses-run")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(LaunchError) as failed:
+            execute(ctx)
+    assert "sim-node1" in str(failed.value) and "busy with run someone-elses-run" in str(failed.value)
+    assert "sim-node0" not in failed.value.failed  # type: ignore[attr-defined]
+    verbs = [(h, v) for h, v in transport.verbs if v in (protocol.START_FOLLOW, protocol.STOP)]
+    assert ("sim-node0", protocol.START_FOLLOW) in verbs and ("sim-node0", protocol.STOP) in verbs
+    assert not processes_of_run(plan.run_id)
+    assert record.read_state()["state"] == "failed"

@@ -6,6 +6,8 @@ Pushed to every node and run with the node's own Python (standard library only, 
     python guard.py run    RUNDIR              start without leaving the caller's session (a child, not a daemon),
                                                print a "started" record, then follow (for srun steps)
     python guard.py follow RUNDIR [--offset N]  stream out.log lines, process lists and the final state as JSON lines
+    python guard.py start-follow RUNDIR         start (a daemon), print a "started" record, then follow on the same
+                                               channel (a foreground run: one channel per node, not two)
     python guard.py stop   RUNDIR [--grace S]   tear the job down, print the final state; exit 0 if nothing remains
     python guard.py status RUNDIR               print {"state", "alive", "descendants"}
 
@@ -85,31 +87,39 @@ def take_node_lock(rundir: str, job: dict | None = None) -> tuple:
     return fd, None
 
 
-def cmd_start(rundir: str, attached: bool = False) -> int:
+def cmd_start(rundir: str, attached: bool = False, follow: bool = False, show: str | None = None) -> int:
     """Start the guard. Detached (default): a daemon in its own session, so the SSH exec that started it can end.
     Attached (`run`): the guard is our child and we go on as its follower, so the whole guard lives inside the
-    caller's session — what schedulers need that track a step's processes (srun; Slurm's proctrack plugins)."""
+    caller's session — what schedulers need that track a step's processes (srun; Slurm's proctrack plugins).
+    Detached and `follow` (`start-follow`): a daemon as by default, and we go on as its follower (`show` as for
+    follow), so a foreground run needs one channel per node for both. Where we go on as a follower, every answer
+    is a record (K_STARTED, or K_ERROR and the exit code); else one JSON line."""
+    streaming = attached or follow
+
+    def refuse(error: str, code: int) -> int:
+        if streaming:
+            follower.emit({"k": protocol.K_ERROR, "t": time.time(), "error": error})
+        else:
+            print(json.dumps({"error": error}))
+        return code
+
     try:
         job = rd.load_job(rundir)
     except ValueError as e:
-        print(json.dumps({"error": str(e)}))
-        return protocol.EXIT_BAD_INPUT
+        return refuse(str(e), protocol.EXIT_BAD_INPUT)
     # The live guard holds an flock on guard.lock for its whole life; it is released by the kernel on any death.
     try:
         lock_fd = rd.open_nofollow(rd.path_in(rundir, "guard.lock"), os.O_RDWR | os.O_CREAT)
     except OSError as e:
-        print(json.dumps({"error": f"cannot open {rd.path_in(rundir, 'guard.lock')}: {e.strerror}"}))
-        return protocol.EXIT_INFRA
+        return refuse(f"cannot open {rd.path_in(rundir, 'guard.lock')}: {e.strerror}", protocol.EXIT_INFRA)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         pid, _, _ = rd.guard_identity(rundir)
-        print(json.dumps({"error": f"a live guard (pid {pid}) already owns {rundir}"}))
-        return protocol.EXIT_INFRA
+        return refuse(f"a live guard (pid {pid}) already owns {rundir}", protocol.EXIT_INFRA)
     node_lock, busy = take_node_lock(rundir, job)
     if busy:
-        print(json.dumps({"error": busy}))
-        return protocol.EXIT_INFRA
+        return refuse(busy, protocol.EXIT_INFRA)
     for stale in ("stop_request.json", "heartbeat", rd.HEAD_CLOSED):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(rd.path_in(rundir, stale))
@@ -138,21 +148,17 @@ def cmd_start(rundir: str, attached: bool = False) -> int:
     if attached:
         reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
         if reply is None or "error" in reply:
-            follower.emit(
-                {
-                    "k": protocol.K_ERROR,
-                    "t": time.time(),
-                    "error": (reply or {}).get("error", "guard did not report"),
-                }
-            )
-            return protocol.EXIT_FAILED
+            return refuse(str((reply or {}).get("error", "guard did not report")), protocol.EXIT_FAILED)
         follower.emit({"k": protocol.K_STARTED, "t": time.time(), **reply})
         return follower.cmd_follow(rundir, 0)
     os.waitpid(first, 0)
     reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
     if reply is None or "error" in reply:
-        print(json.dumps(reply or {"error": f"guard did not report within {START_REPLY_TIMEOUT_S:.0f} s"}))
-        return protocol.EXIT_FAILED
+        why = (reply or {}).get("error") or f"guard did not report within {START_REPLY_TIMEOUT_S:.0f} s"
+        return refuse(str(why), protocol.EXIT_FAILED)
+    if follow:
+        follower.emit({"k": protocol.K_STARTED, "t": time.time(), **reply})
+        return follower.cmd_follow(rundir, 0, show)
     print(json.dumps(reply))
     return protocol.EXIT_OK
 
@@ -241,15 +247,16 @@ def main(argv: list | None = None) -> int:
     parser.add_argument(
         "--show",
         default=None,
-        help="follow: forward only flagged lines, activity and these local ranks (all|none|0,3)",
+        help="follow, start-follow: forward only flagged lines, activity and these local ranks (all|none|0,3)",
     )
     args = parser.parse_args(argv)
     rundir = os.path.abspath(args.rundir)
     if not os.path.isdir(rundir):
         print(json.dumps({"error": f"no such run directory: {rundir}"}))
         return protocol.EXIT_BAD_INPUT
-    if args.command in ("start", "run"):
-        return cmd_start(rundir, attached=args.command == "run")
+    if args.command in (protocol.START, protocol.RUN, protocol.START_FOLLOW):
+        follow = args.command == protocol.START_FOLLOW
+        return cmd_start(rundir, attached=args.command == protocol.RUN, follow=follow, show=args.show)
     if args.command == "follow":
         return follower.cmd_follow(rundir, args.offset, args.show)
     if args.command == "stop":

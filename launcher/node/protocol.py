@@ -45,9 +45,13 @@ ATTEMPTS_DIR = ".rlaunch"
 START = "start"  # daemonize, run job.json's argv; reply {"guard_pid", "job_pid"} or {"error"}
 RUN = "run"  # start as a child and stream like follow (for srun steps, whose scheduler tracks processes)
 FOLLOW = "follow"  # stream records from --offset (--show: whose healthy lines to forward); stdin "hb", "stop"
+# Daemonize as start does, then stay on the same channel as its follower from offset 0 (--show as follow): a
+# foreground run's one channel per node. At 250 simulated nodes the separate follower channel was the step that failed
+# ("cannot follow: Timeout opening channel" on a node whose guard had just started through that same sshd).
+START_FOLLOW = "start-follow"
 STOP = "stop"  # tear down (--grace S); reply: the final state, plus "remaining" pids
 STATUS = "status"  # reply: the state, plus "alive" and "descendants"
-VERBS = (START, RUN, FOLLOW, STOP, STATUS)
+VERBS = (START, RUN, FOLLOW, START_FOLLOW, STOP, STATUS)
 
 # ---- words the head writes to a follower's stdin, one a line ---------------------------------------------------
 HEARTBEAT = "hb"  # the head is alive: the follower touches RUNDIR/heartbeat
@@ -66,8 +70,8 @@ def first_beat_window(heartbeat_timeout: float, first_heartbeat_timeout: float |
 
 
 # ---- records of the follow stream ("k") ---------------------------------------------------------------------
-K_STARTED = "started"  # run only: {"guard_pid", "job_pid"}
-K_ERROR = "error"  # run only: {"error"}: the job could not be started
+K_STARTED = "started"  # run and start-follow only: {"guard_pid", "job_pid"}
+K_ERROR = "error"  # run and start-follow only: {"error"}: the job could not be started
 K_LINE = (
     "line"  # {"off": byte offset after the line in out.log, "text"}; "f" when a filtering follower sent it
 )

@@ -157,8 +157,9 @@ class Runner:
         group = self.transport.run_all(self.plan.hosts, argv_for, stdin_for=payload, timeout=PUSH_TIMEOUT_S)
         return self._pushed(group)
 
-    def launch(self, between: Callable[[], None] | None = None) -> None:
-        """Preflight + push, then `between` (checks that need the pushed files), then start: every node or none.
+    def launch(self, between: Callable[[], None] | None = None, *, follow: bool = False) -> None:
+        """Preflight + push, then `between` (checks that need the pushed files), then start: every node or none
+        (`follow`: a run followed at once, see `start`).
         Attached guards (Slurm) do all three in the guards' own job step: the push is its first act on every
         node, and `between` runs while the nodes hold before starting (cluster/slurm.py `start_all`), so a
         launch costs one step whatever the node count instead of a push step and a guards' step."""
@@ -166,7 +167,7 @@ class Runner:
         if not self.transport.guard_attached:
             self.push()
             between()
-            self.start()
+            self.start(follow=follow)
             return
         argv_for, payload = self._push_call()
 
@@ -212,11 +213,16 @@ class Runner:
         return GroupResult({host: reply.result for host, reply in replies.items()})
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
-    def start(self) -> None:
+    def start(self, follow: bool = False) -> None:
+        """Start the guard on every node, or on none. `follow` (a run this runner follows at once, not a detached
+        `up`): each guard is started on the channel that then follows it (`_start_following`)."""
         if self.transport.guard_attached:
             self._start_attached()
             return
         self._start_called = time.monotonic()  # no guard's heartbeat clock started before this
+        if follow:
+            self._start_following()
+            return
         replies = self.guards.start(self.targets.values(), timeout=60)
         failed: dict[str, str] = {}
         for host, reply in replies.items():
@@ -235,6 +241,73 @@ class Runner:
                 {h: k for h, k in kinds.items() if k},
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
+
+    def _start_following(self, timeout: float = 60.0) -> None:
+        """Start every guard with `start-follow`: it daemonizes as `start` does and its channel stays open as the
+        node's follower, so a foreground run opens one channel per node, not a start channel and then a follower
+        channel. At 250 simulated nodes on 2 cores the second channel was the step that failed: a node's sshd,
+        which had just run its guard's start, did not answer the follower's channel open within the guard's
+        first-beat window (BENCHMARKS.md, issue 23). Beats go out from the first channel on (each guard counts its
+        first-beat window from its own start); each node gets `timeout` from its channel's opening to report."""
+        beats = self.heartbeats().start()
+        opened: dict[str, float] = {}
+        kinds: dict[str, str] = {}
+
+        def open_one(host: str) -> None:
+            state = self.nodes[host]
+            if self._stopping.is_set():  # a teardown began (Ctrl-C): start nothing more
+                state.start_error = "not started: the run was being stopped"
+                return
+            state.start_asked = time.monotonic()
+            try:
+                channel = self.guards.follow(
+                    self.targets[host],
+                    self._on_record_safe,
+                    start=True,
+                    on_other=self._on_other,
+                    show=self.show[host] if self.show is not None else None,
+                )
+            except TransportError as exc:
+                with self._lock:
+                    state.start_error = exc.reason
+                if exc.kind:
+                    kinds[host] = exc.kind
+                self._changed.set()
+                return
+            with self._lock:
+                state.follower = channel
+                state.followed_at = time.time()
+                opened[host] = time.monotonic()
+            beats.beat(host, channel)
+
+        zip_hosts(list(self.targets), open_one, self.transport.max_parallel)
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                for host, at in opened.items():
+                    state = self.nodes[host]
+                    if state.guard_pid is not None or state.start_error:
+                        continue
+                    if state.follower is not None and state.follower.poll() is not None:
+                        state.start_error = (
+                            "its start ended before the guard reported (the node's log has why)"
+                        )
+                    elif now - at > timeout:
+                        state.start_error = f"the guard did not report within {timeout:.0f} s"
+                pending = [h for h, s in self.nodes.items() if s.guard_pid is None and not s.start_error]
+            if not pending:
+                break
+            self._changed.wait(0.1)
+            self._changed.clear()
+        failed = {h: s.start_error or "no answer" for h, s in self.nodes.items() if s.guard_pid is None}
+        if failed:
+            self.stop(reason="a node failed to start")
+            beats.stop()
+            self.detach_followers()
+            raise LaunchError(
+                _per_node("start failed; every started node was stopped again", failed), failed, kinds
+            )
+        self._event({"kind": "info", "severity": "info", "text": f"started on {len(self.nodes)} nodes"})
 
     def _start_attached(self, timeout: float = 60.0, first: First | None = None) -> None:
         """Start each guard on its follower channel (`guard.py run`), all or none: under Slurm one step for

@@ -120,7 +120,8 @@ def _attempts(ctx: RunContext) -> Outcome:
                     hosts=plan.hosts,
                     resume_from=resume_from,
                 )
-                _launch(runner, plan, record, attempt, say)
+                # A run followed from here on starts each guard on its follower's channel (Runner.start).
+                _launch(runner, plan, record, attempt, say, follow=not (ctx.detach and not supervising))
             if ctx.detach and not supervising:
                 handed_over = True
                 return Outcome(EXIT_OK, f"started run {record.run_id} (detached)")
@@ -296,7 +297,13 @@ def _say_resume(inv: Inventory, resume_from: str | None, say: Callable[[str], No
 
 
 def _launch(
-    runner: Runner, plan: planning.Plan, record: records.RunRecord, attempt: int, say: Callable[[str], None]
+    runner: Runner,
+    plan: planning.Plan,
+    record: records.RunRecord,
+    attempt: int,
+    say: Callable[[str], None],
+    *,
+    follow: bool = False,
 ) -> None:
     say(f"preflight + push to {len(plan.nodes)} nodes")
     # Recorded before anything starts: a `down` or `status` from another terminal must reach a starting guard.
@@ -307,7 +314,7 @@ def _launch(
         say("starting")
 
     try:
-        runner.launch(between)  # under Slurm: push, checks and guards in one job step
+        runner.launch(between, follow=follow)  # under Slurm: push, checks and guards in one job step
     except LaunchError as exc:
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
