@@ -119,8 +119,19 @@ def test_detach_status_logs_down_leaves_nothing(sim3: Any, shared: Path, kind: s
 
 
 def guard_pid(cluster: Any, node: str) -> int:
-    pids = [pid for pid, cmd in job_pids(cluster, node) if "guard.py start" in cmd]
-    assert len(pids) == 1, job_pids(cluster, node)
+    """The node's guard daemon. A foreground run's `guard.py start-follow` stays on as the node's follower and the
+    daemon it forked keeps its command line (fork keeps argv): the daemon is the one that is the job's parent."""
+    procs = job_pids(cluster, node)
+
+    def parent(pid: int) -> int:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return 0
+
+    parents = {parent(pid) for pid, _ in procs}
+    pids = [pid for pid, cmd in procs if "guard.py start" in cmd and pid in parents]
+    assert len(pids) == 1, procs
     return pids[0]
 
 
