@@ -19,7 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.transport import First, GroupResult, RemoteProcess, Transport, TransportError, zip_hosts
+from cluster.transport import (
+    TIMEOUT,
+    First,
+    GroupResult,
+    RemoteProcess,
+    Transport,
+    TransportError,
+    zip_hosts,
+)
 from launcher import nodecall
 from launcher.errors import ExitCode, LaunchError
 from launcher.errors import LaunchRefused as LaunchRefused  # up's errors live in errors.py; named here too
@@ -49,6 +57,9 @@ EXIT_OK, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = (
 )
 MIN_FREE_MB = 64
 PUSH_TIMEOUT_S = 120.0
+# How long the head waits for a started guard's report, from its channel's opening: the node's own limit
+# (guard.py START_REPLY_TIMEOUT_S, 60 s), whose error record should arrive first, plus slack.
+START_REPORT_S = 75.0
 FOLLOWER_END_S = 5.0  # how long collect waits for followers to end after their nodes' exit records
 # torchrun's ChildFailedError table: "  rank      : 3 (local_rank: 1)" opens a failure entry, "[1]:" or "====" ends it.
 SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
@@ -242,63 +253,64 @@ class Runner:
             )
         self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 
-    def _start_following(self, timeout: float = 60.0) -> None:
+    def _start_following(self, timeout: float = START_REPORT_S) -> None:
         """Start every guard with `start-follow`: it daemonizes as `start` does and its channel stays open as the
         node's follower, so a foreground run opens one channel per node, not a start channel and then a follower
         channel. At 250 simulated nodes on 2 cores the second channel was the step that failed: a node's sshd,
         which had just run its guard's start, did not answer the follower's channel open within the guard's
         first-beat window (BENCHMARKS.md, issue 23). Beats go out from the first channel on (each guard counts its
-        first-beat window from its own start); each node gets `timeout` from its channel's opening to report."""
+        first-beat window from its own start).
+
+        Each node's start holds one of the fan-out's `max_parallel` slots until its guard reported (or `timeout`
+        from its channel's opening), so no more guards start at once than when `start` was a command of its own:
+        with every channel opened at once, 250 simulated nodes started 250 guards together and 182 of them did not
+        report within the node's 60 s. A channel that could not open in time ran nothing (the command goes out
+        only on an open channel), so it is asked again, with a doubling pause, while that node's `timeout` lasts."""
         beats = self.heartbeats().start()
-        opened: dict[str, float] = {}
         kinds: dict[str, str] = {}
+
+        def fail(state: NodeState, why: str) -> None:
+            with self._lock:
+                state.start_error = state.start_error or why
+            self._changed.set()
 
         def open_one(host: str) -> None:
             state = self.nodes[host]
-            if self._stopping.is_set():  # a teardown began (Ctrl-C): start nothing more
-                state.start_error = "not started: the run was being stopped"
-                return
             state.start_asked = time.monotonic()
-            try:
-                channel = self.guards.follow(
-                    self.targets[host],
-                    self._on_record_safe,
-                    start=True,
-                    on_other=self._on_other,
-                    show=self.show[host] if self.show is not None else None,
-                )
-            except TransportError as exc:
-                with self._lock:
-                    state.start_error = exc.reason
-                if exc.kind:
-                    kinds[host] = exc.kind
-                self._changed.set()
-                return
+            deadline, pause = state.start_asked + timeout, 0.5
+            while True:
+                if self._stopping.is_set():  # a teardown began (Ctrl-C): start nothing more
+                    return fail(state, "not started: the run was being stopped")
+                try:
+                    channel = self.guards.follow(
+                        self.targets[host],
+                        self._on_record_safe,
+                        start=True,
+                        on_other=self._on_other,
+                        show=self.show[host] if self.show is not None else None,
+                    )
+                    break
+                except TransportError as exc:
+                    if exc.kind == TIMEOUT and time.monotonic() + pause < deadline:
+                        time.sleep(pause)
+                        pause = min(pause * 2, 4.0)
+                        continue
+                    if exc.kind:
+                        kinds[host] = exc.kind
+                    return fail(state, exc.reason)
+            opened = time.monotonic()
             with self._lock:
                 state.follower = channel
                 state.followed_at = time.time()
-                opened[host] = time.monotonic()
             beats.beat(host, channel)
+            while state.guard_pid is None and not state.start_error:
+                if channel.poll() is not None and state.guard_pid is None:
+                    return fail(state, "its start ended before the guard reported (the node's log has why)")
+                if time.monotonic() - opened > timeout:
+                    return fail(state, f"the guard did not report within {timeout:.0f} s")
+                time.sleep(0.1)
 
         zip_hosts(list(self.targets), open_one, self.transport.max_parallel)
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                for host, at in opened.items():
-                    state = self.nodes[host]
-                    if state.guard_pid is not None or state.start_error:
-                        continue
-                    if state.follower is not None and state.follower.poll() is not None:
-                        state.start_error = (
-                            "its start ended before the guard reported (the node's log has why)"
-                        )
-                    elif now - at > timeout:
-                        state.start_error = f"the guard did not report within {timeout:.0f} s"
-                pending = [h for h, s in self.nodes.items() if s.guard_pid is None and not s.start_error]
-            if not pending:
-                break
-            self._changed.wait(0.1)
-            self._changed.clear()
         failed = {h: s.start_error or "no answer" for h, s in self.nodes.items() if s.guard_pid is None}
         if failed:
             self.stop(reason="a node failed to start")
