@@ -145,18 +145,13 @@ def cmd_start(rundir: str, attached: bool = False, follow: bool = False, show: s
     os.close(write_end)
     os.close(lock_fd)  # the daemon holds its own copy of the locked descriptor
     os.close(node_lock)  # and of the node's
-    if attached:
-        reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
-        if reply is None or "error" in reply:
-            return refuse(str((reply or {}).get("error", "guard did not report")), protocol.EXIT_FAILED)
-        follower.emit({"k": protocol.K_STARTED, "t": time.time(), **reply})
-        return follower.cmd_follow(rundir, 0)
-    os.waitpid(first, 0)
+    if not attached:
+        os.waitpid(first, 0)  # the intermediate; an attached guard is `first` itself and lives on
     reply = read_reply(read_end, START_REPLY_TIMEOUT_S)
     if reply is None or "error" in reply:
         why = (reply or {}).get("error") or f"guard did not report within {START_REPLY_TIMEOUT_S:.0f} s"
         return refuse(str(why), protocol.EXIT_FAILED)
-    if follow:
+    if streaming:
         follower.emit({"k": protocol.K_STARTED, "t": time.time(), **reply})
         return follower.cmd_follow(rundir, 0, show)
     print(json.dumps(reply))

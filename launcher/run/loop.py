@@ -87,6 +87,7 @@ def _attempts(ctx: RunContext) -> Outcome:
     attempt = ctx.first_attempt
     adopt = ctx.adopt
     supervising = adopt is not None
+    hand_over = ctx.detach and not supervising  # detached `up`: launch the first attempt, then return
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from = ctx.resume_from
@@ -121,8 +122,8 @@ def _attempts(ctx: RunContext) -> Outcome:
                     resume_from=resume_from,
                 )
                 # A run followed from here on starts each guard on its follower's channel (Runner.start).
-                _launch(runner, plan, record, attempt, say, follow=not (ctx.detach and not supervising))
-            if ctx.detach and not supervising:
+                _launch(runner, plan, record, attempt, say, follow=not hand_over)
+            if hand_over:
                 handed_over = True
                 return Outcome(EXIT_OK, f"started run {record.run_id} (detached)")
             runner.attach()
