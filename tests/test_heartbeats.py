@@ -176,8 +176,11 @@ class CountingTransport(LocalTransport):
         return super().start(host, argv, *args, **kwargs)  # type: ignore[arg-type]
 
 
-def command_run(tmp_path: Path, detach: bool = False) -> tuple[Any, Any, Any, CountingTransport, list[str]]:
-    """examples/local.yaml's two local nodes running a three-line shell job: (ctx, plan, record, transport, lines)."""
+def command_run(
+    tmp_path: Path, detach: bool = False, script: str = "for i in 1 2 3; do echo step=$i; sleep 0.2; done"
+) -> tuple[Any, Any, Any, CountingTransport, list[str]]:
+    """examples/local.yaml's two local nodes running a shell job (by default three lines): (ctx, plan, record,
+    transport, lines)."""
     from launcher.plan import build_plan, load_sources
     from launcher.run.loop import RunContext
 
@@ -187,7 +190,7 @@ def command_run(tmp_path: Path, detach: bool = False) -> tuple[Any, Any, Any, Co
             "kind": "command",
             "script": None,
             "args": [],
-            "command": ["sh", "-c", "for i in 1 2 3; do echo step=$i; sleep 0.2; done"],
+            "command": ["sh", "-c", script],
         }
     )
     health = inv.health.model_copy(update=scaled_health(stall_timeout=60.0, heartbeat_timeout=2.0))
@@ -261,6 +264,47 @@ def test_a_node_that_cannot_start_stops_every_started_one(
     assert "sim-node1" in str(failed.value) and "busy with run someone-elses-run" in str(failed.value)
     assert "sim-node0" not in failed.value.failed  # type: ignore[attr-defined]
     verbs = [(h, v) for h, v in transport.verbs if v in (protocol.START_FOLLOW, protocol.STOP)]
-    assert ("sim-node0", protocol.START_FOLLOW) in verbs and ("sim-node0", protocol.STOP) in verbs
+    assert ("sim-node0", protocol.START_FOLLOW) in verbs
+    # sim-node0 is stopped by the stop word on its open channel (its exit record shows nothing left, so no stop
+    # verb follows), sim-node1, which never started, by the stop verb.
+    assert ("sim-node0", protocol.STOP) not in verbs and ("sim-node1", protocol.STOP) in verbs
     assert not processes_of_run(plan.run_id)
     assert record.read_state()["state"] == "failed"
+
+
+def test_a_teardown_stops_every_node_over_its_open_channel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 (`down` took 30 s at 250 simulated nodes: one `guard.py stop` per node): the first failure (node 1
+    exits 3) tears the run down with the stop word on the followers' open channels. Node 0's guard stops its
+    endless job and its exit record says nothing is left, so no `stop` verb runs on any node; the outcome names
+    node 1's exit, and no job process is left."""
+    from launcher.run.loop import execute
+
+    monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
+    script = 'if [ "$NODE_RANK" = 1 ]; then sleep 1; echo boom >&2; exit 3; fi; while :; do echo tick; sleep 0.2; done'
+    ctx, plan, _, transport, _ = command_run(tmp_path, script=script)
+    outcome = execute(ctx)
+    assert outcome.code != 0 and "sim-node1" in outcome.summary, outcome.summary
+    assert [v for _, v in transport.verbs if v == protocol.STOP] == [], transport.verbs
+    assert outcome.nodes["sim-node0"]["state"] == protocol.STOPPED, outcome.nodes
+    assert not processes_of_run(plan.run_id)
+
+
+@pytest.mark.parametrize(
+    ("final", "clean"),
+    [
+        ({"state": "stopped", "remaining": []}, True),
+        ({"state": "failed", "exit_code": 3, "remaining": []}, True),
+        ({"state": protocol.LOST_LAUNCHER, "remaining": []}, True),
+        ({"state": "stopped", "remaining": [4242]}, False),  # something survived: the stop verb kills it
+        ({"state": "stopped"}, False),  # an older follower that does not say
+        ({"state": protocol.GUARD_LOST, "remaining": []}, False),  # a dead guard: the stop verb looks
+        ({"state": None, "reason": "no state.json", "remaining": []}, False),
+        (None, False),
+    ],
+)
+def test_only_an_exit_record_with_nothing_left_answers_for_the_stop_verb(final: Any, clean: bool) -> None:
+    from launcher.run.attempt import _stopped_clean
+
+    assert _stopped_clean(final) is clean
