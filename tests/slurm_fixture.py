@@ -184,7 +184,10 @@ def _shared_conf(run: Path, accounting: str) -> list[str]:
     `accounting` (slurmdbd's lines), else none."""
     return [
         "AuthType=auth/munge",
-        f"AuthInfo=socket={run}/munge.sock",
+        # cred_expire (default 120 s) "also controls how long a requeued job must wait before starting again"
+        # (slurm.conf(5), AuthInfo): the preemption test's requeued job waited 120 s for nothing. 30 s still covers
+        # a step launch and our prologs on a loaded machine (a credential older than that is refused).
+        f"AuthInfo=socket={run}/munge.sock,cred_expire=30",
         "CredType=cred/munge",
         "SlurmUser=root",
         "SlurmdUser=root",
@@ -579,7 +582,10 @@ class SlurmCluster:
             "\n".join(
                 [
                     "AuthType=auth/munge",
-                    f"AuthInfo=socket={run}/munge.sock",
+                    # cred_expire (default 120 s) "also controls how long a requeued job must wait before starting again"
+                    # (slurm.conf(5), AuthInfo): the preemption test's requeued job waited 120 s for nothing. 30 s still covers
+                    # a step launch and our prologs on a loaded machine (a credential older than that is refused).
+                    f"AuthInfo=socket={run}/munge.sock,cred_expire=30",
                     "DbdHost=localhost",
                     "DbdAddr=127.0.0.1",
                     f"DbdPort={dbd_port}",
