@@ -585,8 +585,11 @@ RULES: tuple[Rule, ...] = (
     # The emitters' error lists (vocabulary.py): every hipError_t, CLR's code-object and device messages, ROCr init,
     # amdgpu/amdkfd, RCCL's WARN formats, MIOpen, rocBLAS/hipBLASLt, the Python stack's start-up errors. After the
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
-    *_vocabulary("rccl-tests", "hip", "clr", "rocr", "smi", "amdgpu", "amdgpu-kernel", "rccl", "rccl-warn", "ck", "miopen-db", "miopen-ocl", "miopen", "blas",
-                  "python-stack"),
+    # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
+    # JAX's coordination service (vocabulary.py: each family's source and commit).
+    *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
+                  "rccl-warn", "ck", "miopen-db", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
+                  "jax-coordination", "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 

@@ -1309,6 +1309,387 @@ FAMILIES: tuple[Family, ...] = (
         prefix=r"^\s*(?:[A-Za-z_]\w*\.)*",
         example_prefix="[rank1]: ",
     ),
+    # ---- turn 13, issue 26: five more emitters, each enumerated from its own source (message texts and format
+    #      strings only). Categories by what a message means; a row whose text another, older rule already names keeps
+    #      that rule's category and severity (the test holds both).
+    #
+    # CLR module and symbol loading: ROCm/clr (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d, fetched)
+    #      hipamd/src/hip_global.cpp, hip_code_object.cpp, hip_module.cpp, hip_platform.cpp, hip_fatbin.cpp: every
+    #      `guarantee` text (rocclr/utils/debug.hpp: printed at log level 0, always, then abort()), every LogPrintfError /
+    #      LogError / ClPrint(LOG_ERROR) text (printed with AMD_LOG_LEVEL >= 1, before the hipError_t it returns) but the
+    #      debug-build DevLogPrintfError and the per-device detail lines the `clr` family has. Category by what the
+    #      message says, which is the hipError_t it returns where it returns one: a symbol, kernel, variable, module or
+    #      code object that is not there for this GPU is version-mismatch (the library or kernels were built for another
+    #      gfx target or ROCm version, or a comgr too old to unbundle them); memory that could not be had is oom; a
+    #      launch the calling code got wrong (launch bounds, both kinds of kernel arguments) is crash, as the launch-
+    #      configuration errors are (HIP_ERRORS); a file that cannot be mapped or closed, an invalid device id, texture
+    #      on a device without it are config; an internal invariant that aborts is crash.
+    Family(
+        "clr-module",
+        "ROCm/clr hipamd/src/hip_global.cpp, hip_code_object.cpp, hip_module.cpp, hip_platform.cpp, hip_fatbin.cpp "
+        "(commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
+        "the HIP runtime could not find a kernel, symbol or code object for this GPU in a loaded library or module: "
+        "the library was built for another gfx target or ROCm version (check its gfx targets and the ROCm it needs)",
+        (
+            # hip_global.cpp (guarantee: abort)
+            ("Cannot find Symbol with name: %s", "version-mismatch", "fatal"),
+            ("Cannot Create kernel with name: %s", "version-mismatch", "fatal"),
+            ("Cannot get Device Program for module: 0x%x", "version-mismatch", "fatal"),
+            ("Cannot create GlobalVar Obj for symbol: %s", "version-mismatch", "fatal"),
+            ("Invalid DeviceId, less than zero", "config", "fatal"),
+            ("Invalid DeviceId, greater than no of code objects", "config", "fatal"),
+            ("Cannot get memory for creating device Var: %s", "oom", "fatal"),
+            ("Cannot get memory for creating device var", "oom", "fatal"),
+            ("dFunc Size mismatch", "crash", "fatal"),
+            ("Device Var not initialized to size", "crash", "fatal"),
+            ("Module not initialized", "crash", "fatal"),
+            # hip_code_object.cpp: comgr unbundling a fat binary (hipErrorInvalidValue after each), lookups by name
+            ("amd::Comgr::create_data_set() failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::create_data(AMD_COMGR_DATA_KIND_OBJ_BUNDLE) failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::set_data(size=%zu, data=%p) failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::set_data_name() failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::data_set_add() failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::create_action_info() failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::action_info_set_language(HIP) failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::action_info_set_bundle_entry_ids(%p, %zu) failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::create_data_set(&dataSetUnbundled) failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::do_action(AMD_COMGR_ACTION_UNBUNDLE) failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::action_data_count() failed with status 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::action_data_get_data(%zu/%zu) failed with 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::get_data_name(%zu/%zu) failed with 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::get_data(%zu/%zu) failed with 0x%xh", "version-mismatch", "fatal"),
+            ("amd::Comgr::release_data(item) failed with status 0x%xh", "version-mismatch", "warning"),
+            ("amd::Comgr::destroy_action_info(actionInfoUnbundle) failed with status 0x%xh", "version-mismatch", "warning"),
+            ("amd::Comgr::destroy_data_set(dataSetBundled) failed with status 0x%xh", "version-mismatch", "warning"),
+            ("amd::Comgr::destroy_data_set(dataSetUnbundled) failed with status 0x%xh", "version-mismatch", "warning"),
+            ("amd::Comgr::release_data(dataCodeObj) failed with status 0x%xh", "version-mismatch", "warning"),
+            ("Cannot find the Var: %s", "version-mismatch", "fatal"),
+            ("Status %d, failed to get .managed device variable:%s", "version-mismatch", "fatal"),
+            ("Status %d, failed to get managed device variable:%s", "version-mismatch", "fatal"),
+            ("Could not get Global vars from Code Obj for Module: 0x%x", "version-mismatch", "fatal"),
+            ("Could not get Global Funcs from Code Obj for Module: 0x%x", "version-mismatch", "fatal"),
+            ("no enough memory", "oom", "fatal"),
+            ("Status %d, failed to allocate managed memory", "oom", "fatal"),
+            ("Status %d, failed to copy device ptr:%s", "gpu-fault", "fatal"),
+            ("Host Queue is NULL", "gpu-fault", "fatal"),
+            # hip_module.cpp
+            ("Cannot find the function: %s for module: 0x%x", "version-mismatch", "fatal"),
+            ("Cannot find global Var: %s for module: 0x%x at device: %d", "version-mismatch", "fatal"),
+            ("Cannot get texRef for name: %s at module:0x%x", "version-mismatch", "fatal"),
+            ("Function passed is null", "version-mismatch", "fatal"),
+            ("Texture not supported on the device %s", "config", "fatal"),
+            ("Both, kernelParams and extra Params are provided, only one should be provided", "crash", "fatal"),
+            ("At least one of kernelParams or extra Params should be provided", "crash", "fatal"),
+            ("Launch params (%u, %u, %u) are larger than launch bounds (%lu) for kernel %s", "crash", "fatal"),
+            # hip_platform.cpp (the __hipRegister* guarantees abort at program start when a fat binary's kernels or
+            # variables cannot be registered)
+            ("Cannot Register fat binary. FatMagic: %u version: %u", "version-mismatch", "fatal"),
+            ("Cannot register Static function, error: %d", "version-mismatch", "fatal"),
+            ("Cannot retrieve Static function, error: %d", "version-mismatch", "fatal"),
+            ("Cannot register Static Global Var, error:%d", "version-mismatch", "fatal"),
+            ("Cannot register Static Glbal Var, err:%d", "version-mismatch", "fatal"),
+            ("Cannot register Static Global Var, status: %d", "version-mismatch", "fatal"),
+            ("Cannot register Static Managed Var, error: %d", "version-mismatch", "fatal"),
+            ("Error during allocation of managed memory!, error: %d", "oom", "fatal"),
+            ("Error during memcpy to managed memory, error:%d!", "gpu-fault", "fatal"),
+            ("Cannot Unregister Fat Binary, error:%d", "crash", "warning"),
+            ("Wrong DeviceId: %d", "config", "fatal"),
+            ("Could not retrieve hostFunction: 0x%x", "version-mismatch", "fatal"),
+            ("Cannot get Device Function for module: 0x%x", "version-mismatch", "fatal"),
+            ("Cannot create Global Var obj for symbol: %s", "version-mismatch", "fatal"),
+            ("Cannot find the module: 0x%x", "version-mismatch", "fatal"),
+            ("Cannot find the texRef Entry: 0x%x", "version-mismatch", "fatal"),
+            # hip_fatbin.cpp (the two bundle lines are the older rule hip-missing-code-object's warnings: AMD_LOG_LEVEL
+            # traces, one per device without a code object, before the hipErrorNoBinaryForGpu that fails)
+            ("Cannot find CO in the bundle %s for ISA: %s", "version-mismatch", "warning"),
+            ("Missing CO for these ISAs - ", "version-mismatch", "warning"),
+            ("comgr %zu.%zu cannot support commpressed mode which need comgr 2.8+", "version-mismatch", "fatal"),
+            ("hipErrorNoBinaryForGpu: Couldn't find binary for file: %s", "version-mismatch", "fatal"),
+            ("hipErrorNoBinaryForGpu: Couldn't find binary for ptr: 0x%x", "version-mismatch", "fatal"),
+            ("CodeObject::extractCodeObjectFromFatBinaryUsingComgr failed with status %d", "version-mismatch", "fatal"),
+            ("Creating data object failed with status %d", "version-mismatch", "fatal"),
+            ("Setting data from file slice failed with status %d", "version-mismatch", "fatal"),
+            ("Releasing COMGR data failed with status %d", "version-mismatch", "warning"),
+            ("Cannot have a file size of 0, fdesc: %d fname: %s", "version-mismatch", "fatal"),
+            ("Cannot find unique isa", "version-mismatch", "fatal"),
+            ("Cannot find the device name in the unique device name", "version-mismatch", "fatal"),
+            ("Cannot map the file descriptor", "config", "fatal"),
+            ("Image cannot be nullptr, file:%s did not map for some reason", "config", "fatal"),
+            ("Cannot unmap file for fdesc: %d fsize: %d", "config", "warning"),
+            ("Cannot close file for fdesc: %d", "config", "warning"),
+            ("Both Filename and image cannot be null", "crash", "fatal"),
+            ("Cannot have both fname_ and image_ as nullptr", "crash", "fatal"),
+            ("Image cannot be nullptr", "crash", "fatal"),
+            ("Size has to greater than 0 too", "crash", "fatal"),
+            ("Cannot unmap the file", "crash", "fatal"),
+            ("Cannot close the file handle", "crash", "fatal"),
+        ),
+        example_prefix=":1:hip_fatbin.cpp            :277 : 0003046839 us: [pid:3791  tid:0x7f1c2e7fc740] ",
+        shared_needles=("amd::comgr::", "cannot find ", "cannot get ", "cannot create ", "cannot register static",
+                        "cannot have ", "cannot unmap ", "cannot close ", "cannot be null", "invalid deviceid",
+                        "kernelparams", "from code obj for module", " not initialized"),
+    ),
+    # libhsakmt (the ROCt thunk between ROCr and the amdkfd driver): ROCm/ROCT-Thunk-Interface src/*.c (commit
+    #      06a9b94adb940cc9a3a35c3945176f9c220affae, 2024-12-06, fetched; the same texts in ROCm/ROCR-Runtime
+    #      libhsakmt/src/*.c at c7785a6d, its newer home): every pr_err / pr_warn / fprintf(stderr) format (pr_* print
+    #      only with HSAKMT_DEBUG_LEVEL >= 3 / 4) and, from the repository's history, the removed "Struct size mismatch"
+    #      and "Must be root" texts; the HSAKMT_STATUS_* names of include/hsakmt/hsakmttypes.h that say what is wrong
+    #      with the node; ROCr core/runtime/amd_topology.cpp's fprintf when amdkfd is too old for the GPU (c7785a6d).
+    #      Not rows: the memory-exception decode's detail lines ("Read only", "GPU exec allowed", the address dumps),
+    #      argument checks of the API ("invalid node ID", "Deprecated", "FIXME: ... NULL pointer"), profiler counters,
+    #      topology notes a healthy node prints ("amdgpu_device_get_fd is not available" with an older libdrm, the SVM
+    #      size notes, "Probably inconsistency?"). Category: a thunk or driver too old or too new for the GPU or each
+    #      other is version-mismatch; what the node denies the process (/dev/kfd or /dev/dri not opened, sysfs
+    #      topology unreadable, seccomp, NUMA policy, a fork that reuses the parent's KFD descriptor) is config; memory
+    #      the thunk could not allocate or map is oom; a GPU memory fault's decode is gpu-fault. Nearly all are
+    #      warnings: the thunk returns a status, and ROCr or HIP then fail with their own, fatal, line.
+    Family(
+        "hsakmt",
+        "ROCm/ROCT-Thunk-Interface src/*.c, include/hsakmt/hsakmttypes.h (commit "
+        "06a9b94adb940cc9a3a35c3945176f9c220affae); ROCm/ROCR-Runtime libhsakmt/src/*.c, "
+        "runtime/hsa-runtime/core/runtime/amd_topology.cpp (commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9)",
+        "the ROCm thunk (libhsakmt) could not use the amdkfd driver: /dev/kfd or /dev/dri access, the driver's "
+        "version against ROCm's, or the container's limits",
+        (
+            ("HSA Error:  Incompatible kernel and userspace, %s disabled. Upgrade amdgpu.", "version-mismatch", "fatal"),
+            ("HSAKMT_STATUS_DRIVER_MISMATCH", "version-mismatch", "fatal"),
+            ("HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED", "config", "fatal"),
+            ("KFD file descriptor not valid in this process", "config", "fatal"),
+            # topology.c: a GPU this thunk does not know ("still return success"), then, in a debug build, the
+            # assertion that the GPU has no gfx version
+            ("device ID 0x%x is not supported in libhsakmt", "version-mismatch", "warning"),
+            ("HSA_OVERRIDE_GFX_VERSION may be needed", "version-mismatch", "fatal"),
+            ("Struct size mismatch in thunk. Cannot cast Hsa Range to KFD IOCTL range", "version-mismatch", "warning"),
+            ("HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR", "config", "warning"),
+            ("HSAKMT_STATUS_HSAMMU_UNAVAILABLE", "config", "warning"),
+            ("HSA_OVERRIDE_GFX_VERSION %s is invalid", "config", "warning"),
+            ("Failed to open /dev/dri/renderD%d: %s", "config", "warning"),
+            ("DRM render minor %d out of range [%d, %d]", "config", "warning"),
+            ("amdgpu_device_get_fd failed: %d", "config", "warning"),
+            ("AMDKFD_IOC_ACQUIRE_VM failed", "config", "warning"),
+            ("Failed to open /sys/devices/virtual/kfd/kfd/topology%s", "config", "warning"),
+            ("Failed to parse /sys/devices/virtual/kfd/kfd/topology%s", "config", "warning"),
+            ("Unable to get CPU information", "config", "warning"),
+            ("mbind is blocked by seccomp", "config", "warning"),
+            ("Failed to set NUMA policy for %p: %s", "config", "warning"),
+            ("Failed to set mem policy for GPU [0x%x]", "config", "warning"),
+            ("No SVM range compatible with all GPU and software constraints", "config", "warning"),
+            ("Failed to reserve SVM address range. Giving up.", "config", "warning"),
+            ("Failed to init mem_handle_aperture", "config", "warning"),
+            ("MMap Aperture must be CPU accessible", "config", "warning"),
+            ("Non-default alignment not supported on non-dgpu", "config", "warning"),
+            ("Must be root to open perf_event.", "config", "warning"),
+            ("HSAKMT_STATUS_NO_MEMORY", "oom", "warning"),
+            ("HSAKMT_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
+            ("[%s] failed to allocate %lu bytes from device", "oom", "warning"),
+            ("[%s] failed to allocate %lu bytes from host", "oom", "warning"),
+            ("[%s] failed to allocate %lu bytes from scratch", "oom", "warning"),
+            ("Alloc %s memory failed size %d", "oom", "warning"),
+            ("mmap failed to alloc ctx area size 0x%x: %s", "oom", "warning"),
+            ("mmap returned %p, out of range %p-%p", "oom", "warning"),
+            ("mmap failed to return addr asked", "oom", "warning"),
+            ("GPU mapping failed (%d) for obj at %p, userptr %p, size %lu", "oom", "warning"),
+            ("Fail to allocate memory for CPU info", "oom", "warning"),
+            ("Fail to allocate cache_info", "oom", "warning"),
+            ("Fail to allocate p_temp_cpu_ci_list", "oom", "warning"),
+            ("Insufficient Memory. Debugging unavailable", "oom", "warning"),
+            # events.c: the decode of a GPU memory fault, printed before ROCr's "Memory access fault by GPU node-N"
+            ("Memory exception on virtual address 0x%lx,", "gpu-fault", "warning"),
+            ("Page not present", "gpu-fault", "warning"),
+            ("Writing to readonly page", "gpu-fault", "warning"),
+            ("Execute to none-executable page", "gpu-fault", "warning"),
+            ("Address does not belong to a known buffer", "gpu-fault", "warning"),
+            ("Failed to map remapped mmio page on gpu_mem %d", "gpu-fault", "warning"),
+            ("Failed to destroy queue: %s", "gpu-fault", "warning"),
+        ),
+        shared_needles=("hsakmt_status_", "sys/devices/virtual/kfd/kfd/topology", "hsa_override_gfx_version",
+                        "must be cpu accessible"),
+    ),
+    # bitsandbytes, whose native library must match the ROCm (or CUDA) the torch build uses:
+    #      bitsandbytes-foundation/bitsandbytes (commit 95f9af309d4d5793847169c39288dcd3fcbdf564, 2026-08-19, fetched)
+    #      bitsandbytes/cextension.py (get_cuda_bnb_library_path, get_native_library, ErrorHandlerMockBNBNativeLibrary:
+    #      the RuntimeError text a native call raises when the library did not load, and its banner lines),
+    #      cuda_specs.py, diagnostics/cuda.py and diagnostics/main.py (`python -m bitsandbytes`), and the texts the
+    #      same files had in the repository's history (the 0.4x "Could not find the bitsandbytes %s binary", "Could not
+    #      load bitsandbytes native library", the BNB_*_VERSION checks). The python-stack family keeps the four rows it
+    #      had ("bitsandbytes library load error: %s", "CUDA Setup failed despite GPU being available", "Could not detect
+    #      ROCm GPU architecture: %s", "Configured %s binary not found at %s"). Category: a library not built for this
+    #      ROCm / CUDA version or GPU, or not built at all, is version-mismatch; a BNB_*_VERSION setting the build
+    #      cannot use or runtime libraries the paths do not hold are config. The load failure itself is a warning (the
+    #      import succeeds with a stand-in; many runs import bitsandbytes and never call it); the RuntimeError a
+    #      native call raises, with its banner, is fatal.
+    Family(
+        "bitsandbytes",
+        "bitsandbytes-foundation/bitsandbytes bitsandbytes/cextension.py, cuda_specs.py, diagnostics/cuda.py, "
+        "diagnostics/main.py (commit 95f9af309d4d5793847169c39288dcd3fcbdf564 and the same files' history)",
+        "bitsandbytes has no native library for this ROCm/CUDA version or GPU: install the build for this ROCm, "
+        "build it from source, or set BNB_ROCM_VERSION to a version that is shipped",
+        (
+            ("🚨 %s VERSION MISMATCH 🚨", "version-mismatch", "fatal"),
+            ("🚨 Forgot to compile the bitsandbytes library? 🚨", "version-mismatch", "fatal"),
+            ("🚨 Failed to load CPU-only bitsandbytes library 🚨", "version-mismatch", "fatal"),
+            ("🚨 %s SETUP ERROR: Missing dependency: %s 🚨", "version-mismatch", "fatal"),
+            ("Attempted to use bitsandbytes native library functionality but it's not available.", "version-mismatch", "fatal"),
+            ("Method '%s' not available in CPU-only version of bitsandbytes.", "version-mismatch", "fatal"),
+            ("No compatible %s library found (tried: %s). You may need to compile from source", "version-mismatch", "fatal"),
+            ("Native code method attempted to call: lib.%s()", "version-mismatch", "warning"),
+            ("Native code method attempted to access: lib.%s()", "version-mismatch", "warning"),
+            ("The version you're trying to use is NOT distributed with this package", "version-mismatch", "warning"),
+            ("bitsandbytes tried to find a compatible %s binary but none could be loaded.", "version-mismatch", "warning"),
+            ("%s %s.x runtime libraries were not found in the LD_LIBRARY_PATH.", "version-mismatch", "warning"),
+            ("No compatible %s binary found at %s", "version-mismatch", "warning"),
+            ("No prebuilt binary for %s, loading %s instead.", "version-mismatch", "warning"),
+            ("Could not find the bitsandbytes %s binary at %s", "version-mismatch", "warning"),
+            ("Could not load bitsandbytes native library: %s", "version-mismatch", "warning"),
+            ("The installed version of bitsandbytes was compiled without GPU support.", "version-mismatch", "warning"),
+            ("WARNING: %s is currently running as CPU-only!", "version-mismatch", "warning"),
+            ("WARNING: bitsandbytes is running as CPU-only!", "version-mismatch", "warning"),
+            ("WARNING: bitsandbytes is fully supported only from ROCm 6.1.", "version-mismatch", "warning"),
+            ("WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!", "version-mismatch", "warning"),
+            ("See above for details on why the library failed to load.", "version-mismatch", "warning"),
+            ("%s: value must be digits only (e.g. '124' for 12.4).", "config", "fatal"),
+            ("BNB_CUDA_VERSION=%s detected for ROCm!!", "config", "warning"),
+            ("BNB_ROCM_VERSION=%s detected but this is not a ROCm build!", "config", "warning"),
+            ("BNB_CUDA_VERSION=%s detected but this is not a CUDA build!", "config", "warning"),
+            ("WARNING: BNB_CUDA_VERSION=%s is set but ignored on this ROCm build.", "config", "warning"),
+            ("WARNING: BNB_ROCM_VERSION=%s is set but ignored on this CUDA build.", "config", "warning"),
+            ("BNB_ROCM_VERSION / BNB_CUDA_VERSION overrides are not supported on this backend.", "config", "warning"),
+            ("%s SETUP: WARNING! %s runtime files not found in any environmental path.", "config", "warning"),
+            ("Found duplicate %s runtime files (see below).", "config", "warning"),
+            ("ROCm GPU architecture detection failed despite ROCm being available.", "config", "warning"),
+            ("Could not detect ROCm warp size: %s. Defaulting to 64.", "config", "warning"),
+            ("No CUDA, ROCm, or XPU detected; CPU library failed to load.", "config", "warning"),
+        ),
+        shared_needles=("bitsandbytes", "bnb_cuda_version", "bnb_rocm_version", "runtime files",
+                        "native code method attempted", "cpu-only"),
+    ),
+    # Horovod's launcher and its gloo rendezvous (an HTTP key-value store the launcher serves): horovod/horovod
+    #      (commit 2626dc87a3a8eb8fb7d2216198ce45bce0f9e65a, fetched) horovod/common/gloo/http_store.cc (the C++ side's
+    #      store client; GLOO_THROW_IO_EXCEPTION / runtime_error / LOG(ERROR|WARNING) texts, streamed values as %s),
+    #      gloo_context.cc, horovod/runner/http/http_server.py and http_client.py (the store), gloo_run.py (the
+    #      launcher's process handling), runner/common/util/timeout.py with the messages launch.py and
+    #      elastic/driver.py give it, elastic/driver.py, registration.py, discovery.py, constants.py. gloo's own
+    #      transport errors (pair.cc, "Connection closed by peer", "Timed out waiting Nms for recv operation") are the
+    #      older gloo rules'. Not rows: registration bookkeeping that ignores a stale report ("already blacklisted,
+    #      ignoring", "key exists and new state"), API argument checks. Category: the store or the hosts not reached in
+    #      time at start-up is rendezvous; the launcher stopping because workers failed, or a worker's non-zero exit,
+    #      is crash; a discovery script that fails is config.
+    Family(
+        "horovod",
+        "horovod/horovod horovod/common/gloo/http_store.cc, gloo_context.cc, horovod/runner/http/http_server.py, "
+        "http_client.py, gloo_run.py, runner/common/util/timeout.py, launch.py, runner/elastic/driver.py, "
+        "registration.py, discovery.py, constants.py (commit 2626dc87a3a8eb8fb7d2216198ce45bce0f9e65a)",
+        "Horovod's ranks could not meet through the launcher's rendezvous store, or the launcher stopped the job: "
+        "check that every host reaches the launcher's address and port, and the first failed process's log",
+        (
+            ("Wait timeout after %s seconds for key(s): %s", "rendezvous", "fatal"),
+            ("HTTP GET request failed too many times, aborting.", "rendezvous", "fatal"),
+            ("HTTP request failed.", "rendezvous", "fatal"),
+            ("Read data from KVStore server failed.", "rendezvous", "fatal"),
+            ("Put data input KVStore server failed.", "rendezvous", "fatal"),
+            ("Timed out waiting for %s. Please check connectivity between servers.", "rendezvous", "fatal"),
+            ("Timed out waiting for %s. Please check that you have enough resources to run at least %d Horovod processes.", "rendezvous", "fatal"),
+            ("failed to activate new hosts -> stop running", "rendezvous", "fatal"),
+            ("HTTP response not OK, got %d", "rendezvous", "warning"),
+            ("KVStore ERROR: Invalid request path: %s.", "rendezvous", "warning"),
+            ("KVStore ERROR: Timeout when receiving %d bytes, aborting this incomplete request.", "rendezvous", "warning"),
+            ("Rendezvous ERROR: Invalid request path: %s.", "rendezvous", "warning"),
+            ("%s[%d] has been removed from elastic job", "rendezvous", "warning"),
+            ("failed to notify %s[%d] of host updates", "rendezvous", "warning"),
+            ("Horovod detected that one or more processes exited with non-zero status, thus causing the job to be terminated.", "crash", "fatal"),
+            ("Process %d exit with status code %d.", "crash", "fatal"),
+            ("Exception happened during safe_shell_exec, exception message: %s", "crash", "fatal"),
+            ("failure count == %d -> stop running", "crash", "fatal"),
+            ("blacklisted slots count == %d -> stop running", "crash", "fatal"),
+            ("reset count %d has exceeded limit %d -> stop running", "crash", "fatal"),
+            ("Horovod was shutdown because number of resets during elastic job exceeded limit: %d", "crash", "fatal"),
+            ("No hosts from previous set remaining, unable to broadcast state.", "crash", "fatal"),
+            ("Terminating remaining workers after failure of Process %d.", "crash", "warning"),
+            ("Job has been shutdown, see above error messages for details.", "crash", "warning"),
+            ("Failed to execute discovery script: %s. Exit code: %d", "config", "fatal"),
+        ),
+        shared_needles=("-> stop running",),
+    ),
+    # JAX / XLA multi-process coordination (jax.distributed): openxla/xla, through the code index (stored copies, not
+    #      fetched: the repository is over the snapshot limit) xla/tsl/distributed_runtime/coordination/
+    #      coordination_service.cc (commit a4771e3c16767599a6e41e36862d0f639714c274) and coordination_service_agent.cc
+    #      (3677f887029be73ea2d07df3d8000d70af115e95), coordination_service_error_util.cc (the RPC-failure prefix, two
+    #      spellings), xla/pjrt/distributed/client.cc (611900e5e798024497532bfbc58924d5762ea307 and the older
+    #      001918b7024cf5f020051a9d25d2dd57a5896aaa with the pre-coordination-service client), client.h and service.cc
+    #      (001918b7: the older QFATAL and service texts), and the older tsl coordination_service.cc's "Barrier timed out.
+    #      Barrier_id:" and "heartbeat timeout" texts (code search). The newer client.h's "Terminating process because
+    #      the JAX distributed service detected fatal errors" is not in the index at any version; its text is as the JAX
+    #      documentation (jax-ml/jax docs/multi_process) prints it. Not rows: API misuse (barrier ids reused or
+    #      cancelled, agent initialised twice) and the INFO-level connect and barrier progress. Category: a task or the
+    #      service not reached, or a barrier not met, at start-up or at a barrier (connect, cluster registration, key-value
+    #      get, barrier timeout, the shutdown barrier) is rendezvous; a task that stopped sending heartbeats, restarted
+    #      with a new incarnation, or a leader that cannot be reached any more is crash (a peer died); the texts that
+    #      relay or follow an error already reported ("Polled an error", "Shutdown() was called while ... in error state")
+    #      are crash warnings; two tasks with one id or a task the service does not expect is config. The rendezvous rows
+    #      come first, so "Terminating process because ... detected fatal errors ... Barrier timed out" is rendezvous.
+    Family(
+        "jax-coordination",
+        "openxla/xla xla/tsl/distributed_runtime/coordination/coordination_service.cc (a4771e3c), "
+        "coordination_service_agent.cc (3677f887), coordination_service_error_util.cc, xla/pjrt/distributed/client.cc "
+        "(611900e5, 001918b7), client.h and service.cc (001918b7)",
+        "JAX's distributed runtime (coordination service): a task did not connect or reach a barrier in time, or a task "
+        "died; the first task to fail (often not this one) has the cause",
+        (
+            ("Barrier timed out. Id: %s.", "rendezvous", "fatal"),
+            ("Barrier timed out. Barrier_id: %s", "rendezvous", "fatal"),
+            ("Failed to connect to distributed JAX controller: %s", "rendezvous", "fatal"),
+            ("Cluster registration failed with error: %s", "rendezvous", "fatal"),
+            ("Stopping coordination service as cluster registration failed.", "rendezvous", "fatal"),
+            ("GetKeyValue() timed out with key: %s and duration: %s", "rendezvous", "fatal"),
+            ("Shutdown barrier has failed.", "rendezvous", "fatal"),
+            ("Shutdown barrier in coordination service has failed:", "rendezvous", "fatal"),
+            ("Barrier (%s) is invoked by the task, but the service thinks it is the %d-th instance.", "rendezvous", "fatal"),
+            ("Connect() failed after %d retries in %s; most recent failure status: %s", "rendezvous", "fatal"),
+            ("Connect() timed out after %s with %d attempts. Most recent failure was: %s", "rendezvous", "fatal"),
+            ("Timed out after %s waiting for all nodes to call Connect()", "rendezvous", "fatal"),
+            ("Timed out after %s waiting for all nodes to call EnumerateDevices()", "rendezvous", "fatal"),
+            ("Timed out after %s waiting for all nodes to call Shutdown()", "rendezvous", "fatal"),
+            ("Timed out after %s waiting for all nodes to be at WaitAtBarrier()", "rendezvous", "fatal"),
+            ("A process timed out waiting at the barrier. Exiting early because the current process will also timeout.", "rendezvous", "fatal"),
+            ("Coordination service has stopped. RegisterTask() from task: %s failed.", "rendezvous", "warning"),
+            ("Agent must be in CONNECTED state. It is currently %s.", "rendezvous", "warning"),
+            ("heartbeat timeout. This indicates that the remote task has failed, got preempted, or crashed unexpectedly.", "crash", "fatal"),
+            ("The following tasks are unhealthy (stopped sending heartbeats):", "crash", "fatal"),
+            ("Terminating process because the JAX distributed service detected fatal errors.", "crash", "fatal"),
+            ("Terminating process because the coordinator detected missing heartbeats.", "crash", "fatal"),
+            ("Terminating process because of missing heartbeat response from the coordinator.", "crash", "fatal"),
+            ("Failed to send RPC to coordination service. Either the leader task %s unexpectedly or this task is experiencing network issues.", "crash", "fatal"),
+            ("Leader incarnation ID mismatch: the coordination  leader (usually slice 0 task 0) has restarted.", "crash", "fatal"),
+            ("%s Heartbeat: Incarnation ID mismatch: expecting %d but got %d. The task has restarted and likely crashed earlier", "crash", "fatal"),
+            ("%s unexpectedly tried to connect with a different incarnation. It has likely restarted.", "crash", "fatal"),
+            ("Missed heartbeats from node %d. Shutting down.", "crash", "fatal"),
+            ("Shutting down due to missed heartbeat from task %d", "crash", "fatal"),
+            ("The tasks have crashed. Check the task logs for an earlier error", "crash", "warning"),
+            ("Polled an error from coordination service (this can be an error from this or another task).", "crash", "warning"),
+            ("Coordination service agent in error status: %s", "crash", "warning"),
+            ("Encountered another error when reporting error to coordination service: %s", "crash", "warning"),
+            ("Encountered another error while reporting to %s: %s", "crash", "warning"),
+            ("Failed to disconnect from coordination service with status: %s", "crash", "warning"),
+            ("Shutdown() was called while coordination agent is in error state, implying that distributed execution failed.", "crash", "warning"),
+            ("%s unexpectedly tried to connect while it is already in error.", "crash", "warning"),
+            ("Coordination service has stopped. RecordHeartbeat() from task: %s failed.", "crash", "warning"),
+            ("Unexpected heartbeat request from an already-in-error task: %s", "crash", "warning"),
+            ("Task with task_name=%s must be registered before sending heartbeat messages. The service might have restarted", "crash", "warning"),
+            ("Barrier failed because service is shutting down. Barrier_id: %s", "crash", "warning"),
+            ("Barrier failed because: %s. Barrier Id: %s, Task: %s", "crash", "warning"),
+            ("Task (%s) is already in error before the barrier was called.", "crash", "warning"),
+            ("All tasks were set to error because coordination service encountered an error, but was unable to inform clients.", "crash", "warning"),
+            ("The following %d tasks in the cluster has not sent request to poll for error.", "crash", "warning"),
+            ("Failed to disconnect task %s: %s", "crash", "warning"),
+            ("Duplicate node ID %d", "config", "fatal"),
+            ("Invalid node ID %d, must be in the range [0, %d)", "config", "fatal"),
+            ("Unexpected task registered with task_name=%s", "config", "fatal"),
+            ("Unexpected heartbeat request from task: %s. This usually implies a configuration error.", "config", "fatal"),
+            ("CoordinationServiceAgent must be initialized with a valid leader.", "config", "fatal"),
+        ),
+        shared_needles=("coordination service", "barrier timed out", "waiting for all nodes to", " heartbeat",
+                        "terminating process because", "incarnation", "connect() failed after"),
+    ),
 )
 
 # fmt: on
