@@ -177,7 +177,10 @@ class CountingTransport(LocalTransport):
 
 
 def command_run(
-    tmp_path: Path, detach: bool = False, script: str = "for i in 1 2 3; do echo step=$i; sleep 0.2; done"
+    tmp_path: Path,
+    detach: bool = False,
+    script: str = "for i in 1 2 3; do echo step=$i; sleep 0.2; done",
+    heartbeat_timeout: float = 2.0,
 ) -> tuple[Any, Any, Any, CountingTransport, list[str]]:
     """examples/local.yaml's two local nodes running a shell job (by default three lines): (ctx, plan, record,
     transport, lines)."""
@@ -193,7 +196,9 @@ def command_run(
             "command": ["sh", "-c", script],
         }
     )
-    health = inv.health.model_copy(update=scaled_health(stall_timeout=60.0, heartbeat_timeout=2.0))
+    health = inv.health.model_copy(
+        update=scaled_health(stall_timeout=60.0, heartbeat_timeout=heartbeat_timeout)
+    )
     inv = inv.model_copy(update={"workdir": str(tmp_path / "work"), "job": job, "health": health})
     sources = load_sources(inv)
     plan = build_plan(inv, run_id=records.new_run_id(), sources=sources, head_env=os.environ, detach=detach)
@@ -283,7 +288,9 @@ def test_a_teardown_stops_every_node_over_its_open_channel(
 
     monkeypatch.setenv("RLAUNCH_HOME", str(tmp_path / "home"))
     script = 'if [ "$NODE_RANK" = 1 ]; then sleep 1; echo boom >&2; exit 3; fi; while :; do echo tick; sleep 0.2; done'
-    ctx, plan, _, transport, _ = command_run(tmp_path, script=script)
+    # A heartbeat timeout no neighbour's load can overrun (make test, turn 13: beside the 64-node scale test a 2 s one,
+    # scaled to 8 s, was missed and the run failed on a lost node instead).
+    ctx, plan, _, transport, _ = command_run(tmp_path, script=script, heartbeat_timeout=30.0)
     outcome = execute(ctx)
     assert outcome.code != 0 and "sim-node1" in outcome.summary, outcome.summary
     assert [v for _, v in transport.verbs if v == protocol.STOP] == [], transport.verbs
