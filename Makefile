@@ -5,9 +5,10 @@ PY := $(VENV)/bin/python
 # everything that starts Slurm, per worker at a time; the long LLaMA-Factory, DeepSpeed, validate and hang files
 # one test per group). Every e2e limit follows the machine's load (tests/e2e_helpers.py `scaled`). Measured on a
 # 2-core machine (BENCHMARKS.md, `make test` wall time): one process 77 min; 2 workers 38.6 min, 3 workers 31.4 min
-# (turn 12; most e2e time is waiting, 1.1-1.4 of 2 cores busy); 4 workers 25.5 min (1.7 busy), 5: BENCHMARKS.md. The grouping needs
+# (turn 12; most e2e time is waiting, 1.1-1.4 of 2 cores busy); turn 13, grouped: 4 workers 25.5 min, 5 workers 25.3 min (the
+# machine 1.7-1.8 of 2 cores busy: CPU-bound, so 4). The grouping needs
 # pytest below 9.2 (pyproject.toml; tests/conftest.py refuses an ungrouped run). TEST_WORKERS=0 runs one process.
-TEST_WORKERS ?= 5
+TEST_WORKERS ?= 4
 
 .PHONY: setup demo test test-heavy quick lint bench
 

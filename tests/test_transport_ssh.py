@@ -96,7 +96,9 @@ def test_our_eof_never_follows_our_close_so_the_connection_survives(
         # Unguarded (paramiko's own shutdown_write): our EOF goes out after the reader's CLOSE.
         chan[:] = [link.open_session(timeout=20)]
         chan[0].exec_command("true")
-        hold_eof_until[:] = [lambda: chan[0].closed]
+        # `closed` is set as the node's CLOSE is read, a moment before the reader sends ours: wait past that, or
+        # under load our EOF could still go out first and the connection rightly survive (make test, turn 13).
+        hold_eof_until[:] = [lambda: chan[0].closed and (time.sleep(0.5) or True)]
         chan[0].shutdown_write()
         wait_for(lambda: not link.is_active(), 30, "OpenSSH to drop the connection")
 
