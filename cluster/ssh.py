@@ -333,7 +333,9 @@ class SSHTransport(Transport):
         except (OSError, EOFError) as exc:
             sock.close()
             client.close()  # also ends its reader thread, which would log about the dead socket
-            raise TransportError(ep.host, f"connection to {where} failed during SSH setup: {exc}") from None
+            # paramiko's EOFError has no text: say what it means rather than end the message on a colon.
+            why = str(exc) or ("the node closed the connection" if isinstance(exc, EOFError) else repr(exc))
+            raise TransportError(ep.host, f"connection to {where} failed during SSH setup: {why}") from None
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(max(1, round(ep.keepalive)))

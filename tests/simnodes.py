@@ -338,8 +338,22 @@ class SimCluster:
         return ended
 
     def kill_node(self, node: str) -> None:
-        """The node dies: its sshd and everything it ran. Its address stays (connections are refused)."""
-        self._kill(self.node(node))
+        """The node dies: its sshd and everything it ran. Its address stays (connections are refused).
+
+        Returns once a connection is refused: the namespace's processes die after its PID 1 is reaped, and a
+        connection made in between was accepted and then reset ("failed during SSH setup", make test, turn 13)."""
+        sim = self.node(node)
+        self._kill(sim)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection((sim.address, sim.port), timeout=1.0):
+                    pass
+            except ConnectionRefusedError:
+                return
+            except OSError:
+                pass
+            time.sleep(0.05)
 
     def restart_node(self, node: str) -> None:
         sim = self.node(node)
