@@ -270,9 +270,9 @@ def test_a_node_that_cannot_start_stops_every_started_one(
     assert "sim-node0" not in failed.value.failed  # type: ignore[attr-defined]
     verbs = [(h, v) for h, v in transport.verbs if v in (protocol.START_FOLLOW, protocol.STOP)]
     assert ("sim-node0", protocol.START_FOLLOW) in verbs
-    # sim-node0 is stopped by the stop word on its open channel (its exit record shows nothing left, so no stop
-    # verb follows), sim-node1, which never started, by the stop verb.
-    assert ("sim-node0", protocol.STOP) not in verbs and ("sim-node1", protocol.STOP) in verbs
+    # sim-node0 is stopped by the stop word on its open channel, or, where its channel was not yet its follower's
+    # (a loaded machine, make test turn 13), by the stop verb; sim-node1, which never started, by the stop verb.
+    assert ("sim-node1", protocol.STOP) in verbs
     assert not processes_of_run(plan.run_id)
     assert record.read_state()["state"] == "failed"
 
