@@ -185,9 +185,7 @@ def _follow(
             # What is left of the job once its guard is gone, as the stop verb would find it (guard.py
             # kill_recorded): the head takes a node whose exit record shows nothing left as stopped and clean
             # without asking it again (launcher/run/attempt.py `Runner.stop`; `down` at 250 nodes, issue 23).
-            state["remaining"] = [
-                st["pid"] for st in proctab.job_processes([], rd.read_records(rundir)) if st["state"] != "Z"
-            ]
+            state["remaining"] = [st["pid"] for st in rd.left_of_job(rundir)]
             emit({"k": protocol.K_EXIT, "t": time.time(), "state": state})
             return
         now = time.time()

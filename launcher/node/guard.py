@@ -181,10 +181,7 @@ def read_reply(fd: int, timeout: float) -> dict | None:
 def kill_recorded(rundir: str, grace: float) -> list:
     """Without a live guard: tear down what is left of the recorded pids and their trees (`terminate`). Their new
     parent (init or another subreaper) reaps them, so zombies are already dead here."""
-    records = rd.read_records(rundir)
-    _, survivors = proctab.terminate(
-        lambda: [st for st in proctab.job_processes([], records) if st["state"] != "Z"], grace
-    )
+    _, survivors = proctab.terminate(lambda: rd.left_of_job(rundir), grace)
     return survivors
 
 

@@ -103,6 +103,13 @@ def read_records(rundir: str) -> set:
     return records
 
 
+def left_of_job(rundir: str) -> list:
+    """The job's recorded processes still alive (zombies excluded: their new parent reaps them): what the stop verb
+    tears down without a live guard (guard.py `kill_recorded`) and what the follower's exit record reports as
+    `remaining` once the guard has exited."""
+    return [st for st in proctab.job_processes([], read_records(rundir)) if st["state"] != "Z"]
+
+
 def record_of(st: dict) -> tuple:
     return st["pid"], st["starttime"], st["session"]
 
