@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -45,6 +46,15 @@ def clear_stale_jit_locks(root: Path = TORCH_EXTENSIONS, older_than: float = STA
 
 
 MAX_SLOWDOWN = 6.0  # a 60 s stall limit becomes at most 6 min: under pytest-timeout's 600 s per test
+
+
+def free_port() -> int:
+    """A loopback port free right now, outside torchrun's 29500 and `auto`'s 29500-30499 that other workers' jobs
+    bind: a local-transport test that leaves `master.port` at its default is refused by preflight ("master port
+    29500 is already in use") whenever another file's torchrun runs beside it (seen in CI, turn 13)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def slowdown() -> float:

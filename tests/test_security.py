@@ -18,6 +18,7 @@ import otheruser
 import psutil
 import pytest
 import yaml
+from e2e_helpers import free_port
 
 from cluster.inventory import from_mapping
 from launcher.node import guard as guard_module
@@ -468,6 +469,7 @@ def local_inventory(tmp_path: Path, cluster: str, command: list[str]) -> object:
             "python": sys.executable,
             "workdir": str(tmp_path / "work"),
             "nodes": [{"host": "n1", "address": "127.0.0.1"}],
+            "master": {"port": free_port()},
             "job": {"kind": "command", "command": command},
         }
     )
