@@ -26,8 +26,14 @@ def local_inventory_file(path: Path, work: Path, nodes: list[dict[str, str]], co
     """An inventory file for the local transport (every node is this machine, its run directories under work)
     whose job is `command`; JSON, which is YAML too. tests/test_cli_everyday.py writes its local runs with it."""
     job = {"kind": "command", "command": command}
-    data = {"transport": "local", "python": sys.executable, "workdir": str(work), "nodes": nodes, "job": job,
-            "master": {"port": free_port()}}
+    data = {
+        "transport": "local",
+        "python": sys.executable,
+        "workdir": str(work),
+        "nodes": nodes,
+        "job": job,
+        "master": {"port": free_port()},
+    }
     path.write_text(json.dumps(data))
     return path
 
