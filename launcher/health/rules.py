@@ -13,9 +13,12 @@ so that such a line never outranks the peer's own, more specific failure (see wa
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import sys
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 if __package__:  # the head, tests: launcher.health.rules
     from launcher.health import vocabulary
@@ -61,7 +64,10 @@ CATEGORIES = (
 @dataclass(frozen=True)
 class Rule:
     name: str
-    pattern: re.Pattern[str]
+    # The regex (compiled case-insensitively on first use) or a compiled pattern. Compiling is lazy: every follower and
+    # guard on every node loads this table, and compiling its ~300 rules took ~0.6 of the 1.3 CPU-seconds it cost to
+    # load (64 simulated nodes: most of the scale test's CPU, make test turn 14); a healthy log reaches few of them.
+    source: str | re.Pattern[str]
     category: str
     severity: str
     hint: str
@@ -71,6 +77,11 @@ class Rule:
     # Lower-case literals of which every match contains at least one (one per top-level alternative): a cheap
     # `in` test skips the regex for the vast majority of lines, which are healthy. None: always run the regex.
     needles: tuple[str, ...] | None = None
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        # cached_property writes the instance's __dict__ directly, which a frozen dataclass allows.
+        return self.source if isinstance(self.source, re.Pattern) else re.compile(self.source, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -98,8 +109,7 @@ def _rule(
     must then contain one of the given lower-case strings (a test checks it on every fixture line)."""
     assert category in CATEGORIES, category
     assert severity in ("fatal", "warning", "info"), severity
-    pattern = re.compile(regex, re.IGNORECASE)
-    return Rule(name, pattern, category, severity, hint, cascade, waiting, needles or _needles(regex))
+    return Rule(name, regex, category, severity, hint, cascade, waiting, needles or _needles(regex))
 
 
 def _needles(regex: str) -> tuple[str, ...] | None:
@@ -929,11 +939,33 @@ def _literal_trie(words: set[str]) -> str:
 
 
 def _minimal(needles: set[str]) -> set[str]:
-    return {n for n in needles if not any(m != n and m in n for m in needles)}
+    """The needles that contain no other needle. Each needle is looked for in all of them joined by NULs (str.find,
+    in C): testing every pair in Python cost ~0.15 CPU-seconds a call at every load of the table, on every node."""
+    words = sorted(needles)
+    text = "\0".join(words)
+    starts = list(itertools.accumulate((len(w) + 1 for w in words[:-1]), initial=0))
+    covered = set()
+    for m in words:
+        at = text.find(m)
+        while at != -1:
+            holder = words[bisect.bisect_right(starts, at) - 1]
+            if holder != m:
+                covered.add(holder)
+            at = text.find(m, at + 1)
+    return set(words) - covered
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """`_ANY_NEEDLE`, the specific rules' literals alone as one scan, built when first asked for (only the tests
+    use it; every node loads this module)."""
+    if name == "_ANY_NEEDLE":
+        pattern = re.compile(_literal_trie(_minimal(_NEEDLES)))
+        globals()[name] = pattern
+        return pattern
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _NEEDLES = {n for rule in RULES if rule not in FALLBACK_RULES for n in rule.needles or ()}
-_ANY_NEEDLE = re.compile(_literal_trie(_minimal(_NEEDLES)))  # the specific rules' literals alone
 # The one scan every line gets: the specific and the last-resort rules' literals in one trie (as fast as the specific
 # ones alone: "error" and "fail" stand in for the many needles that contain them). A hit on a literal of the specific
 # rules sends the line through the whole table; a hit on a last-resort literal ("failed", "error") sends it through
@@ -982,14 +1014,17 @@ _SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 # contain it and each was tested in Python: the vocabulary families made that the loop's main cost; issue 26).
 _ALL_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
 _FIND = re.compile(f"(?=({_literal_trie(_ALL_NEEDLES)}))")
+_RULES_OF_NEEDLE: dict[str, list[int]] = {}
+for _i, _rule_i in enumerate(RULES):
+    for _n in dict.fromkeys(_rule_i.needles or ()):
+        _RULES_OF_NEEDLE.setdefault(_n, []).append(_i)
+# Each found needle's rules: those with a needle that is a prefix of it, by looking its prefixes up (a test per rule
+# and needle pair cost ~0.4 CPU-seconds at every load of the table, on every node).
 _CANDIDATES: dict[str, tuple[int, ...]] = {
-    found: tuple(
-        i
-        for i, rule in enumerate(RULES)
-        if rule.needles is not None and any(found.startswith(n) for n in rule.needles)
-    )
+    found: tuple(sorted({i for k in range(1, len(found) + 1) for i in _RULES_OF_NEEDLE.get(found[:k], ())}))
     for found in _ALL_NEEDLES
 }
+del _i, _rule_i, _n
 # The one rule without needles: the anchored glog "E1019 ..." prefix.
 _NO_NEEDLE_RULES = tuple(i for i, rule in enumerate(RULES) if rule.needles is None)
 
