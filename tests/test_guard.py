@@ -525,3 +525,84 @@ def test_guard_is_standard_library_only() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert shutil.which("bash")  # the shell jobs above need it
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The tree walk: once a node, and only when something new was created (issue 22: 64 simulated nodes spent most
+# of their CPU walking one shared /proc, twice a second a node)
+
+
+def test_the_tree_is_walked_again_only_after_a_process_was_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's last handed-out PID (faked: the layer below) unchanged means nothing new on the node: the guard
+    re-reads its known members instead of every process's stat; a member that ended drops out; a changed counter
+    walks again and finds the newcomer. Every result also lands in procs.json for the followers."""
+    from launcher.node import daemon
+    from launcher.node import procs as proctab
+    from launcher.node import rundir as rd
+
+    (tmp_path / "job.json").write_text(json.dumps({"argv": ["true"], "cwd": str(tmp_path)}))
+    guard = daemon.Guard(str(tmp_path), rd.load_job(str(tmp_path)))  # this test process is the "guard"
+    counter = {"last": 100}
+    monkeypatch.setattr(proctab, "last_pid", lambda: counter["last"])
+    walks = {"n": 0}
+    real_walk = proctab.all_stats
+
+    def counted() -> list:
+        walks["n"] += 1
+        return real_walk()
+
+    monkeypatch.setattr(proctab, "all_stats", counted)
+    first = subprocess.Popen(["sleep", "60"])
+    second = None
+    try:
+        assert first.pid in [st["pid"] for st in guard.record_tree()] and walks["n"] == 1
+        assert (
+            first.pid in [st["pid"] for st in guard.record_tree()] and walks["n"] == 1
+        )  # nothing new: no walk
+        first.kill()
+        first.wait()
+        assert first.pid not in [st["pid"] for st in guard.record_tree()] and walks["n"] == 1
+        second = subprocess.Popen(["sleep", "60"])
+        counter["last"] = 101
+        assert second.pid in [st["pid"] for st in guard.record_tree()] and walks["n"] == 2
+        me = proctab.read_stat(os.getpid())
+        assert me is not None
+        snapshot = rd.read_procs(str(tmp_path), (os.getpid(), me["starttime"]), 5.0)
+        assert snapshot is not None and [st["pid"] for st in snapshot] == [second.pid]
+        assert {first.pid, second.pid} <= {pid for pid, _, _ in guard.records}  # both recorded for `stop`
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_follower_trusts_only_its_own_guards_fresh_snapshot(tmp_path: Path) -> None:
+    """procs.json names its guard and its time: another guard's, an old one or a malformed one is no answer (the
+    follower walks /proc itself); a listed pid now held by another process (a different start time) is left out."""
+    from launcher.node import procs as proctab
+    from launcher.node import rundir as rd
+
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        st = proctab.read_stat(child.pid)
+        me = proctab.read_stat(os.getpid())
+        assert st is not None and me is not None
+        guard = (os.getpid(), me["starttime"])
+        reused = dict(
+            st, pid=os.getpid(), starttime=me["starttime"] + 1
+        )  # our pid, another start: a reused pid
+        rd.write_procs(str(tmp_path), guard, [st, reused])
+        assert [p["pid"] for p in rd.read_procs(str(tmp_path), guard, 5.0) or []] == [child.pid]
+        assert rd.read_procs(str(tmp_path), (os.getpid(), me["starttime"] + 1), 5.0) is None  # another guard
+        data = json.loads((tmp_path / rd.PROCS_SNAPSHOT).read_text())
+        (tmp_path / rd.PROCS_SNAPSHOT).write_text(json.dumps(dict(data, t=data["t"] - 60)))
+        assert rd.read_procs(str(tmp_path), guard, 5.0) is None  # 60 s old: the guard stopped walking
+        for bad in ([[1, 0]], [["x", 1]], [[child.pid]], "all"):
+            (tmp_path / rd.PROCS_SNAPSHOT).write_text(json.dumps(dict(data, procs=bad)))
+            assert rd.read_procs(str(tmp_path), guard, 5.0) is None, bad
+    finally:
+        child.kill()
+        child.wait()

@@ -56,6 +56,8 @@ class Guard:
         if self.edge is not None:
             self.edge.on_bad_line = rd.log
         self.procs: list = []
+        self.members: list = []  # what record_tree found last (the run loop's `procs` and teardown's rounds)
+        self.walked_after: int | None = None  # procs.last_pid() as read just before the last full walk
         self.spawn_beat: float | None = None  # the heartbeat file's mtime as spawn left it (no beat since)
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
@@ -94,12 +96,28 @@ class Guard:
     def record_tree(self) -> list:
         """Append newly seen descendants to RUNDIR/pids; return the current descendants."""
         # With the subreaper every descendant is in the tree; the records matter only if prctl failed.
-        procs = proctab.job_processes([self.pid], self.records)
+        created = proctab.last_pid()
+        if created is not None and created == self.walked_after:
+            # Nothing was created on the node since before the last walk: its members, each read again, are the
+            # whole tree (those gone left out). A walk reads every process's stat (a few ms a thousand processes).
+            procs = []
+            for was in self.members:
+                st = proctab.read_stat(was["pid"])
+                if st is not None and st["starttime"] == was["starttime"]:
+                    procs.append(st)
+        else:
+            procs = proctab.job_processes([self.pid], self.records)
+            self.walked_after = created  # read before the walk: a process made during it shows as a change
         fresh = [rd.record_of(st) for st in procs if rd.record_of(st) not in self.records]
         if fresh:
             self.pids_file.write("".join(f"{pid} {start} {sid}\n" for pid, start, sid in fresh))
             self.pids_file.flush()
             self.records.update(fresh)
+        self.members = procs
+        try:  # for the followers (rundir.write_procs): one walk of /proc a node, not one per reader
+            rd.write_procs(self.rundir, (self.pid, self.state.guard_starttime), procs)
+        except OSError as exc:  # a full disk: the followers walk /proc themselves
+            rd.log(f"cannot write {rd.PROCS_SNAPSHOT}: {exc.strerror}")
         return procs
 
     def reap(self) -> None:

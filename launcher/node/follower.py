@@ -27,6 +27,9 @@ else:  # imported by guard.py run as a script from the run directory, beside thi
     from teelines import TeeJoin  # type: ignore[no-redef]
 
 PROCS_EVERY_S = 1.0
+# The guard rewrites procs.json after each walk (daemon.RECORD_EVERY_S, 1 s); an older one is a guard that stopped
+# walking (stopped itself, or starved of CPU): the follower then walks /proc itself.
+SNAPSHOT_MAX_AGE_S = 5.0
 STATE_WAIT_S = 10.0
 
 
@@ -191,7 +194,9 @@ def _follow(
         now = time.time()
         if now >= next_procs:
             records = rd.read_records(rundir)
-            procs = proctab.job_processes([pid], records)
+            procs = rd.read_procs(rundir, (pid, start), SNAPSHOT_MAX_AGE_S)
+            if procs is None:  # no fresh snapshot of the guard's walk (an older guard): walk /proc here
+                procs = proctab.job_processes([pid], records)
             snapshot = gpu.poll(now)
             described = proctab.describe_with_usage(procs)
             gpu.annotate(procs, described)

@@ -4,7 +4,8 @@ defaults, the guard's identity from state.json, and the one builder of state.jso
 Files in RUNDIR: job.json (input), guard.pid, guard.lock (flock held by the live guard), state.json (atomic),
 out.log (job stdout+stderr), guard.log, heartbeat (mtime touched by the follower), head_closed, pids (append-only
 "PID STARTTIME SID" lines of every descendant seen, so `stop` can find them after the guard itself was SIGKILLed),
-stop_request.json (the grace `stop` asked for), out.idx (out.log's time index, OutIndex). Standard library only
+stop_request.json (the grace `stop` asked for), out.idx (out.log's time index, OutIndex), procs.json (the guard's
+latest walk of the job's tree, which its followers read instead of walking /proc themselves). Standard library only
 (pushed beside guard.py).
 """
 
@@ -66,16 +67,59 @@ class OutIndex:
             self.next_at = now + protocol.OUT_INDEX_EVERY_S
 
 
-def write_json_atomic(path: str, data: dict) -> None:
+def write_json_atomic(path: str, data: dict, durable: bool = True) -> None:
+    """Readers see the old file or the new one, never half of one. `durable=False` skips the fsync, for a file
+    rewritten every second whose loss in a crash costs nothing (procs.json)."""
     tmp = f"{path}.tmp.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)  # a leftover of a crashed writer with our pid; O_EXCL below refuses anything there
     with os.fdopen(open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as f:
         json.dump(data, f)
         f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+PROCS_SNAPSHOT = "procs.json"
+
+
+def write_procs(rundir: str, guard: tuple, procs: list) -> None:
+    """The guard's latest walk of its job's tree, as (pid, starttime) pairs, for its followers (`read_procs`).
+
+    Why: finding a tree's members means reading every process's /proc/PID/stat (the parent pid is only there), a
+    cost that grows with the whole node, not the job: on a node of a few thousand processes, kernel threads
+    included, each walk costs tens of ms. The guard walks once a second to record new descendants; each follower
+    walked again for its process records. 64 simulated nodes on one machine (about 1000 processes in one /proc)
+    spent most of their CPU there (make test, turn 14: 402 CPU-seconds in the scale test)."""
+    pairs = [[st["pid"], st["starttime"]] for st in procs]
+    write_json_atomic(
+        path_in(rundir, PROCS_SNAPSHOT), {"t": time.time(), "guard": list(guard), "procs": pairs}, False
+    )
+
+
+def read_procs(rundir: str, guard: tuple, max_age: float) -> list | None:
+    """The job's processes as the guard `guard` (pid, starttime) last found them, each read again now (state and
+    all: a process gone or whose pid was reused is left out); None where there is no such snapshot younger than
+    `max_age` seconds (an older guard, or one too busy to write it): the caller walks /proc itself."""
+    data = read_json(path_in(rundir, PROCS_SNAPSHOT))
+    if not isinstance(data, dict) or data.get("guard") != list(guard):
+        return None
+    when, pairs = data.get("t"), data.get("procs")
+    if not isinstance(when, (int, float)) or not isinstance(pairs, list) or abs(time.time() - when) > max_age:
+        return None
+    procs = []
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2):
+            return None
+        pid, start = pair
+        if not (proctab.valid_pid(pid) and proctab.valid_start(start)):
+            return None
+        st = proctab.read_stat(pid)
+        if st is not None and st["starttime"] == start:
+            procs.append(st)
+    return procs
 
 
 def read_json(path: str) -> dict | None:
