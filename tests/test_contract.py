@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from launcher.errors import BadInput, ExitCode, Infra, JobFailed, RlaunchError
@@ -953,3 +955,22 @@ def test_every_reader_of_out_logs_lines_joins_torchruns_cut_lines() -> None:
             continue
         assert "TeeJoin()" in text, f"{path.relative_to(ROOT)} reads out.log's lines without teelines.TeeJoin"
     assert "teelines.py" in protocol.GUARD_BUNDLE
+
+
+def test_node_processes_load_the_rules_without_compiling_them_and_walk_proc_in_one_place() -> None:
+    """Every guard and follower on every node loads the rule table, and the guard's walk of /proc costs with the
+    node's process count (docs/scale.md, "What a node's own processes cost"): loading it compiles no rule's regex
+    (each on first use), and only the guard's `record_tree` and `rundir.left_of_job` (the stop verb without a guard,
+    the follower's exit record) walk the whole of /proc for a job; a follower walks only when the guard's snapshot
+    (procs.json) is missing or stale."""
+    code = "import launcher.health.rules as r; print(sum('pattern' in rule.__dict__ for rule in r.RULES))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.split() == ["0"], out.stdout + out.stderr
+    walkers = {
+        path.name: path.read_text().count("job_processes(")
+        for path in sorted((ROOT / "launcher" / "node").glob("*.py"))
+        if "job_processes(" in path.read_text() and path.name != "procs.py"
+    }
+    assert walkers == {"daemon.py": 1, "follower.py": 1, "guard.py": 2, "rundir.py": 1}, walkers
+    follower = (ROOT / "launcher" / "node" / "follower.py").read_text()
+    assert follower.index("rd.read_procs(") < follower.index("proctab.job_processes(")
