@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from e2e_helpers import TORCH_EXTENSIONS, scaled
+from e2e_helpers import TORCH_EXTENSIONS, free_port, scaled
 
 from launcher.validate.checks import (
     check_allreduce_correct,
@@ -50,12 +49,6 @@ class Launch:
     @property
     def lines(self) -> list[str]:
         return self.stdout.splitlines()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def kill_tree(proc: subprocess.Popen[str]) -> None:

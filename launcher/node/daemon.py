@@ -56,7 +56,6 @@ class Guard:
         if self.edge is not None:
             self.edge.on_bad_line = rd.log
         self.procs: list = []
-        self.members: list = []  # what record_tree found last (the run loop's `procs` and teardown's rounds)
         self.walked_after: int | None = None  # procs.last_pid() as read just before the last full walk
         self.spawn_beat: float | None = None  # the heartbeat file's mtime as spawn left it (no beat since)
 
@@ -101,7 +100,7 @@ class Guard:
             # Nothing was created on the node since before the last walk: its members, each read again, are the
             # whole tree (those gone left out). A walk reads every process's stat (a few ms a thousand processes).
             procs = []
-            for was in self.members:
+            for was in self.procs:
                 st = proctab.read_stat(was["pid"])
                 if st is not None and st["starttime"] == was["starttime"]:
                     procs.append(st)
@@ -113,7 +112,7 @@ class Guard:
             self.pids_file.write("".join(f"{pid} {start} {sid}\n" for pid, start, sid in fresh))
             self.pids_file.flush()
             self.records.update(fresh)
-        self.members = procs
+        self.procs = procs  # what the next round re-reads when nothing new was created
         try:  # for the followers (rundir.write_procs): one walk of /proc a node, not one per reader
             rd.write_procs(self.rundir, (self.pid, self.state.guard_starttime), procs)
         except OSError as exc:  # a full disk: the followers walk /proc themselves
@@ -195,7 +194,7 @@ class Guard:
             self.reap()
             if time.time() >= next_record:
                 # A full /proc walk costs a few ms on a busy node: not every poll. Teardown walks every round.
-                self.procs = self.record_tree()
+                self.record_tree()  # sets self.procs
                 next_record = time.time() + RECORD_EVERY_S
             if self.stop_requested:
                 self.finish(protocol.STOPPED, "guard received SIGTERM/SIGINT")
