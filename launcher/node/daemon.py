@@ -52,12 +52,18 @@ class Guard:
             rd.open_nofollow(rd.path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
         self.out_index = rd.OutIndex(rundir)  # out.log's time index, for `rlaunch logs --since`
-        self.edge = load_edge(rundir, job)
-        if self.edge is not None:
-            self.edge.on_bad_line = rd.log
+        self.edge = None  # loaded after the start reply (load_edge): the rule table is off the "started" path
         self.procs: list = []
         self.walked_after: int | None = None  # procs.last_pid() as read just before the last full walk
         self.spawn_beat: float | None = None  # the heartbeat file's mtime as spawn left it (no beat since)
+
+    def load_edge(self) -> None:
+        """Turn on edge health. Called after `start` has its reply: loading the rule table costs a node a quarter
+        of a CPU-second, which at hundreds of nodes on shared cores would delay every node's "started" (issue 23).
+        Nothing is missed: edge health reads out.log from its start, and the head watches meanwhile."""
+        self.edge = load_edge(self.rundir, self.job)
+        if self.edge is not None:
+            self.edge.on_bad_line = rd.log
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
@@ -325,6 +331,7 @@ def daemon_main(rundir: str, job: dict, reply_fd: int) -> int:
     rd.log(f"job {guard.job_pid} started: {job['argv']}")
     reply({"guard_pid": guard.pid, "job_pid": guard.job_pid})
     try:
+        guard.load_edge()
         guard.run()
     except Exception as e:
         # A bug here must not leave the job unguarded: tear it down rather than vanish.
