@@ -63,6 +63,7 @@ class Phase:
     )
     load: float = 0.0  # the machine's 1-minute load average when the phase ended
     logins: int | None = None  # new SSH connections the nodes' sshds accepted during the phase (their logs)
+    busy: float | None = None  # the machine's busy cores over the phase (/proc/stat, machine_busy_s)
 
 
 TAIL_CHARS = 4 << 20  # enough for `logs` of every node (tests read it); the JSON dump keeps less
@@ -91,6 +92,14 @@ def _proc_sample(pid: int) -> tuple[int, int]:
     return threads, fds
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy since boot (proc(5) /proc/stat "cpu": all but idle and iowait).
+    Over a phase, busy seconds / wall = cores busy: at 2.0 on a 2-core machine the simulated nodes' own work (their
+    sshds, guards and followers, on cores a real cluster would not share) sets the wall, not the head."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(name: str, argv: list[str], env: dict[str, str], timeout: float = 900) -> Phase:
     """Run argv as a child; its own CPU and peak RSS from wait4's rusage, threads and fds sampled meanwhile."""
     with tempfile.TemporaryFile() as out:
@@ -98,7 +107,7 @@ def measure(name: str, argv: list[str], env: dict[str, str], timeout: float = 90
 
 
 def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, out: Any) -> Phase:
-    start = time.perf_counter()
+    start, busy0 = time.perf_counter(), machine_busy_s()
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     peak = [0, 0]
     done = threading.Event()
@@ -128,6 +137,7 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
             break
         time.sleep(0.05)
     wall = time.perf_counter() - start
+    busy = (machine_busy_s() - busy0) / wall if wall > 0 else None
     done.set()
     sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -150,6 +160,7 @@ def _measure(name: str, argv: list[str], env: dict[str, str], timeout: float, ou
         seen[FIRST_LINE][0] if FIRST_LINE in seen else None,
         follow,
         os.getloadavg()[0],
+        busy=busy,
     )
 
 
@@ -328,7 +339,7 @@ def run_sim(
             print(
                 f"{n} nodes {name}: exit {phase.code} wall {phase.wall_s:.1f}s cpu {phase.cpu_s:.2f}s "
                 f"rss {phase.rss_mib:.0f}MiB threads {phase.threads} fds {phase.fds} left {phase.left} "
-                f"first line {phase.started_s} follow {phase.follow_cpu_s} load {phase.load:.0f}",
+                f"first line {phase.started_s} follow {phase.follow_cpu_s} load {phase.load:.0f} busy {phase.busy}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -347,8 +358,8 @@ def sim_table(rows: dict[int, list[Phase]]) -> str:
     lines = [
         "| nodes | phase | exit | wall (s) | to first line (s) | head CPU (s) | CPU / node (ms) "
         "| following: CPU / node / s (ms) | peak RSS (MiB) | RSS / node (MiB) | threads | fds | SSH logins "
-        "| left | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| left | load | machine busy (cores) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, phases in rows.items():
         for p in phases:
@@ -358,7 +369,8 @@ def sim_table(rows: dict[int, list[Phase]]) -> str:
             lines.append(
                 f"| {n} | {p.name} | {p.code} | {p.wall_s:.1f} | {first} | {p.cpu_s:.2f} | {1000 * p.cpu_s / n:.1f} "
                 f"| {follow} | {p.rss_mib:.0f} | {p.rss_mib / n:.2f} | {p.threads} | {p.fds} "
-                f"| {'-' if p.logins is None else p.logins} | {left} | {p.load:.0f} |"
+                f"| {'-' if p.logins is None else p.logins} | {left} | {p.load:.0f} "
+                f"| {'-' if p.busy is None else f'{p.busy:.2f}'} |"
             )
     return "\n".join(lines)
 
