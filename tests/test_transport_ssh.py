@@ -251,10 +251,16 @@ def test_started_command_runs_inside_the_node(sim3: SimCluster) -> None:
             assert any(marker in cmd for _, cmd in sim3.node_pids("node3"))
             assert not any(marker in cmd for _, cmd in sim3.node_pids("node1"))
         finally:
-            pid = next((p for p, cmd in sim3.node_pids("node3") if marker in cmd), None)
+            # Every process that carries the marker (a shell that forked it included, not only the first by PID):
+            # a quiet command outlives a dropped link (docs/facts.md), so ours are stopped by PID, and waited for.
+            pids = [p for p, cmd in sim3.node_pids("node3") if marker in cmd]
             proc.close()
-            if pid is not None:  # a quiet command outlives a dropped link (docs/facts.md); stop ours by PID
-                os.kill(pid, signal.SIGKILL)
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while any(marker in cmd for _, cmd in sim3.node_pids("node3")) and time.monotonic() < deadline:
+                time.sleep(0.05)
 
 
 def test_a_timed_out_run_leaves_nothing_on_the_node(sim3: SimCluster) -> None:
