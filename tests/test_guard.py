@@ -610,3 +610,25 @@ def test_a_follower_trusts_only_its_own_guards_fresh_snapshot(tmp_path: Path) ->
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_guard_loads_its_rule_table_only_after_answering_start(tmp_path: Path) -> None:
+    """Loading the health rules costs a node a quarter CPU-second (docs/scale.md): the guard answers `start` first,
+    so the table is off every node's "started", then turns edge health on (daemon.Guard.load_edge)."""
+    import inspect
+
+    from launcher.node import daemon, protocol
+    from launcher.node import rundir as rd
+
+    for name in protocol.GUARD_BUNDLE:  # what a push leaves in the run directory
+        home = "health" if name in protocol.HEALTH_FILES else "node"
+        shutil.copy(GUARD.parents[1] / home / name, tmp_path / name)
+    (tmp_path / "job.json").write_text(
+        json.dumps({"argv": ["true"], "cwd": str(tmp_path), "edge": {"stall_timeout": 30}})
+    )
+    guard = daemon.Guard(str(tmp_path), rd.load_job(str(tmp_path)))
+    assert guard.edge is None  # not loaded while the node has yet to report started
+    guard.load_edge()
+    assert guard.edge is not None and guard.edge.on_bad_line is rd.log
+    body = inspect.getsource(daemon.daemon_main)
+    assert body.index('reply({"guard_pid"') < body.index("guard.load_edge()") < body.index("guard.run()")
