@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # 2-core machine (BENCHMARKS.md, `make test` wall time): one process 77 min; 2 workers 38.6 min, 3 workers 31.4 min
 # (turn 12; most e2e time is waiting, 1.1-1.4 of 2 cores busy); turn 13, grouped: 4 workers 25.5 min, 5 workers 25.3 min (the
 # machine 1.7-1.8 of 2 cores busy: CPU-bound, so 4); turn 15, after the node processes' CPU was cut: 4 workers
-# 20.1-23.3 min, four green runs in a row from fresh clones. The grouping needs
+# 20.1-23.3 min, five green runs in a row from fresh clones. The grouping needs
 # pytest below 9.2 (pyproject.toml; tests/conftest.py refuses an ungrouped run). TEST_WORKERS=0 runs one process.
 TEST_WORKERS ?= 4
 
