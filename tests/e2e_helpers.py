@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -181,6 +182,17 @@ def processes_of_run(run_id: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def push_guard_bundle(rundir: Path) -> list[str]:
+    """Copy what a push leaves in a node's run directory (protocol.GUARD_BUNDLE: the node scripts and the health
+    rules) into `rundir`, from this checkout; returns the file names."""
+    from launcher.node import protocol
+
+    for name in protocol.GUARD_BUNDLE:
+        home = "health" if name in protocol.HEALTH_FILES else "node"
+        shutil.copy(ROOT / "launcher" / home / name, rundir / name)
+    return list(protocol.GUARD_BUNDLE)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, result: dict | None = None) -> Any:

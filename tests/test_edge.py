@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from e2e_helpers import push_guard_bundle
 
 from launcher.health import classify, rules
 from launcher.node import edge
@@ -153,14 +154,11 @@ def test_the_pushed_rule_table_loads_on_a_node_without_rlaunch(tmp_path: Path) -
     import subprocess
     import sys
 
-    from launcher.node import protocol
     from launcher.plan import bundle_key
 
     rundir = tmp_path / "run"
     rundir.mkdir()
-    for name in protocol.GUARD_BUNDLE:
-        home = "health" if name in protocol.HEALTH_FILES else "node"
-        shutil.copy(ROOT / "launcher" / home / name, rundir / name)
+    for name in push_guard_bundle(rundir):
         assert bundle_key(name)  # every bundle file has its plan key
     code = (
         "import json, sys\n"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from e2e_helpers import wait_for
+from e2e_helpers import push_guard_bundle, wait_for
 
 from launcher.node import guard as guard_module
 
@@ -617,12 +617,10 @@ def test_the_guard_loads_its_rule_table_only_after_answering_start(tmp_path: Pat
     so the table is off every node's "started", then turns edge health on (daemon.Guard.load_edge)."""
     import inspect
 
-    from launcher.node import daemon, protocol
+    from launcher.node import daemon
     from launcher.node import rundir as rd
 
-    for name in protocol.GUARD_BUNDLE:  # what a push leaves in the run directory
-        home = "health" if name in protocol.HEALTH_FILES else "node"
-        shutil.copy(GUARD.parents[1] / home / name, tmp_path / name)
+    push_guard_bundle(tmp_path)
     (tmp_path / "job.json").write_text(
         json.dumps({"argv": ["true"], "cwd": str(tmp_path), "edge": {"stall_timeout": 30}})
     )

@@ -258,9 +258,11 @@ def test_started_command_runs_inside_the_node(sim3: SimCluster) -> None:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while any(marker in cmd for _, cmd in sim3.node_pids("node3")) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_for(
+                lambda: not any(marker in cmd for _, cmd in sim3.node_pids("node3")),
+                10,
+                "the killed command to go",
+            )
 
 
 def test_a_timed_out_run_leaves_nothing_on_the_node(sim3: SimCluster) -> None:

@@ -52,18 +52,28 @@ class Guard:
             rd.open_nofollow(rd.path_in(rundir, "pids"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "w"
         )
         self.out_index = rd.OutIndex(rundir)  # out.log's time index, for `rlaunch logs --since`
-        self.edge = None  # loaded after the start reply (load_edge): the rule table is off the "started" path
+        self.edge = None  # set by load_edge, after the start reply: the rule table is off the "started" path
         self.procs: list = []
         self.walked_after: int | None = None  # procs.last_pid() as read just before the last full walk
         self.spawn_beat: float | None = None  # the heartbeat file's mtime as spawn left it (no beat since)
 
     def load_edge(self) -> None:
-        """Turn on edge health. Called after `start` has its reply: loading the rule table costs a node a quarter
-        of a CPU-second, which at hundreds of nodes on shared cores would delay every node's "started" (issue 23).
+        """Turn on edge health: RUNDIR/edge.py's EdgeHealth for this job, or none (not pushed, switched off, or it
+        does not load). Called after `start` has its reply: loading the rule table costs a node a quarter of a
+        CPU-second, which at hundreds of nodes on shared cores would delay every node's "started" (issue 23).
         Nothing is missed: edge health reads out.log from its start, and the head watches meanwhile."""
-        self.edge = load_edge(self.rundir, self.job)
-        if self.edge is not None:
-            self.edge.on_bad_line = rd.log
+        if not self.job.get(rd.EDGE_KEY):
+            return
+        try:
+            module = rd.edge_module(self.rundir)
+            edge = None if module is None else module.make(self.rundir, self.job)
+        except Exception:
+            rd.log("edge health unavailable:\n" + traceback.format_exc())
+            return
+        rd.log("edge health on" if edge is not None else "edge health off (no rules.py)")
+        if edge is not None:
+            edge.on_bad_line = rd.log
+        self.edge = edge
 
     def on_stop_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
@@ -264,20 +274,6 @@ class Guard:
             return self.record_tree()
 
         return proctab.terminate(remaining, grace, poll=min(self.job["poll_interval"], 0.1))
-
-
-def load_edge(rundir: str, job: dict):
-    """RUNDIR/edge.py's EdgeHealth for this job, or None (not pushed, switched off, or it does not load)."""
-    if not job.get(rd.EDGE_KEY):
-        return None
-    try:
-        module = rd.edge_module(rundir)
-        edge = None if module is None else module.make(rundir, job)
-    except Exception:
-        rd.log("edge health unavailable:\n" + traceback.format_exc())
-        return None
-    rd.log("edge health on" if edge is not None else "edge health off (no rules.py)")
-    return edge
 
 
 def set_child_subreaper() -> bool:
