@@ -6,6 +6,7 @@ what really works on ROCm is listed in `notes`, every risk in `warnings`.
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import zlib
@@ -516,6 +517,17 @@ def _check_unique(files: list[FileSpec], host: str, inv: Inventory) -> None:
 # The one impure helper: read what the adapters need from the head node's disk.
 
 
+@functools.cache
+def rules_index() -> bytes | None:
+    """launcher/health/rules.py's INDEX_FILE: the package's rules.py loaded from its file as a node loads it (by
+    edge.load_rules), and what that load derived, so that no node derives it again (0.15 CPU-seconds per guard and
+    follower). Once per process; None if the table does not load that way (the nodes then derive it themselves)."""
+    from launcher.node import edge
+
+    module = edge.load_rules(str(resources.files("launcher.health")))
+    return None if module is None else module.index_bytes()
+
+
 def load_sources(inv: Inventory) -> dict[str, bytes]:
     """Head-node files the plan embeds: the node guard, profile env, the job's script/config/extra files."""
     sources: dict[str, bytes] = {
@@ -525,7 +537,11 @@ def load_sources(inv: Inventory) -> dict[str, bytes]:
         .joinpath(name)
         .read_bytes()
         for name in protocol.GUARD_BUNDLE
+        if name != protocol.RULES_INDEX_FILE
     }
+    index = rules_index()
+    if index is not None:
+        sources[bundle_key(protocol.RULES_INDEX_FILE)] = index
     sources[JOB_HELPER] = resources.files("launcher.node").joinpath("rlaunch_job.py").read_bytes()
     if inv.profile:
         name = f"env_{inv.profile}.env"

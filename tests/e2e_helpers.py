@@ -188,8 +188,12 @@ def push_guard_bundle(rundir: Path) -> list[str]:
     """Copy what a push leaves in a node's run directory (protocol.GUARD_BUNDLE: the node scripts and the health
     rules) into `rundir`, from this checkout; returns the file names."""
     from launcher.node import protocol
+    from launcher.plan import rules_index
 
     for name in protocol.GUARD_BUNDLE:
+        if name == protocol.RULES_INDEX_FILE:  # written by the head for each push, not a file of the package
+            (rundir / name).write_bytes(rules_index() or b"")
+            continue
         home = "health" if name in protocol.HEALTH_FILES else "node"
         shutil.copy(ROOT / "launcher" / home / name, rundir / name)
     return list(protocol.GUARD_BUNDLE)

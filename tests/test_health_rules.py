@@ -332,14 +332,14 @@ def test_the_reanchored_scan_lets_through_every_line_a_rule_matches() -> None:
 
 
 def test_the_needle_lookahead_names_exactly_the_rules_whose_literal_is_in_the_line() -> None:
-    """classify() tries only the rules _FIND names, with no needle test of its own: on every fixture line (and each
+    """classify() tries only the rules _find() names, with no needle test of its own: on every fixture line (and each
     needle planted in a line) they must be exactly the rules one of whose needles the line holds."""
-    from launcher.health.rules import _ALL_NEEDLES, _CANDIDATES, _FIND, RULES
+    from launcher.health.rules import _ALL_NEEDLES, _CANDIDATES, RULES, _find
 
     lines = [line for _, _, _, line in CASES] + [f"x {needle} y {needle[:-1]}" for needle in _ALL_NEEDLES]
     for line in lines:
         low = line.lower()
-        found = {i for m in _FIND.finditer(low) for i in _CANDIDATES[m.group(1)]}
+        found = {i for m in _find().finditer(low) for i in _CANDIDATES[m.group(1)]}
         expected = {i for i, rule in enumerate(RULES) if rule.needles and any(n in low for n in rule.needles)}
         assert found == expected, line
 

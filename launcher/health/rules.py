@@ -14,11 +14,71 @@ so that such a line never outranks the peer's own, more specific failure (see wa
 from __future__ import annotations
 
 import bisect
+import functools
+import gzip
+import hashlib
 import itertools
+import json
+import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any, TypeVar
+
+# ---- What loading the table derives, pushed with it ------------------------------------------------------------------
+# Loading the table derives a good deal from it: each hand-written rule's literals (by parsing its regex), the emitter
+# families' rules, the minimal literal sets, the two tries and each literal's candidate rules: about 0.15 of the 0.2
+# CPU-seconds a load cost. Every guard and every follower on every node loads it (docs/scale.md; at 250 simulated
+# nodes on one machine the nodes' own start-up set the wall time). `_derive` keeps each derived value in `_INDEX`; the
+# head loads rules.py once as a node does and pushes what that load derived beside it as INDEX_FILE (`index_bytes`,
+# launcher/plan.py), with the digest of the two files it was derived from. A node's load takes the values from there
+# when the digest is that of the files beside it, and derives them itself otherwise (a hand-edited table, an index
+# from another version: as before the index existed).
+INDEX_FILE = "rules_index.json.gz"
+SOURCE_FILES = ("rules.py", "vocabulary.py")
+_INDEX: dict[str, dict[str, Any]] = {}
+_T = TypeVar("_T")
+
+
+def _derive(kind: str, key: str, compute: Callable[[], _T]) -> _T:
+    """`compute()` (a JSON value: lists, not tuples or sets), kept in _INDEX[kind][key], or what _INDEX has there."""
+    table = _INDEX.setdefault(kind, {})
+    if key not in table:
+        table[key] = compute()
+    return table[key]  # type: ignore[no-any-return]
+
+
+def _source_digest(directory: str) -> str:
+    digest = hashlib.sha256()
+    for name in SOURCE_FILES:
+        with open(os.path.join(directory, name), "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()
+
+
+def _pushed_index(directory: str) -> dict[str, dict[str, Any]]:
+    """The index the head pushed beside this file, if it was derived from these very files; else {}."""
+    try:
+        with gzip.open(os.path.join(directory, INDEX_FILE), "rt", encoding="utf-8") as f:
+            pushed = json.load(f)
+        if isinstance(pushed, dict) and pushed.get("digest") == _source_digest(directory):
+            derived = pushed.get("derived")
+            if isinstance(derived, dict):
+                return {k: v for k, v in derived.items() if isinstance(v, dict)}
+    except (OSError, ValueError, EOFError):  # gzip's BadGzipFile is an OSError, a cut file an EOFError
+        pass
+    return {}
+
+
+def index_bytes() -> bytes:
+    """What this load derived, for INDEX_FILE; only for a table loaded from its files as a node loads it (the head's
+    launcher/plan.py loads the package's files so: `edge.load_rules`), whose digest names them."""
+    directory = os.path.dirname(os.path.abspath(__file__))
+    text = json.dumps({"digest": _source_digest(directory), "derived": _INDEX}, separators=(",", ":"))
+    return gzip.compress(text.encode(), mtime=0)  # 240 kB of JSON, 58 kB pushed to each node
+
 
 if __package__:  # the head, tests: launcher.health.rules
     from launcher.health import vocabulary
@@ -26,7 +86,6 @@ else:  # a node's edge.py loads this file from the run directory, where vocabula
     # nodes need no rlaunch installed (an `import launcher` there failed, or found another checkout's table,
     # and the node ran without edge health)
     import importlib.util
-    import os
 
     def _beside(name: str):  # type: ignore[no-untyped-def]
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
@@ -37,6 +96,7 @@ else:  # a node's edge.py loads this file from the run directory, where vocabula
         return module
 
     vocabulary = _beside("vocabulary")  # type: ignore[assignment]
+    _INDEX.update(_pushed_index(os.path.dirname(os.path.abspath(__file__))))
 
 try:  # the regex parser, to find each rule's required literals (Python 3.11+ names; older ones below)
     from re import _constants as _c
@@ -109,10 +169,13 @@ def _rule(
     must then contain one of the given lower-case strings (a test checks it on every fixture line)."""
     assert category in CATEGORIES, category
     assert severity in ("fatal", "warning", "info"), severity
-    return Rule(name, regex, category, severity, hint, cascade, waiting, needles or _needles(regex))
+    if needles is None:
+        found = _derive("needles", regex, lambda: _needles(regex))
+        needles = None if found is None else tuple(found)
+    return Rule(name, regex, category, severity, hint, cascade, waiting, needles)
 
 
-def _needles(regex: str) -> tuple[str, ...] | None:
+def _needles(regex: str) -> list[str] | None:
     """Literals that every match of `regex` must contain: per top-level alternative, its longest run of plain
     characters outside any repeat or option. None when an alternative has no literal of 3 characters or more."""
     items = list(_parser.parse(regex))
@@ -125,7 +188,7 @@ def _needles(regex: str) -> tuple[str, ...] | None:
         if len(literal) < 3:
             return None
         found.append(literal.lower())
-    return tuple(found)
+    return found
 
 
 def _longest_literal(items: list) -> str:
@@ -146,10 +209,16 @@ def _vocabulary(*families: str) -> tuple[Rule, ...]:
     """The rules generated from the emitters' own error lists (launcher/health/vocabulary.py), one per family and
     (category, severity); their needles are the rows' literal texts."""
     return tuple(
-        _rule(name, regex, category, severity, hint, needles=needles)
+        _rule(name, regex, category, severity, hint, needles=tuple(needles))
         for family in families
-        for name, regex, category, severity, hint, needles in vocabulary.family_rules(family)
+        for name, regex, category, severity, hint, needles in _derive(
+            "family", family, functools.partial(_family_rules, family)
+        )
     )
+
+
+def _family_rules(family: str) -> list[list[Any]]:
+    return [list(rule) for rule in vocabulary.family_rules(family)]
 
 
 # Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines trace error codes
@@ -1000,10 +1069,12 @@ def _reanchored(needles: set[str]) -> set[str]:
     return _minimal(out)
 
 
-_SCAN_NEEDLES = _reanchored(_minimal(_NEEDLES | _FALLBACK_NEEDLES))
-# Scan hits that can only come from a specific rule's literal:
-_SPECIFIC_ONLY = _SCAN_NEEDLES - _FALLBACK_NEEDLES
-_SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
+_SCAN_NEEDLES = set(
+    _derive("needle-set", "scan", lambda: sorted(_reanchored(_minimal(_NEEDLES | _FALLBACK_NEEDLES))))
+)
+
+
+_SCAN = re.compile(_derive("trie", "scan", lambda: _literal_trie(_SCAN_NEEDLES)))
 
 
 # Which rules a line can match: those with a needle in it. A second trie holds every rule's needles, not only the
@@ -1013,18 +1084,33 @@ _SCAN = re.compile(_literal_trie(_SCAN_NEEDLES))
 # Python-level needle test per rule (with the minimal needles alone, "error" stood for the ~70 rules whose needles
 # contain it and each was tested in Python: the vocabulary families made that the loop's main cost; issue 26).
 _ALL_NEEDLES = {n for rule in RULES for n in rule.needles or ()}
-_FIND = re.compile(f"(?=({_literal_trie(_ALL_NEEDLES)}))")
+_FIND_SOURCE = f"(?=({_derive('trie', 'find', lambda: _literal_trie(_ALL_NEEDLES))}))"
+
+
+@functools.cache
+def _find() -> re.Pattern[str]:
+    """The needle lookahead, compiled when a line first gets past the scan (a third of a load's compiling; a node
+    whose job prints no error-shaped word never needs it)."""
+    return re.compile(_FIND_SOURCE)
+
+
 _RULES_OF_NEEDLE: dict[str, list[int]] = {}
 for _i, _rule_i in enumerate(RULES):
     for _n in dict.fromkeys(_rule_i.needles or ()):
         _RULES_OF_NEEDLE.setdefault(_n, []).append(_i)
+del _i, _rule_i, _n
+
+
 # Each found needle's rules: those with a needle that is a prefix of it, by looking its prefixes up (a test per rule
 # and needle pair cost ~0.4 CPU-seconds at every load of the table, on every node).
-_CANDIDATES: dict[str, tuple[int, ...]] = {
-    found: tuple(sorted({i for k in range(1, len(found) + 1) for i in _RULES_OF_NEEDLE.get(found[:k], ())}))
-    for found in _ALL_NEEDLES
-}
-del _i, _rule_i, _n
+def _candidates() -> dict[str, list[int]]:
+    return {
+        found: sorted({i for k in range(1, len(found) + 1) for i in _RULES_OF_NEEDLE.get(found[:k], ())})
+        for found in _ALL_NEEDLES
+    }
+
+
+_CANDIDATES: dict[str, list[int]] = _derive("candidates", "all", _candidates)
 # The one rule without needles: the anchored glog "E1019 ..." prefix.
 _NO_NEEDLE_RULES = tuple(i for i, rule in enumerate(RULES) if rule.needles is None)
 
@@ -1076,7 +1162,7 @@ def _first_match(line: str) -> Match | None:
         candidates: set[int] = set(_NO_NEEDLE_RULES)
     else:
         candidates = set()
-        for found in _FIND.finditer(low):
+        for found in _find().finditer(low):
             candidates.update(_CANDIDATES[found.group(1)])
         if _ERROR_LEVEL_PREFIX.match(line) is not None:
             candidates.update(_NO_NEEDLE_RULES)

@@ -19,6 +19,10 @@ PROTOCOL_FILE = "protocol.py"
 RULES_FILE = "rules.py"  # the head's launcher/health/rules.py, which edge.py loads from the run directory
 VOCABULARY_FILE = "vocabulary.py"  # launcher/health/vocabulary.py: rules.py builds its emitter rules from it
 HEALTH_FILES = (RULES_FILE, VOCABULARY_FILE)  # pushed from launcher/health, not launcher/node
+# What the head's load of those two files derived (launcher/health/rules.py INDEX_FILE, index_bytes): written by the
+# head for each push, not a file of the package; rules.py on the node uses it only if it was derived from the files
+# beside it.
+RULES_INDEX_FILE = "rules_index.json.gz"
 # Every file the guard runs from, pushed into each attempt's directory (launcher/plan.py reads this list, and only
 # this one): the entry and the modules it imports beside itself (launcher/node/guard.py), the edge rules.
 GUARD_BUNDLE = (
@@ -27,6 +31,7 @@ GUARD_BUNDLE = (
     "edge.py",
     RULES_FILE,
     VOCABULARY_FILE,
+    RULES_INDEX_FILE,
     "gpuact.py",
     "procs.py",
     "rundir.py",
