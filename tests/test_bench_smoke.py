@@ -58,3 +58,15 @@ def test_watcher_cpu_bench_runs() -> None:
         "watcher_cpu.py", "--nodes", "2", "--seconds", "1", "--ranks", "2", "--rate", "5", "--real", "2"
     )
     assert "in process" in out and "real: SimCluster" in out and "classify" in out
+
+
+def test_rules_load_bench_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "rules_load.py"), "--reps", "1", "--before", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "with index" in out.stdout and "without index" in out.stdout and "at HEAD" in out.stdout
