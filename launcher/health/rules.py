@@ -752,10 +752,20 @@ RULES: tuple[Rule, ...] = (
     # after round 15 (after-sight): PyTorch's explanation of the status, the second line of the same exception
     # (torch/csrc/distributed/c10d/NCCLUtils.cpp getNcclErrorDetailStr, appended after "NCCL error in: <file>:<line>,
     # <ncclGetErrorString>, NCCL version ..."; pytorch 0ac83aeb, code search): the line above it is the failure
-    _rule("nccl-error-detail", r"^(?:\[rank\d+\]:\s*|stderr:\s*)?nccl(?:UnhandledCudaError|SystemError|InternalError"
-          r"|InvalidArgument|InvalidUsage|RemoteError): (?:Call to CUDA function failed|System call \(|Internal check"
-          r" failed|Invalid value for an argument|This usually reflects invalid usage|A call failed possibly due to)",
-          "comm-error", "warning", "PyTorch's explanation of the NCCL/RCCL status named on the line before"),
+    # Vocabulary audit (round 21, cause policy): the explanation is a detail whatever a launcher or logger writes before
+    # it ("[default0]:", "[1,0]<stderr>:", a glog "[E... ProcessGroupNCCL.cpp:N]" header): unanchored, so no prefix
+    # makes it the fatal nccl-system-error / nccl-internal-error line; only a line that also holds the "NCCL error in:" /
+    # "NCCL error:" header it explains (a flattened exception) is left to the fatal rules. The same function's default
+    # branch ("Unknown NCCL error!") and its ncclGetLastError fallback ("Last error: Unknown NCCL Error") are details too.
+    # Category: comm-error, what nccl-system-error / -internal-error / -invalid-usage / -remote-error name the result.
+    _rule("nccl-error-detail", r"^(?!.*NCCL error(?: in)?:)(?:.*?[^a-z])?nccl(?:UnhandledCudaError|SystemError"
+          r"|InternalError|InvalidArgument|InvalidUsage|RemoteError): (?:Call to CUDA function failed|System call \("
+          r"|Internal check failed|Invalid value for an argument|This usually reflects invalid usage"
+          r"|A call failed possibly due to)|^(?!.*NCCL error(?: in)?:).*\bUnknown NCCL error!|Last error: Unknown NCCL Error",
+          "comm-error", "warning", "PyTorch's explanation of the NCCL/RCCL status named on the line before",
+          needles=("cudaerror: call to cuda function failed", "systemerror: system call (", "internal check failed",
+                   "invalid value for an argument", "usually reflects invalid usage", "a call failed possibly due to",
+                   "unknown nccl error")),
     _rule("nccl-remote-error", r"ncclRemoteError|remote process exited or there was a network error"
           r"|remote error detected from rank", "comm-error", "fatal",
           "a remote rank exited or the network failed; look at the other nodes first", cascade=True),
