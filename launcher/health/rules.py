@@ -589,6 +589,10 @@ RULES: tuple[Rule, ...] = (
     # tries the next solver; a job that cannot go on gets the exception itself ("MIOpen Error: ...", a miopenStatus)
     # from the framework. So whatever message such a line carries (a HIPRTC status, a failed code-object build) it is
     # a warning, as the held-out rounds 9 and 13 labelled them
+    # Round 21's cause audit: MIOpen's database, lock-file and settings messages (the miopen-db family) are config
+    # whatever level MIOpen logs them at ("MIOpen(HIP): Error [LogFlockError] File <...> lock failed ..."), so that
+    # family comes before this rule
+    *_vocabulary("miopen-db"),
     _rule("miopen-logged-error", r"^\s*MIOpen(\(\w+\))?: Error \[", "version-mismatch", "warning",
           "MIOpen logged an error for one kernel or solver (it may fall back to another); the exception that follows, "
           "if any, is the failure", needles=(": error [",)),
@@ -598,7 +602,7 @@ RULES: tuple[Rule, ...] = (
     # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
     # JAX's coordination service (vocabulary.py: each family's source and commit).
     *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
-                  "rccl-warn", "ck", "miopen-db", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
+                  "rccl-warn", "ck", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),

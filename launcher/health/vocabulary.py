@@ -678,16 +678,49 @@ FAMILIES: tuple[Family, ...] = (
     #      name them version-mismatch.
     Family(
         "miopen-db",
-        "ROCm/MIOpen src/sqlite_db.cpp SQLiteBase / MIOPEN_THROW texts (code search)",
-        "MIOpen cannot use its kernel database: put MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR on a local, writable "
-        "disk (or clear a database left by another MIOpen version)",
+        "ROCm/MIOpen src/sqlite_db.cpp SQLiteBase / MIOPEN_THROW texts (code search); round 21's cause audit: ROCm/MIOpen "
+        "(commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, fetched) src/lock_file.cpp, include/miopen/lock_file.hpp, "
+        "src/db.cpp, src/ramdb.cpp, src/readonlyramdb.cpp, src/sqlite_db.cpp, src/kern_db.cpp, "
+        "include/miopen/sqlite_db.hpp, include/miopen/kern_db.hpp, src/hipoc/hipoc_program.cpp, src/execution_context.cpp",
+        "MIOpen cannot use its kernel database, lock files or a setting: put MIOPEN_USER_DB_PATH and "
+        "MIOPEN_CUSTOM_CACHE_DIR on a local, writable disk, clear a database left by another MIOpen version, check the "
+        "MIOPEN_* variable named",
         (
-            # the schema row first: its rule must be tried before the generic "Internal error while accessing" one
-            ("table %s has no column named %s", "version-mismatch", "warning"),
+            # the schema row first: its rule must be tried before the generic "Internal error while accessing" one.
+            # config since round 21 (cause policy): the text says a database table cannot be used, and the fix is the
+            # database file (delete it, or point MIOPEN_USER_DB_PATH elsewhere), whatever MIOpen version wrote it
+            ("table %s has no column named %s", "config", "warning"),
             ("open memvfs: %s", "config", "warning"),
             ("Internal error while accessing SQLite database: %s", "config", "warning"),
+            # round 21's cause audit, ROCm/MIOpen 2d1fd997 (all warnings: MIOpen logs these, or throws them into its
+            # find path, which tries the next solver or runs without the database; a job that cannot go on gets the
+            # exception's miopenStatus line). lock_file.cpp / lock_file.hpp: the lock files under the temp directory
+            ("File system operation error in LockFile. Error code: %s", "config", "warning"),
+            ("Error creating file <%s> for locking.", "config", "warning"),
+            ("failed. Error code: %s. Native error: %s. Description: '%s'", "config", "warning"),
+            # db.cpp / ramdb.cpp (the plain-text user database) and sqlite_db.hpp / sqlite_db.cpp / kern_db.hpp
+            ("Db lock has failed to lock.", "config", "warning"),
+            ("Unable to create a directory: %s", "config", "warning"),
+            ("File is unwritable: %s", "config", "warning"),
+            ("File is unreadable: %s", "config", "warning"),
+            ("Temp file is unwritable: %s", "config", "warning"),
+            ("Ill-formed record: key not found: %s", "config", "warning"),
+            ("Error parsing payload under the key: %s", "config", "warning"),
+            ("Cannot update database modification time: %s", "config", "warning"),
+            ("Cannot open database file:%s", "config", "warning"),
+            ("Missing system database file: %s Performance may degrade.", "config", "warning"),
+            ("Timeout while waiting for Database: %s", "config", "warning"),
+            ("Invalid fields in table: %s disabling access to %s", "config", "warning"),
+            ("Possible database corruption", "config", "warning"),
+            ("Unknown database: %s in internal filesystem", "config", "warning"),
+            # hipoc_program.cpp / execution_context.cpp: a MIOPEN_DEBUG_* variable MIOpen cannot use (it goes on with
+            # the default)
+            ("Bad MIOPEN_DEBUG_OPENCL_ENFORCE_CODE_OBJECT_OPTION, using default", "config", "warning"),
+            ("Bad MIOPEN_DEBUG_OPENCL_ENFORCE_CODE_OBJECT_VERSION, using default", "config", "warning"),
+            ("Incorrect MIOPEN_DEBUG_AMD_ROCM_ENFORCE_MDVERSION = %s", "config", "warning"),
         ),
         example_prefix="MIOpen(HIP): Warning [FindWinogradSolutions] /MIOpen/src/sqlite_db.cpp:220: ",
+        shared_needles=("miopen_debug_",),
     ),
     # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
     #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
@@ -734,6 +767,9 @@ FAMILIES: tuple[Family, ...] = (
             ("miopenStatusUnknownError", "version-mismatch", "fatal"),
             ("miopenStatusUnsupportedOp", "version-mismatch", "fatal"),
             ("miopenStatusVersionMismatch", "version-mismatch", "fatal"),
+            # round 21's cause audit: hipoc_program.cpp (2d1fd997) throws this when the offline compiler (HIP_OC_COMPILER,
+            # an installed path) left no code object file: the file is missing, the installation is what to check
+            ("Cant find file: %s", "config", "fatal"),
             ("Code object build failed", "version-mismatch", "fatal"),
             ("HIPRTC_ERROR_COMPILATION", "version-mismatch", "fatal"),
             ("HIPRTC_ERROR_", "version-mismatch", "fatal"),
