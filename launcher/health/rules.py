@@ -334,9 +334,11 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-insufficient-driver", r"driver version is insufficient for (CUDA )?runtime version|cudaErrorInsufficientDriver"
           r"|hipErrorInsufficientDriver", "version-mismatch", "fatal",
           "the amdgpu kernel driver is older than the ROCm runtime needs"),
+    # Round 21's cause audit (rocBLAS b520bc83 tensile_host.cpp): "Could not initialize Tensile host: No devices found"
+    # is the blas family's config row (hipGetDeviceCount failed: no GPU visible), not a missing library
     _rule("rocblas-tensile-missing",
-          r"rocBLAS error: (Cannot read .*TensileLibrary|Could not initialize Tensile)", "version-mismatch",
-          "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
+          r"rocBLAS error: (Cannot read .*TensileLibrary|Could not initialize Tensile(?! host: No devices))",
+          "version-mismatch", "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
     _rule("hip-missing-code-object", r"Cannot find CO in the bundle|Missing CO for these ISAs",
           "version-mismatch", "warning", "a library lacks code objects for this ISA (AMD_LOG_LEVEL trace)"),
     _rule("illegal-instruction", r"Illegal instruction(?! in command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
