@@ -292,7 +292,7 @@ FAMILIES: tuple[Family, ...] = (
         "rocr",
         "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
         "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9), rocrtst/samples/rocrinfo/rocrinfo.cc; ROCm/rocminfo rocminfo.cc "
-        "(commit 792d1354)",
+        "(commit 792d1354; c6f7a17c for CheckInitialState's /dev/kfd and group-list lines)",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
         (
             ("hsa api call failure at: %s", "config", "fatal"),
@@ -342,6 +342,12 @@ FAMILIES: tuple[Family, ...] = (
             # agent node-%u (Agent handle: %p) on address %p. Reason: Memory in use. ") and std::abort()
             ("Memory critical error by agent node-%u (Agent handle: %p) on address %p. Reason: Memory in use.", "gpu-fault", "fatal"),
             ("No AMD GPUs specified", "config", "warning"),
+            # round 21's cause audit, ROCm/rocminfo rocminfo.cc (commit c6f7a17c85e0cdd75bf062e7a3490e831c87eb94,
+            # fetched) CheckInitialState: every red line there is followed by return -1 and main() exits 1 before
+            # hsa_init, so each is fatal; /dev/kfd that cannot be opened read-write (then the group diagnosis) and the
+            # group list that cannot be read are the node's permissions: config
+            ("Unable to open /dev/kfd read-write: %s", "config", "fatal"),
+            ("Failed to get user group list", "config", "fatal"),
         ),
     ),
     # ---- the SMI libraries (turn 11, before round 19): ROCm/amdsmi src/amd_smi/amd_smi.cc amdsmi_status_code_to_string
@@ -365,7 +371,10 @@ FAMILIES: tuple[Family, ...] = (
             ("AMDSMI_STATUS_FILE_ERROR", "config", "warning"),
             ("AMDSMI_STATUS_FILE_NOT_FOUND", "config", "warning"),
             ("AMDSMI_STATUS_NOT_FOUND", "config", "warning"),
-            ("AMDSMI_STATUS_FAIL_LOAD_MODULE", "version-mismatch", "warning"),
+            # config since round 21's cause audit: amdsmi_status_code_to_string's text is "Fail to load lib module."
+            # (the header's "Fail to load lib"): a library the SMI dlopens is missing from the install; a missing
+            # symbol (FAIL_LOAD_SYMBOL) is a library of another version and stays version-mismatch
+            ("AMDSMI_STATUS_FAIL_LOAD_MODULE", "config", "warning"),
             ("AMDSMI_STATUS_FAIL_LOAD_SYMBOL", "version-mismatch", "warning"),
             ("AMDSMI_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
             ("AMDSMI_STATUS_CORRUPTED_EEPROM", "gpu-fault", "warning"),
@@ -376,7 +385,7 @@ FAMILIES: tuple[Family, ...] = (
             ("RSMI_STATUS_DRM_ERROR", "config", "warning"),
             ("RSMI_STATUS_FILE_ERROR", "config", "warning"),
             ("RSMI_STATUS_NOT_FOUND", "config", "warning"),
-            ("RSMI_STATUS_FAIL_LOAD_MODULE", "version-mismatch", "warning"),
+            ("RSMI_STATUS_FAIL_LOAD_MODULE", "config", "warning"),  # as AMDSMI_STATUS_FAIL_LOAD_MODULE (round 21)
             ("RSMI_STATUS_FAIL_LOAD_SYMBOL", "version-mismatch", "warning"),
             ("RSMI_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
             ("RSMI_STATUS_AMDGPU_RESTART_ERR", "gpu-fault", "warning"),
@@ -1480,7 +1489,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Creating data object failed with status %d", "version-mismatch", "fatal"),
             ("Setting data from file slice failed with status %d", "version-mismatch", "fatal"),
             ("Releasing COMGR data failed with status %d", "version-mismatch", "warning"),
-            ("Cannot have a file size of 0, fdesc: %d fname: %s", "version-mismatch", "fatal"),
+            # config since round 21's cause audit: the code-object file HIP opened to map is empty (hip_fatbin.cpp
+            # guarantee before mmap): a truncated or half-installed library file, the install to fix
+            ("Cannot have a file size of 0, fdesc: %d fname: %s", "config", "fatal"),
             ("Cannot find unique isa", "version-mismatch", "fatal"),
             ("Cannot find the device name in the unique device name", "version-mismatch", "fatal"),
             ("Cannot map the file descriptor", "config", "fatal"),
@@ -1606,7 +1617,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Native code method attempted to access: lib.%s()", "version-mismatch", "warning"),
             ("The version you're trying to use is NOT distributed with this package", "version-mismatch", "warning"),
             ("bitsandbytes tried to find a compatible %s binary but none could be loaded.", "version-mismatch", "warning"),
-            ("%s %s.x runtime libraries were not found in the LD_LIBRARY_PATH.", "version-mismatch", "warning"),
+            # config since round 21's cause audit (diagnostics/cuda.py): the text says the runtime libraries are not
+            # on an environment path; the fix is LD_LIBRARY_PATH or the install
+            ("%s %s.x runtime libraries were not found in the LD_LIBRARY_PATH.", "config", "warning"),
             ("No compatible %s binary found at %s", "version-mismatch", "warning"),
             ("No prebuilt binary for %s, loading %s instead.", "version-mismatch", "warning"),
             ("Could not find the bitsandbytes %s binary at %s", "version-mismatch", "warning"),
