@@ -403,9 +403,11 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-insufficient-driver", r"driver version is insufficient for (CUDA )?runtime version|cudaErrorInsufficientDriver"
           r"|hipErrorInsufficientDriver", "version-mismatch", "fatal",
           "the amdgpu kernel driver is older than the ROCm runtime needs"),
+    # Round 21's cause audit (rocBLAS b520bc83 tensile_host.cpp): "Could not initialize Tensile host: No devices found"
+    # is the blas family's config row (hipGetDeviceCount failed: no GPU visible), not a missing library
     _rule("rocblas-tensile-missing",
-          r"rocBLAS error: (Cannot read .*TensileLibrary|Could not initialize Tensile)", "version-mismatch",
-          "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
+          r"rocBLAS error: (Cannot read .*TensileLibrary|Could not initialize Tensile(?! host: No devices))",
+          "version-mismatch", "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
     _rule("hip-missing-code-object", r"Cannot find CO in the bundle|Missing CO for these ISAs",
           "version-mismatch", "warning", "a library lacks code objects for this ISA (AMD_LOG_LEVEL trace)"),
     _rule("illegal-instruction", r"Illegal instruction(?! in command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
@@ -658,6 +660,10 @@ RULES: tuple[Rule, ...] = (
     # tries the next solver; a job that cannot go on gets the exception itself ("MIOpen Error: ...", a miopenStatus)
     # from the framework. So whatever message such a line carries (a HIPRTC status, a failed code-object build) it is
     # a warning, as the held-out rounds 9 and 13 labelled them
+    # Round 21's cause audit: MIOpen's database, lock-file and settings messages (the miopen-db family) are config
+    # whatever level MIOpen logs them at ("MIOpen(HIP): Error [LogFlockError] File <...> lock failed ..."), so that
+    # family comes before this rule
+    *_vocabulary("miopen-db"),
     _rule("miopen-logged-error", r"^\s*MIOpen(\(\w+\))?: Error \[", "version-mismatch", "warning",
           "MIOpen logged an error for one kernel or solver (it may fall back to another); the exception that follows, "
           "if any, is the failure", needles=(": error [",)),
@@ -667,7 +673,7 @@ RULES: tuple[Rule, ...] = (
     # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
     # JAX's coordination service (vocabulary.py: each family's source and commit).
     *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
-                  "rccl-warn", "ck", "miopen-db", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
+                  "rccl-warn", "ck", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
@@ -821,10 +827,20 @@ RULES: tuple[Rule, ...] = (
     # after round 15 (after-sight): PyTorch's explanation of the status, the second line of the same exception
     # (torch/csrc/distributed/c10d/NCCLUtils.cpp getNcclErrorDetailStr, appended after "NCCL error in: <file>:<line>,
     # <ncclGetErrorString>, NCCL version ..."; pytorch 0ac83aeb, code search): the line above it is the failure
-    _rule("nccl-error-detail", r"^(?:\[rank\d+\]:\s*|stderr:\s*)?nccl(?:UnhandledCudaError|SystemError|InternalError"
-          r"|InvalidArgument|InvalidUsage|RemoteError): (?:Call to CUDA function failed|System call \(|Internal check"
-          r" failed|Invalid value for an argument|This usually reflects invalid usage|A call failed possibly due to)",
-          "comm-error", "warning", "PyTorch's explanation of the NCCL/RCCL status named on the line before"),
+    # Vocabulary audit (round 21, cause policy): the explanation is a detail whatever a launcher or logger writes before
+    # it ("[default0]:", "[1,0]<stderr>:", a glog "[E... ProcessGroupNCCL.cpp:N]" header): unanchored, so no prefix
+    # makes it the fatal nccl-system-error / nccl-internal-error line; only a line that also holds the "NCCL error in:" /
+    # "NCCL error:" header it explains (a flattened exception) is left to the fatal rules. The same function's default
+    # branch ("Unknown NCCL error!") and its ncclGetLastError fallback ("Last error: Unknown NCCL Error") are details too.
+    # Category: comm-error, what nccl-system-error / -internal-error / -invalid-usage / -remote-error name the result.
+    _rule("nccl-error-detail", r"^(?!.*NCCL error(?: in)?:)(?:.*?[^a-z])?nccl(?:UnhandledCudaError|SystemError"
+          r"|InternalError|InvalidArgument|InvalidUsage|RemoteError): (?:Call to CUDA function failed|System call \("
+          r"|Internal check failed|Invalid value for an argument|This usually reflects invalid usage"
+          r"|A call failed possibly due to)|^(?!.*NCCL error(?: in)?:).*\bUnknown NCCL error!|Last error: Unknown NCCL Error",
+          "comm-error", "warning", "PyTorch's explanation of the NCCL/RCCL status named on the line before",
+          needles=("cudaerror: call to cuda function failed", "systemerror: system call (", "internal check failed",
+                   "invalid value for an argument", "usually reflects invalid usage", "a call failed possibly due to",
+                   "unknown nccl error")),
     _rule("nccl-remote-error", r"ncclRemoteError|remote process exited or there was a network error"
           r"|remote error detected from rank", "comm-error", "fatal",
           "a remote rank exited or the network failed; look at the other nodes first", cascade=True),

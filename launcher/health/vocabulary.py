@@ -292,7 +292,7 @@ FAMILIES: tuple[Family, ...] = (
         "rocr",
         "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
         "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9), rocrtst/samples/rocrinfo/rocrinfo.cc; ROCm/rocminfo rocminfo.cc "
-        "(commit 792d1354)",
+        "(commit 792d1354; c6f7a17c for CheckInitialState's /dev/kfd and group-list lines)",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
         (
             ("hsa api call failure at: %s", "config", "fatal"),
@@ -342,6 +342,12 @@ FAMILIES: tuple[Family, ...] = (
             # agent node-%u (Agent handle: %p) on address %p. Reason: Memory in use. ") and std::abort()
             ("Memory critical error by agent node-%u (Agent handle: %p) on address %p. Reason: Memory in use.", "gpu-fault", "fatal"),
             ("No AMD GPUs specified", "config", "warning"),
+            # round 21's cause audit, ROCm/rocminfo rocminfo.cc (commit c6f7a17c85e0cdd75bf062e7a3490e831c87eb94,
+            # fetched) CheckInitialState: every red line there is followed by return -1 and main() exits 1 before
+            # hsa_init, so each is fatal; /dev/kfd that cannot be opened read-write (then the group diagnosis) and the
+            # group list that cannot be read are the node's permissions: config
+            ("Unable to open /dev/kfd read-write: %s", "config", "fatal"),
+            ("Failed to get user group list", "config", "fatal"),
         ),
     ),
     # ---- the SMI libraries (turn 11, before round 19): ROCm/amdsmi src/amd_smi/amd_smi.cc amdsmi_status_code_to_string
@@ -365,7 +371,10 @@ FAMILIES: tuple[Family, ...] = (
             ("AMDSMI_STATUS_FILE_ERROR", "config", "warning"),
             ("AMDSMI_STATUS_FILE_NOT_FOUND", "config", "warning"),
             ("AMDSMI_STATUS_NOT_FOUND", "config", "warning"),
-            ("AMDSMI_STATUS_FAIL_LOAD_MODULE", "version-mismatch", "warning"),
+            # config since round 21's cause audit: amdsmi_status_code_to_string's text is "Fail to load lib module."
+            # (the header's "Fail to load lib"): a library the SMI dlopens is missing from the install; a missing
+            # symbol (FAIL_LOAD_SYMBOL) is a library of another version and stays version-mismatch
+            ("AMDSMI_STATUS_FAIL_LOAD_MODULE", "config", "warning"),
             ("AMDSMI_STATUS_FAIL_LOAD_SYMBOL", "version-mismatch", "warning"),
             ("AMDSMI_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
             ("AMDSMI_STATUS_CORRUPTED_EEPROM", "gpu-fault", "warning"),
@@ -376,7 +385,7 @@ FAMILIES: tuple[Family, ...] = (
             ("RSMI_STATUS_DRM_ERROR", "config", "warning"),
             ("RSMI_STATUS_FILE_ERROR", "config", "warning"),
             ("RSMI_STATUS_NOT_FOUND", "config", "warning"),
-            ("RSMI_STATUS_FAIL_LOAD_MODULE", "version-mismatch", "warning"),
+            ("RSMI_STATUS_FAIL_LOAD_MODULE", "config", "warning"),  # as AMDSMI_STATUS_FAIL_LOAD_MODULE (round 21)
             ("RSMI_STATUS_FAIL_LOAD_SYMBOL", "version-mismatch", "warning"),
             ("RSMI_STATUS_OUT_OF_RESOURCES", "oom", "warning"),
             ("RSMI_STATUS_AMDGPU_RESTART_ERR", "gpu-fault", "warning"),
@@ -678,16 +687,51 @@ FAMILIES: tuple[Family, ...] = (
     #      name them version-mismatch.
     Family(
         "miopen-db",
-        "ROCm/MIOpen src/sqlite_db.cpp SQLiteBase / MIOPEN_THROW texts (code search)",
-        "MIOpen cannot use its kernel database: put MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR on a local, writable "
-        "disk (or clear a database left by another MIOpen version)",
+        "ROCm/MIOpen src/sqlite_db.cpp SQLiteBase / MIOPEN_THROW texts (code search); round 21's cause audit: ROCm/MIOpen "
+        "(commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, fetched) src/lock_file.cpp, include/miopen/lock_file.hpp, "
+        "src/db.cpp, src/ramdb.cpp, src/readonlyramdb.cpp, src/sqlite_db.cpp, src/kern_db.cpp, "
+        "include/miopen/sqlite_db.hpp, include/miopen/kern_db.hpp, src/hipoc/hipoc_program.cpp, src/execution_context.cpp",
+        "MIOpen cannot use its kernel database, lock files or a setting: put MIOPEN_USER_DB_PATH and "
+        "MIOPEN_CUSTOM_CACHE_DIR on a local, writable disk, clear a database left by another MIOpen version, check the "
+        "MIOPEN_* variable named",
         (
-            # the schema row first: its rule must be tried before the generic "Internal error while accessing" one
-            ("table %s has no column named %s", "version-mismatch", "warning"),
+            # the schema row first: its rule must be tried before the generic "Internal error while accessing" one.
+            # config since round 21 (cause policy): the text says a database table cannot be used, and the fix is the
+            # database file (delete it, or point MIOPEN_USER_DB_PATH elsewhere), whatever MIOpen version wrote it
+            ("table %s has no column named %s", "config", "warning"),
             ("open memvfs: %s", "config", "warning"),
             ("Internal error while accessing SQLite database: %s", "config", "warning"),
+            # round 21's cause audit, ROCm/MIOpen 2d1fd997 (all warnings: MIOpen logs these, or throws them into its
+            # find path, which tries the next solver or runs without the database; a job that cannot go on gets the
+            # exception's miopenStatus line). lock_file.cpp / lock_file.hpp: the lock files under the temp directory
+            ("File system operation error in LockFile. Error code: %s", "config", "warning"),
+            ("Error creating file <%s> for locking.", "config", "warning"),
+            ("failed. Error code: %s. Native error: %s. Description: '%s'", "config", "warning"),
+            # db.cpp / ramdb.cpp (the plain-text user database) and sqlite_db.hpp / sqlite_db.cpp / kern_db.hpp
+            ("Db lock has failed to lock.", "config", "warning"),
+            ("Unable to create a directory: %s", "config", "warning"),
+            ("File is unwritable: %s", "config", "warning"),
+            ("File is unreadable: %s", "config", "warning"),
+            ("Temp file is unwritable: %s", "config", "warning"),
+            ("Ill-formed record: key not found: %s", "config", "warning"),
+            ("Error parsing payload under the key: %s", "config", "warning"),
+            ("Cannot update database modification time: %s", "config", "warning"),
+            ("Cannot open database file:%s", "config", "warning"),
+            ("Missing system database file: %s Performance may degrade.", "config", "warning"),
+            ("Timeout while waiting for Database: %s", "config", "warning"),
+            ("Invalid fields in table: %s disabling access to %s", "config", "warning"),
+            ("Possible database corruption", "config", "warning"),
+            ("Unknown database: %s in internal filesystem", "config", "warning"),
+            # hipoc_program.cpp / execution_context.cpp: a MIOPEN_DEBUG_* variable MIOpen cannot use (it goes on with
+            # the default)
+            ("Bad MIOPEN_DEBUG_OPENCL_ENFORCE_CODE_OBJECT_OPTION, using default", "config", "warning"),
+            ("Bad MIOPEN_DEBUG_OPENCL_ENFORCE_CODE_OBJECT_VERSION, using default", "config", "warning"),
+            ("Incorrect MIOPEN_DEBUG_AMD_ROCM_ENFORCE_MDVERSION = %s", "config", "warning"),
         ),
         example_prefix="MIOpen(HIP): Warning [FindWinogradSolutions] /MIOpen/src/sqlite_db.cpp:220: ",
+        # one literal for the five rows that name a database (their own needles would add "m" and "p" to the scan's
+        # first characters: 2 more alternatives tried at every position of every line)
+        shared_needles=("database",),
     ),
     # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
     #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
@@ -734,6 +778,9 @@ FAMILIES: tuple[Family, ...] = (
             ("miopenStatusUnknownError", "version-mismatch", "fatal"),
             ("miopenStatusUnsupportedOp", "version-mismatch", "fatal"),
             ("miopenStatusVersionMismatch", "version-mismatch", "fatal"),
+            # round 21's cause audit: hipoc_program.cpp (2d1fd997) throws this when the offline compiler (HIP_OC_COMPILER,
+            # an installed path) left no code object file: the file is missing, the installation is what to check
+            ("Cant find file: %s", "config", "fatal"),
             ("Code object build failed", "version-mismatch", "fatal"),
             ("HIPRTC_ERROR_COMPILATION", "version-mismatch", "fatal"),
             ("HIPRTC_ERROR_", "version-mismatch", "fatal"),
@@ -758,8 +805,8 @@ FAMILIES: tuple[Family, ...] = (
     #      error(Err=%d) at %s:%d"; PyTorch prints the cuBLAS-named codes too ("CUBLAS_STATUS_ALLOC_FAILED when calling").
     Family(
         "blas",
-        "ROCm/rocBLAS library/src/rocblas_auxiliary.cpp, tensile_host.cpp (b520bc83); ROCm/hipBLASLt library/include/"
-        "hipblaslt.h (7d9fb683)",
+        "ROCm/rocBLAS library/src/rocblas_auxiliary.cpp, tensile_host.cpp, handle.cpp (b520bc83); ROCm/hipBLASLt "
+        "library/include/hipblaslt.h, library/src/amd_detail/rocblaslt/src/tensile_host.cpp (7d9fb683)",
         "the BLAS library failed: no kernels (Tensile / hipBLASLt) for this gfx arch, device memory, or a GPU fault",
         (
             ("rocblas_status_invalid_handle", "gpu-fault", "fatal"),
@@ -772,9 +819,34 @@ FAMILIES: tuple[Family, ...] = (
             ("rocblas_status_check_numerics_fail", "divergence", "fatal"),
             ("rocblas_status_excluded_from_build", "version-mismatch", "fatal"),
             ("rocblas_status_arch_mismatch", "version-mismatch", "fatal"),
+            # round 21's cause audit, tensile_host.cpp (b520bc83): the Tensile library file for this GPU exists
+            # (TestPath passed) but its contents did not load: a library written by another Tensile version
             ("rocBLAS error: Could not load %s", "version-mismatch", "fatal"),
             ("rocBLAS error: Could not initialize Tensile library", "version-mismatch", "fatal"),
             ("Could not initialize Tensile host: No devices found", "config", "fatal"),
+            # round 21's cause audit, tensile_host.cpp (b520bc83) TensileHost::initialize: an exception to the cause
+            # policy, read from the source. The path it cannot read is the last of three it tries: TensileLibrary_lazy_
+            # <gfx>.dat, TensileLibrary_<gfx>.dat, then the generic TensileLibrary.dat, so the message is printed only
+            # after this GPU's own files were not found: the GPU target is not in the build (version-mismatch, as the
+            # older rule rocblas-tensile-missing names it), whatever strerror says; a per-arch build adds "for GPU arch
+            # : <gfx>" and lists the files it does have, then rocblas_abort()
+            ("rocBLAS error: Cannot read %s: %s", "version-mismatch", "fatal"),
+            ("List of available TensileLibrary Files :", "version-mismatch", "warning"),
+            # the code-object glob under the same path, "<path>/*<gfx>*co", found nothing: no kernels for this GPU
+            # target in the install (version-mismatch like the line above, though the text also names the variable)
+            ("rocBLAS warning: No paths matched %s. Make sure that ROCBLAS_TENSILE_LIBPATH is set correctly.", "version-mismatch", "warning"),
+            ("rocBLAS warning: glob(\"%s\", ...) returned %s.", "config", "warning"),
+            ("rocBLAS warning: One or more problem overrides failed to load from: %s", "config", "warning"),
+            # handle.cpp (b520bc83): the handle's set-up and tear-down, each followed by rocblas_abort()
+            ("rocBLAS internal error: Stream order allocation is supported on ROCm 5.3 and above.", "version-mismatch", "fatal"),
+            ("rocBLAS internal error: Unable to initialize hipblaslt: %s", "version-mismatch", "fatal"),
+            ("rocBLAS internal error: Unable to destroy hipblaslt: %s", "crash", "fatal"),
+            ("rocBLAS internal error: Handle object destroyed while device memory still in use.", "crash", "fatal"),
+            ("rocBLAS internal error: Cannot reallocate device memory while it is already in use.", "crash", "fatal"),
+            ("rocBLAS error during freeing of allocated memory in handle destructor", "gpu-fault", "fatal"),
+            ("rocBLAS error retreiving the device (deviceID: %d)", "gpu-fault", "fatal"),
+            ("rocBLAS error retreiving the device's memory pool (deviceID: %d)", "gpu-fault", "fatal"),
+            ("rocBLAS error releasing the device's memory pool (deviceID: %d)", "gpu-fault", "fatal"),
             ("rocBLAS error: No hipBLASLt solution found", "version-mismatch", "fatal"),
             # after round 17 (after-sight): tensile_host.cpp runContractionProblem's catch (b520bc83): running the
             # chosen kernel threw (its what() follows the problem); the library's own failure, not a missing kernel
@@ -782,8 +854,17 @@ FAMILIES: tuple[Family, ...] = (
             ("rocBLAS error from hip error code: '%s'", "gpu-fault", "fatal"),
             ("hipBLASLt error(Err=%d) at %s:%d", "gpu-fault", "fatal"),
             # added after round 9: hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp (7d9fb683): no kernel
-            # files for this gfx arch
+            # files for this gfx arch (the glob is "<path>/*<gfx>*co"; kept version-mismatch in round 21's audit though
+            # the text goes on "Make sure that HIPBLASLT_TENSILE_LIBPATH is set correctly.": the pattern names the target)
             ("rocblaslt warning: No paths matched %s", "version-mismatch", "warning"),
+            # round 21's cause audit, the same file (7d9fb683): hipBLASLt's copies of rocBLAS's messages; hipBLASLt does
+            # not abort after them (rocblaslt_abort() is commented out), so the file ones are warnings: the GEMM that
+            # needs the library fails next ("No hipBLASLt solution found", a HIPBLAS_STATUS)
+            # (its "Cannot read" path is TensileLibrary_lazy_<gfx>.dat: this GPU's file, version-mismatch as above; its
+            # "No devices found" is the rocBLAS row's text, config)
+            ("rocblaslt error: Cannot read %s: %s", "version-mismatch", "warning"),
+            ("rocblaslt error: Could not load %s", "version-mismatch", "warning"),
+            ("rocblaslt error: Could not initialize Tensile library", "version-mismatch", "warning"),
             ("HIPBLAS_STATUS_NOT_INITIALIZED", "oom", "fatal"),
             ("HIPBLAS_STATUS_ALLOC_FAILED", "oom", "fatal"),
             ("HIPBLAS_STATUS_INVALID_VALUE", "gpu-fault", "fatal"),
@@ -1410,7 +1491,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Creating data object failed with status %d", "version-mismatch", "fatal"),
             ("Setting data from file slice failed with status %d", "version-mismatch", "fatal"),
             ("Releasing COMGR data failed with status %d", "version-mismatch", "warning"),
-            ("Cannot have a file size of 0, fdesc: %d fname: %s", "version-mismatch", "fatal"),
+            # config since round 21's cause audit: the code-object file HIP opened to map is empty (hip_fatbin.cpp
+            # guarantee before mmap): a truncated or half-installed library file, the install to fix
+            ("Cannot have a file size of 0, fdesc: %d fname: %s", "config", "fatal"),
             ("Cannot find unique isa", "version-mismatch", "fatal"),
             ("Cannot find the device name in the unique device name", "version-mismatch", "fatal"),
             ("Cannot map the file descriptor", "config", "fatal"),
@@ -1536,7 +1619,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Native code method attempted to access: lib.%s()", "version-mismatch", "warning"),
             ("The version you're trying to use is NOT distributed with this package", "version-mismatch", "warning"),
             ("bitsandbytes tried to find a compatible %s binary but none could be loaded.", "version-mismatch", "warning"),
-            ("%s %s.x runtime libraries were not found in the LD_LIBRARY_PATH.", "version-mismatch", "warning"),
+            # config since round 21's cause audit (diagnostics/cuda.py): the text says the runtime libraries are not
+            # on an environment path; the fix is LD_LIBRARY_PATH or the install
+            ("%s %s.x runtime libraries were not found in the LD_LIBRARY_PATH.", "config", "warning"),
             ("No compatible %s binary found at %s", "version-mismatch", "warning"),
             ("No prebuilt binary for %s, loading %s instead.", "version-mismatch", "warning"),
             ("Could not find the bitsandbytes %s binary at %s", "version-mismatch", "warning"),
