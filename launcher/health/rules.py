@@ -600,9 +600,10 @@ RULES: tuple[Rule, ...] = (
     *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
                   "rccl-warn", "ck", "miopen-db", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
-    # Turn 21 (vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones).
-    # Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a process whose GPU queue faulted
-    *_vocabulary("amdkfd-device", "amdkfd"),
+    # Turn 21 (vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
+    # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
+    # process whose GPU queue faulted
+    *_vocabulary("amdkfd-device", "amdkfd", "torch-cuda"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 

@@ -1764,6 +1764,8 @@ FAMILIES: tuple[Family, ...] = (
         ),
         prefix=r"\bkfd kfd: (?:amdgpu: )?",
         example_prefix="[    2.244241] kfd kfd: amdgpu: ",
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`), not at "m"
+        shared_needles=("hws_max_conc_proc",),
     ),
     Family(
         "amdkfd",
@@ -1816,7 +1818,42 @@ FAMILIES: tuple[Family, ...] = (
             ("Invalid CRIU API version (checkpointed:%d current:%d)", "version-mismatch", "fatal"),
         ),
         example_prefix="[    2.244250] amdgpu: ",
-        shared_needles=(" queue to allocate",),
+        shared_needles=(" queue to allocate", "num_of_queues_per_device must be"),
+    ),
+    # ---- turn 21 (vocab21-w2): torch.cuda's own checks on ROCm. torch 2.13.0 in the .venv, torch/cuda/__init__.py, read
+    #      there: on ROCm `_check_capability` and `_check_cubins` return at once (torch.version.cuda is None), so what a ROCm
+    #      job meets is `_lazy_init`'s refusals (a forked subprocess, a build without the GPU runtime), the visible-device
+    #      parsing (`_parse_visible_devices`: HIP_VISIBLE_DEVICES against ROCR_VISIBLE_DEVICES; `_get_nvml_device_index` /
+    #      `_get_amdsmi_device_index`: a device not in the visible list, UUIDs that cannot be mapped) and the amdsmi calls
+    #      behind device_count / memory and utilisation queries (`_raw_device_count_amdsmi`, `_raw_device_uuid_amdsmi`,
+    #      `_get_amdsmi_handler`). Already rows or rules and left there: "Torch not compiled with CUDA enabled" and "Found
+    #      no NVIDIA driver on your system" (`python-stack`), "No HIP GPUs are available" (`hip-no-device`). Not rows:
+    #      "Cannot translate HIP ID ... to AMD SMI ID" (printed by healthy runs before ROCm 6.4, about monitoring only),
+    #      "CUDA call failed lazily at initialization with error: %s" (a wrapper: the error it carries is the cause, and
+    #      the last resort names it), argument checks (sync debug mode). Categories: a setting of the job (start method,
+    #      visible-device variables) is config; a torch build without the GPU runtime keeps `python-stack`'s config for
+    #      "Torch not compiled with CUDA enabled"; "a broken build" and amdsmi that needs a newer ROCm are
+    #      version-mismatch; amdsmi's warnings (torch goes on without it) are config warnings.
+    Family(
+        "torch-cuda",
+        "torch 2.13.0 (the .venv) torch/cuda/__init__.py _lazy_init, _parse_visible_devices, _get_nvml_device_index, "
+        "_raw_device_count_amdsmi, _raw_device_uuid_amdsmi, _get_amdsmi_handler",
+        "torch.cuda could not set the GPUs up in this process: the multiprocessing start method, HIP_VISIBLE_DEVICES / "
+        "ROCR_VISIBLE_DEVICES, or the torch build and its ROCm",
+        (
+            ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method", "config", "fatal"),
+            ("HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES", "config", "fatal"),
+            ("device %d is not visible (CUDA_VISIBLE_DEVICES=%s)", "config", "fatal"),
+            ("Can't get device UUIDs", "config", "fatal"),
+            ("PyTorch was compiled without CUDA support", "config", "fatal"),
+            ("libcudart functions unavailable. It looks like you have a broken build?", "version-mismatch", "fatal"),
+            ("amdsmi driver can't be loaded, requires >=ROCm6.0 installation", "version-mismatch", "fatal"),
+            ("Can't initialize amdsmi - Error code: %d", "config", "warning"),
+            ("Can't get amdsmi device count", "config", "warning"),
+            ("Cannot get amd device handler", "config", "warning"),
+            ("Cannot get uuid for amd device", "config", "warning"),
+        ),
+        shared_needles=("driver can't be loaded", "compiled without cuda support"),
     ),
     # ---- turn 21 (vocab21-w2): CPython's own fatal-error report and faulthandler's dumps. python/cpython
     #      Python/pylifecycle.c fatal_error / fatal_error_dump_runtime / _Py_DumpExtensionModules (a 3.10 copy through
@@ -1850,7 +1887,7 @@ FAMILIES: tuple[Family, ...] = (
             # faulthandler.dump_traceback_later: a watchdog's timeout, the threads' stacks follow (exit=True kills it)
             ("Timeout (%d:%02d:%02d)!", "crash", "warning"),
         ),
-        shared_needles=("(most recent call first):",),
+        shared_needles=("(most recent call first):", " runtime state:", "tension modules:", "show all threads while the gil"),
     ),
 )
 
@@ -1882,71 +1919,62 @@ HIP_ERROR_NUMBERS: tuple[tuple[int, str], ...] = (
 )
 # ---- turn 21 (vocab21-w2): a shell's report of a child killed by a signal, in the other languages a node may run in.
 #      bash jobs.c (bminor/bash, commit 637f5c8696a6adc9b4519f1cd74aa78492266b7f, fetched) prints a job that died of a
-#      signal through print_pipeline: the signal's text (j_strsignal: glibc's strsignal, translated by glibc's own
-#      catalogue, or on systems without it bash's siglist.c texts, translated by bash's), padded with spaces to
+#      signal through print_pipeline: the signal's text (j_strsignal calls strsignal: on Linux glibc's, translated by
+#      glibc's own catalogue; bash's siglist.c, with its own translations, is built only where the C library has neither
+#      strsignal nor sys_siglist, so its texts are not rows), padded with spaces to
 #      LONGEST_SIGNAL_DESC (27; 24 in bash 4.x), then _("(core dumped) ") if the process dumped core, then the command;
 #      a non-interactive shell puts _("%s: line %d: ") and the pid before it ("train.sh: Zeile 12:  4242
 #      Speicherzugriffsfehler     (Speicherabzug geschrieben) python train.py"). The texts are the msgstr of glibc's
 #      po/<lang>.po (bminor/glibc, commit 04e750e75b73957cf1c791535a3f4319534a52fc, and the tags glibc-2.17, 2.28,
 #      2.31, 2.35: string/strsignal.c's signal names, "Aborted", "Segmentation fault", "Killed", "Bus error", "Illegal
-#      instruction", "Floating point exception") and of bash's po/<lang>.po (the commit above and the tags bash-4.2,
-#      4.4, 5.0, 5.1, 5.2: siglist.c's texts, where SIGABRT is "ABORT instruction", and jobs.c's "(core dumped) "), for
+#      instruction", "Floating point exception"; ja leaves "Segmentation fault" and "Illegal instruction" untranslated)
+#      and of bash's po/<lang>.po (the commit above and the tags bash-4.2, 4.4, 5.0, 5.1, 5.2: jobs.c's "(core dumped) "), for
 #      de, fr, es, it, pt_BR, ru, ja, zh_CN, zh_TW, ko, pl, nl, sv, cs, tr, uk; fuzzy entries and the old Latin-1
 #      catalogues (printed in UTF-8 locales as the UTF-8 texts the later catalogues have) left out. English texts are the
 #      older rules' (`shell-job-signal`, `segfault`, `abort`, `bus-error`, `illegal-instruction`, `shell-killed`), and
 #      so are the forms they already name: "Aborted (Speicherabzug geschrieben)", "Abandon (core dumped)", the ASCII
 #      "(核心已转储)" and "已杀死" alone on a line. Categories: as the English rules name each signal: SIGILL is
 #      version-mismatch (a binary built for another CPU), SIGKILL crash (as `shell-killed`: the OOM killer or an external
-#      kill), the others crash; all fatal. A row matches the text where bash puts it: at the start of the line, after
-#      the pid of a job report (": <pid> ") or after a job number ("[1]+ "), followed by the padding, "(" or the end of
-#      the line. A text under 8 characters (the needle test's floor: "Dödad", "強制終了") is matched with the padding
-#      spaces bash always writes after it (at least 24 minus its bytes), which make its literal 8 characters; a
-#      two-character text ("中止") is not a row (its literal would end in spaces only). The "(core dumped) " texts alone
-#      are rows too (crash: a process died of a signal and dumped core); the 7-character ones with the space of the
-#      padding before them. The rows of SIGILL come first, so that a line with both names the signal.
+#      kill), the others crash; all fatal. Where a row matches, and which texts are rows, follows from the one scan's
+#      cost (see `_shell_signal_rows`): the texts with a tail of 8 characters that starts where the scan's literals do
+#      are matched after a job report's pid or job number and alone at the start of a line; the other Latin-script
+#      and Cyrillic texts ("Abgebrochen", "Getötet", "Убито") after the pid or job number only, with the space before them (and, for a short
+#      one, the padding spaces bash always writes after it, at least 24 minus its bytes) as the needle; the CJK, Hangul
+#      texts without such a tail ("段错误", "強制終了", "중지됨") are not rows. The "(core dumped) "
+#      texts are rows too (crash: a process died of a signal and dumped core), with the padding's space before them, so
+#      that "段错误 （核心已转储）" is still named. The rows of SIGILL come first, so that a line with both names the signal.
 SHELL_SIGNAL_TEXTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("Illegal instruction", "version-mismatch", (
-        "Neplatná instrukce", "Nedovolená instrukce (SIGILL)", "Ungültige Anweisung.", "Ungültiger Maschinenbefehl",
-        "Instrucción ilegal", "Instruction incorrecte", "Instruction non permise", "Istruzione non valida",
-        "Istruzione non consentita", "不正な指定", "부적절한 명령", "명령어가 잘못됨", "잘못된 명령어", "Ongeldige instructie",
-        "Niedozwolona instrukcja", "Błędna instrukcja", "Instrução ilegal", "Недопустимая инструкция",
-        "Otillåten instruktion", "Geçersiz talimat", "Yönerge kuraldışı", "Помилкова інструкція", "Невірна інструкція",
-        "非法指令", "非法的指令", "無效指令", "不合法的命令",
+        "Nedovolená instrukce (SIGILL)", "Ungültiger Maschinenbefehl", "Instrucción ilegal", "Instruction non permise",
+        "Istruzione non consentita", "명령어가 잘못됨", "잘못된 명령어", "Ongeldige instructie", "Błędna instrukcja",
+        "Instrução ilegal", "Недопустимая инструкция", "Otillåten instruktion", "Yönerge kuraldışı",
+        "Помилкова інструкція", "非法指令", "無效指令", "不合法的命令",
     )),
     ("Aborted", "crash", (
-        "Neúspěšně ukončen (SIGABRT)", "Ukončení funkcí abort()", "Abgebrochen", "Abbruchkommando", "Abortado",
-        "instrucción ABORT", "Abandon", "Instruction ABORT", "Annullato", "Istruzione ABORT", "ABORT 指定", "중지됨",
-        "ABORT 명령", "Afgebroken", "ABORT-instructie", "Przerwane", "Instrukcja ABORT", "Instrução ABORT",
-        "Аварийный останов", "Инструкция ABORT", "Avbruten (SIGABRT)", "ABORT-instruktion", "İptal edildi",
-        "Talimatı DURDUR", "Перервано", "Інструкція ABORT", "已中止", "已放弃", "中止指令", "放弃指令", "已經終止", "放棄指令",
+        "Neúspěšně ukončen (SIGABRT)", "Abgebrochen", "Abortado", "Abandon", "Annullato", "중지됨", "Afgebroken",
+        "Przerwane", "Аварийный останов", "Avbruten (SIGABRT)", "İptal edildi", "Перервано", "已中止", "已放弃", "已經終止",
     )),
     ("Segmentation fault", "crash", (
-        "Chyba segmentace", "Neoprávněný přístup do paměti (SIGSEGV)", "Adressierungsfehler", "Speicherzugriffsfehler",
-        "Violación de segmento", "Erreur de segmentation", "Errore di segmentazione", "セグメンテーションフォルト",
-        "세그먼테이션 오류", "세그멘테이션 오류", "Segmentatiefout", "Naruszenie ochrony pamięci", "Falha de segmentação",
-        "Ошибка сегментации", "Ошибка сегментирования", "Segmenteringsfel", "Bölünme hatası", "Parçalama arızası",
-        "Помилка адресування", "段错误", "程式記憶體區段錯誤", "區段錯誤",
+        "Neoprávněný přístup do paměti (SIGSEGV)", "Speicherzugriffsfehler", "Violación de segmento",
+        "Erreur de segmentation", "Errore di segmentazione", "세그멘테이션 오류", "Segmentatiefout",
+        "Naruszenie ochrony pamięci", "Falha de segmentação", "Ошибка сегментирования", "Segmenteringsfel",
+        "Parçalama arızası", "Помилка адресування", "段错误", "程式記憶體區段錯誤",
     )),
     ("Killed", "crash", (
-        "Zabit", "Zabit (SIGKILL)", "Abgebrochen (Killed)", "Getötet", "Matado", "Terminado (killed)", "Tué",
-        "Processus arrêté", "Ucciso", "強制終了", "죽었음", "Geëlimineerd", "Unicestwiony", "Morto (Killed)", "Morto",
-        "Убит", "Убито", "Dödad", "Öldürüldü", "Süreç durduruldu", "Вбитий", "Вбито", "已杀死", "強制結束", "已砍除", "已砍掉",
+        "Zabit (SIGKILL)", "Getötet", "Terminado (killed)", "Processus arrêté", "Ucciso", "強制終了", "죽었음",
+        "Geëlimineerd", "Unicestwiony", "Morto", "Убито", "Dödad", "Süreç durduruldu", "Вбито", "已杀死", "強制結束", "已砍掉",
     )),
     ("Bus error", "crash", (
-        "Chyba sběrnice", "Chyba na sběrnici (neplatná adresa) (SIGBUS)", "Bus-Fehler", "Bus-Zugriffsfehler",
-        "Error del bus", "Error en el bus", "Erreur de bus", "Erreur du bus", "Errore di bus", "バスエラー", "버스 오류",
-        "Busfout", "Błąd szyny", "Erro do barramento", "Erro no barramento", "Ошибка шины", "Bussfel", "Veriyolu hatası",
-        "Veri yolu hatası", "Помилка шини", "Помилка каналу обміну даними", "总线错误", "匯流排錯誤",
+        "Chyba na sběrnici (neplatná adresa) (SIGBUS)", "Bus-Zugriffsfehler", "Error del bus", "Erreur du bus",
+        "Errore di bus", "バスエラー", "버스 오류", "Busfout", "Błąd szyny", "Erro no barramento", "Ошибка шины", "Bussfel",
+        "Veri yolu hatası", "Помилка каналу обміну даними", "总线错误", "匯流排錯誤",
     )),
     ("Floating point exception", "crash", (
-        "Výjimka při práci s pohyblivou řádovou čárkou", "Výjimka v pohyblivé řádové čárce (SIGFPE)", "Gleitkommafehler",
-        "Gleitkomma-Ausnahme", "Excepción de coma flotante", "Exception en virgule flottante",
+        "Výjimka v pohyblivé řádové čárce (SIGFPE)", "Gleitkomma-Ausnahme", "Excepción de coma flotante",
         "Exception en point flottant", "Eccezione in virgola mobile", "浮動小数点例外", "부동 소수점 예외",
-        "Drijvendekomma-berekeningsfout", "Drijvende-komma-berekeningsfout", "Błąd w obliczeniach zmiennoprzecinkowych",
-        "Exceção de ponto flutuante", "Исключение при обработке чисел с плавающей точкой",
-        "Исключение в операции с плавающей точкой", "Flyttalsfel", "Kayan nokta istisnası", "Gerçel sayı istisnası",
-        "Помилка обчислень з рухомою комою", "浮点异常", "浮点数异常", "浮点数例外", "期望浮點數", "浮點數例外", "浮點數異常",
-        "浮點數出錯",
+        "Drijvendekomma-berekeningsfout", "Błąd w obliczeniach zmiennoprzecinkowych", "Exceção de ponto flutuante",
+        "Исключение в операции с плавающей точкой", "Flyttalsfel", "Gerçel sayı istisnası",
+        "Помилка обчислень з рухомою комою", "浮点异常", "浮点数例外", "浮點數例外", "浮點數出錯",
     )),
 )
 # bash's _("(core dumped) ") per language (po/<lang>.po of the bash commit and tags above), without the spaces
@@ -2090,39 +2118,58 @@ def _hsa_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
+# The first characters the one scan keeps (rules.py `_reanchored`: those 16 or more of its literals start with, when
+# turn 21 was written). A needle that starts with another character adds a branch the scan tries at every position
+# where that character is (a, e, m, p are in most words): the shell rows' needles start with one of these.
+_SCAN_FIRST = " scinutd"
+
+
 def _shell_signal_rows() -> list[tuple[str, str, str, str, str]]:
     """The translated signal reports of bash (SHELL_SIGNAL_TEXTS, SHELL_CORE_DUMPED) as rows (regex, needle, category,
-    severity, example): the text where print_pipeline puts it, followed by its padding, "(" or the end of the line."""
-    where = r"(?:(?::\s*\d+|\]\+?)\s+|^\s*)"  # after a job report's pid or a job number, or at the start of the line
+    severity, example): the text after the pid of a non-interactive bash's job report (" %5ld ") or a job number
+    ("[1]+ "), or alone at the start of a line (an interactive bash) followed by its padding, "(" or the end of the line;
+    and bash's "(core dumped)" after the padding.
+
+    Needles (the one scan costs about its literals' distinct first characters, and a literal's branch is tried at every
+    position of its first character, see rules.py): a text's needle is its longest tail that starts with a character
+    of `_SCAN_FIRST` ("speicherzugriffsfehler", " сегментирования"); a Latin-script text without one ("Abgebrochen",
+    "Getötet", "Убито") is matched after the job report's space only, the space its needle's first character (with the
+    padding after a short one, to make 8 characters); a CJK, Hangul or kana text without one is not a row
+    (its needle would start the scan at a character no other literal has: the fast path 20 % slower); the
+    "(core dumped)" rows still name those lines when the process dumped core."""
+    job = r"(?::\s*\d+|\]\+?)\s*"  # after a job report's pid or a job number
     rows = []
     for _, category, texts in SHELL_SIGNAL_TEXTS:
         for text in texts:
             pad = 27 - len(text.encode())
             example = f"train.sh: line 12:  4242 {text}{' ' * abs(pad)}python train.py"
-            if len(text) >= 8:
+            low = text.lower()
+            tail = next((low[i:] for i in range(len(low)) if low[i] in _SCAN_FIRST and len(low) - i >= 8), "")
+            if tail:
                 # after a pid the text alone says it (a 27-byte text has no padding before the command)
                 regex = (
                     rf"(?::\s*\d+|\]\+?)\s+{re.escape(text)}|^\s*{re.escape(text)}(?=\s*$|\s{{2,}}|\s*[(（])"
                 )
-                needle = text.lower()
-            elif len(text) >= 3:  # the padding bash writes after a short text makes its literal 8 characters
-                spaces = 8 - len(text)
-                regex = rf"{where}{re.escape(text)} {{{spaces},}}"
-                needle = text.lower() + " " * spaces
-            else:
-                continue
-            rows.append((regex, needle, category, "fatal", example))
+                rows.append((regex, tail, category, "fatal", example))
+            elif (
+                ord(text[0]) < 0x530
+            ):  # Latin and Cyrillic (a handful: the space before them is their needle)
+                literal = " " + text
+                spaces = max(0, 8 - len(literal))  # the padding bash writes after a short text
+                following = f" {{{spaces},}}" if spaces else ""
+                rows.append(
+                    (
+                        rf"{job}{re.escape(literal)}{following}",
+                        literal.lower() + " " * spaces,
+                        category,
+                        "fatal",
+                        example,
+                    )
+                )
     for text in SHELL_CORE_DUMPED:
-        literal = text if len(text) >= 8 else " " + text  # the padding's last space before a 7-character one
-        rows.append(
-            (
-                re.escape(literal),
-                literal.lower(),
-                "crash",
-                "fatal",
-                f"Speicherzugriffsfehler     {text} python train.py",
-            )
-        )
+        literal = " " + text  # the padding's last space before it
+        example = f"Speicherzugriffsfehler     {text} python train.py"
+        rows.append((re.escape(literal), literal.lower(), "crash", "fatal", example))
     return rows
 
 
