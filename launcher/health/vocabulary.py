@@ -1936,11 +1936,10 @@ HIP_ERROR_NUMBERS: tuple[tuple[int, str], ...] = (
 #      "(核心已转储)" and "已杀死" alone on a line. Categories: as the English rules name each signal: SIGILL is
 #      version-mismatch (a binary built for another CPU), SIGKILL crash (as `shell-killed`: the OOM killer or an external
 #      kill), the others crash; all fatal. Where a row matches, and which texts are rows, follows from the one scan's
-#      cost (see `_shell_signal_rows`): the texts with a tail of 8 characters that starts where the scan's literals do
-#      are matched after a job report's pid or job number and alone at the start of a line; the other Latin-script
-#      and Cyrillic texts ("Abgebrochen", "Getötet", "Убито") after the pid or job number only, with the space before them (and, for a short
-#      one, the padding spaces bash always writes after it, at least 24 minus its bytes) as the needle; the CJK, Hangul
-#      texts without such a tail ("段错误", "強制終了", "중지됨") are not rows. The "(core dumped) "
+#      cost (see `_shell_signal_rows`): most texts are matched after a job report's pid or job number and alone at the
+#      start of a line; a few Cyrillic and Latin ones ("Убито", "Morto", "Ошибка шины") after the pid or job number
+#      only; the CJK, Hangul and kana texts without a Latin-lettered tail ("段错误", "強制終了", "중지됨") are not rows. The
+#      "(core dumped) "
 #      texts are rows too (crash: a process died of a signal and dumped core), with the padding's space before them, so
 #      that "段错误 （核心已转储）" is still named. The rows of SIGILL come first, so that a line with both names the signal.
 SHELL_SIGNAL_TEXTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -2127,45 +2126,61 @@ _SCAN_FIRST = " scinutd"
 def _shell_signal_rows() -> list[tuple[str, str, str, str, str]]:
     """The translated signal reports of bash (SHELL_SIGNAL_TEXTS, SHELL_CORE_DUMPED) as rows (regex, needle, category,
     severity, example): the text after the pid of a non-interactive bash's job report (" %5ld ") or a job number
-    ("[1]+ "), or alone at the start of a line (an interactive bash) followed by its padding, "(" or the end of the line;
-    and bash's "(core dumped)" after the padding.
+    ("[1]+ "), or alone at the start of a line (an interactive bash) followed by its padding, "(" or the end of the
+    line; and bash's "(core dumped)" after the padding.
 
-    Needles (the one scan costs about its literals' distinct first characters, and a literal's branch is tried at every
-    position of its first character, see rules.py): a text's needle is its longest tail that starts with a character
-    of `_SCAN_FIRST` ("speicherzugriffsfehler", " сегментирования"); a Latin-script text without one ("Abgebrochen",
-    "Getötet", "Убито") is matched after the job report's space only, the space its needle's first character (with the
-    padding after a short one, to make 8 characters); a CJK, Hangul or kana text without one is not a row
-    (its needle would start the scan at a character no other literal has: the fast path 20 % slower); the
-    "(core dumped)" rows still name those lines when the process dumped core."""
+    Needles: the one scan costs about its literals' distinct first characters (each is a branch tried at every position
+    of a line), and under a first character the distinct second ones (tried wherever the first is). So a text's needle
+    is its longest tail of 8 characters that starts with a letter of `_SCAN_FIRST` ("speicherzugriffsfehler"); else,
+    for a Latin text, a tail of 4 or more such characters with the padding bash always writes after the text (at least 24
+    minus its bytes) to make 8 ("chen    " for "Abgebrochen"); else (Cyrillic texts, Latin ones without either) the
+    space before it, sharing the letter after the space where a tail or the whole text allows ("о", "п"): the whole
+    text is then matched after a job report's pid or job number only. A CJK, Hangul or kana text without a tail is not a
+    row; the "(core dumped)" rows, with the padding's space before them, still name such a line when it has one."""
     job = r"(?::\s*\d+|\]\+?)\s*"  # after a job report's pid or a job number
+    anywhere = r"(?::\s*\d+|\]\+?)\s+{0}|^\s*{0}(?=\s*$|\s{{2,}}|\s*[(（])"
     rows = []
     for _, category, texts in SHELL_SIGNAL_TEXTS:
         for text in texts:
             pad = 27 - len(text.encode())
             example = f"train.sh: line 12:  4242 {text}{' ' * abs(pad)}python train.py"
-            low = text.lower()
-            tail = next((low[i:] for i in range(len(low)) if low[i] in _SCAN_FIRST and len(low) - i >= 8), "")
-            if tail:
-                # after a pid the text alone says it (a 27-byte text has no padding before the command)
-                regex = (
-                    rf"(?::\s*\d+|\]\+?)\s+{re.escape(text)}|^\s*{re.escape(text)}(?=\s*$|\s{{2,}}|\s*[(（])"
-                )
-                rows.append((regex, tail, category, "fatal", example))
-            elif (
-                ord(text[0]) < 0x530
-            ):  # Latin and Cyrillic (a handful: the space before them is their needle)
-                literal = " " + text
-                spaces = max(0, 8 - len(literal))  # the padding bash writes after a short text
-                following = f" {{{spaces},}}" if spaces else ""
+            low, escaped = text.lower(), re.escape(text)
+            tails = [low[i:] for i in range(len(low)) if low[i] in _SCAN_FIRST and len(low) - i >= 8]
+            letter = [t for t in tails if t[0] != " "]
+            short = next(
+                (low[i:] for i in range(len(low)) if low[i] in _SCAN_FIRST.strip() and len(low) - i >= 4), ""
+            )
+            if (
+                letter
+            ):  # after a pid the text alone says it (a 27-byte text has no padding before the command)
+                rows.append((anywhere.format(escaped), letter[0], category, "fatal", example))
+            elif ord(text[0]) < 0x400 and short:
+                # a Latin text without a long tail: its tail and the padding bash always writes after it (at least 24
+                # minus its bytes), 8 characters in all
+                spaces = max(0, 8 - len(short))
                 rows.append(
                     (
-                        rf"{job}{re.escape(literal)}{following}",
-                        literal.lower() + " " * spaces,
+                        anywhere.format(f"{escaped} {{{spaces},}}"),
+                        short + " " * spaces,
                         category,
                         "fatal",
                         example,
                     )
                 )
+            elif ord(text[0]) < 0x530:
+                # Cyrillic (and a Latin text without a tail): the space before it starts the needle, and the texts share
+                # the letter after it where they can (each letter there is a branch the scan tries at every space)
+                whole = " " + low + " " * max(0, 7 - len(low))
+                shared = [t for t in tails if t[1] in "оп"] + ([whole] if whole[1] in "оп" else [])
+                needle = (shared or tails or [whole])[0]
+                if needle in tails:
+                    rows.append((anywhere.format(escaped), needle, category, "fatal", example))
+                else:
+                    spaces = len(whole) - 1 - len(low)
+                    following = f" {{{spaces},}}" if spaces else ""
+                    rows.append(
+                        (rf"{job}{re.escape(' ' + text)}{following}", needle, category, "fatal", example)
+                    )
     for text in SHELL_CORE_DUMPED:
         literal = " " + text  # the padding's last space before it
         example = f"Speicherzugriffsfehler     {text} python train.py"
