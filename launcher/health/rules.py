@@ -675,6 +675,10 @@ RULES: tuple[Rule, ...] = (
     *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
                   "rccl-warn", "ck", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
+    # Before round 21 (turn 16; vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
+    # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
+    # process whose GPU queue faulted
+    *_vocabulary("amdkfd-device", "amdkfd", "torch-cuda"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
@@ -914,6 +918,10 @@ RULES: tuple[Rule, ...] = (
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
     _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
+    # Before round 21 (turn 16; vocabulary.py): CPython's fatal-error and faulthandler report, and bash's signal reports in 16 languages;
+    # after the English signal rules above, which keep the lines they name ("Fatal Python error: Aborted", "Aborted
+    # (Speicherabzug geschrieben)", "Segmentation fault ...")
+    *_vocabulary("python-fatal", "shell-signals"),
     # Open MPI's signal handler (opal/util/stacktrace.c, as printed in threads; the source was not read): "[host:pid] ***
     # Process received signal ***", then "Signal: Segmentation fault (11)" (the segfault rule), "Signal code:", "Failing
     # at address:" and the frames; mpirun-launched jobs and nccl-tests print it (added after round 12)

@@ -1775,6 +1775,205 @@ FAMILIES: tuple[Family, ...] = (
         shared_needles=("coordination service", "barrier timed out", "waiting for all nodes to", " heartbeat",
                         "terminating process because", "incarnation", "connect() failed after"),
     ),
+    # ---- turn 21 (vocab21-w2): amdkfd's device probing and initialisation, as the kernel logs them. AMD's DKMS tree of
+    #      the amdgpu driver (geohot/amdgpu-dkms, commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef, the 6.0.5.50501 =
+    #      ROCm 5.5.1 package, fetched; its amd/amdkfd/ is the amdkfd of the 6.x kernels) kfd_device.c, kfd_iommu.c,
+    #      kfd_topology.c, kfd_crat.c, kfd_chardev.c, kfd_process.c, kfd_process_queue_manager.c, kfd_device_queue_manager.c,
+    #      kfd_events.c, kfd_module.c: every dev_err / dev_warn / pr_err / pr_warn format, read one by one; the mainline
+    #      kfd_device.c of ROCm/amdgpu (commit 006ab9293ad5866e030cac2526b1097d9f9635ee, read through the code index) for
+    #      the newer ones ("KFD num nodes cannot be 0", "Error initializing KFD node", "Error in starting scheduler");
+    #      the older kfd_device.c (4.x kernels, code search) lookup_device_info's dev_warn("DID %04x is missing in
+    #      supported_devices") and kgd2kfd_probe's dev_err("kgd2kfd_probe failed"). Already named before this family,
+    #      and left to those rules: "%s %s not supported in kfd", "GC IP %06x %s not supported in kfd", "kfd not
+    #      supported on this ASIC", "skipped device %x:%x, PCI rejects atomics" (the `amdgpu` / `amdgpu-kernel` rows),
+    #      "sched_policy has invalid value", "Alloc host visible vram on small bar is not allowed", the queue eviction and
+    #      restore failures (`amdgpu-queue-preemption`, `amdgpu-mes-consequence`). Not rows: API misuse of the ioctls
+    #      (ring size, queue percentage, CRIU object types, debugger options), procfs/sysfs bookkeeping, debug builds.
+    #      Two families, as the kernel prints them: `amdkfd-device`, the dev_* calls on the kfd device, which the kernel
+    #      prefixes with "kfd kfd: " (and "amdgpu: " in the 5.x/6.x trees, where amdkfd is built into amdgpu): the
+    #      prefix is required, since "Error initializing interrupts" alone could be any driver's; and `amdkfd`, the pr_*
+    #      calls ("amdgpu: " before them), whose texts are kfd's own. Categories (the project's labelling rule): a GPU
+    #      the driver has no device entry or IP support for, or a GPU IP newer than the kernel knows, is
+    #      version-mismatch (warnings: the host may have another GPU the job uses, an APU's graphics among them); the
+    #      IOMMU, module parameters, firmware tables (CRAT/SRAT), partition settings and the per-process queue and VMID
+    #      limits are config; memory the driver could not allocate is oom; a failure to set up the device's interrupts,
+    #      queues, doorbells or topology, to create a process's VM or queues, and a GPU exception kfd answers with a
+    #      signal to the process are gpu-fault. The summaries that follow a failure already printed ("device %x:%x NOT
+    #      added due to errors", "kgd2kfd_probe failed", "Error initializing KFD node", "KFD is disabled due to module
+    #      initialization failure", "Error initializing iommuv2") are warnings.
+    Family(
+        "amdkfd-device",
+        "geohot/amdgpu-dkms amdgpu/amd/amdkfd/kfd_device.c, kfd_iommu.c, kfd_chardev.c, kfd_events.c (commit "
+        "6153aa4cf067f205aebc45889dd3c7038e8c21ef); ROCm/amdgpu drivers/gpu/drm/amd/amdkfd/kfd_device.c (commit "
+        "006ab9293ad5866e030cac2526b1097d9f9635ee); the 4.x kfd_device.c lookup_device_info (code search)",
+        "the amdkfd driver (ROCm's compute interface to the GPU) could not take this GPU: the kernel, its firmware or "
+        "the platform (IOMMU, BIOS tables) does not support it, or its set-up failed; dmesg on that node says which",
+        (
+            # kgd2kfd_probe: no compute support for this GPU in this kernel (4.x device-id table; the newer IP checks are
+            # the `amdgpu` rows)
+            ("DID %04x is missing in supported_devices", "version-mismatch", "warning"),
+            ("kgd2kfd_probe failed", "version-mismatch", "warning"),
+            # kfd_device_info_set_sdma_info / _set_event_interrupt_class: a GPU IP the kernel does not know, driven with
+            # defaults (a kernel older than the GPU)
+            ("Default sdma queue per engine(8) is set due to mismatch of sdma ip block(SDMA_HWIP:0x%x).", "version-mismatch", "warning"),
+            ("v9 event interrupt handler is set due to mismatch of gc ip block(GC_HWIP:0x%x).", "version-mismatch", "warning"),
+            # kgd2kfd_device_init and kfd_init_node / kfd_resume: the device's compute set-up failed
+            ("KFD num nodes cannot be 0, num_xcc_in_node: %d", "config", "fatal"),
+            ("Could not allocate %d bytes", "oom", "fatal"),
+            ("Error initializing gtt sub-allocator", "gpu-fault", "fatal"),
+            ("Error initializing doorbell aperture", "gpu-fault", "fatal"),
+            ("Error initializing interrupts", "gpu-fault", "fatal"),
+            ("Error initializing queue manager", "gpu-fault", "fatal"),
+            ("Could not allocate %d gws", "gpu-fault", "fatal"),
+            ("Error adding device to topology", "gpu-fault", "fatal"),
+            ("Error starting queue manager for device %x:%x", "gpu-fault", "fatal"),
+            ("Error in starting scheduler", "gpu-fault", "fatal"),
+            ("Error initializing KFD node", "gpu-fault", "warning"),
+            ("device %x:%x NOT added due to errors", "gpu-fault", "warning"),
+            ("hws_max_conc_proc %d must be between 0 and %d, use %d instead", "config", "warning"),
+            # kfd_iommu.c kfd_iommu_device_init / kfd_resume (the IOMMUv2 of APUs): the IOMMU is off or lacks ATS/PRI/PASID
+            ("error getting iommu info. is the iommu enabled?", "config", "fatal"),
+            ("error required iommu flags ats %i, pri %i, pasid %i", "config", "fatal"),
+            ("error setting pasid limit", "config", "fatal"),
+            ("Error initializing iommuv2", "config", "warning"),
+            ("Failed to resume IOMMU for device %x:%x", "gpu-fault", "warning"),
+            # kfd_chardev.c kfd_open: a 32-bit process opened /dev/kfd (the call prints both lines)
+            ("Process %d (32-bit) failed to open /dev/kfd", "config", "fatal"),
+            # kfd_events.c kfd_signal_vm_fault_event / kfd_signal_hw_exception_event: kfd stops a process whose GPU queue
+            # faulted (a memory fault with no handler: SIGSEGV; a hardware exception: SIGTERM)
+            ("Sending SIGSEGV to process %d (pasid 0x%x)", "gpu-fault", "fatal"),
+            ("Sending SIGTERM to process %d (pasid 0x%x)", "gpu-fault", "fatal"),
+            ("Process %d (pasid 0x%x) got unhandled exception", "gpu-fault", "fatal"),
+            # kfd_chardev.c kfd_mem_attach path: a peer GPU's memory could not be mapped (IOMMU / peer access)
+            ("Failed to map peer:%04x:%02x:%02x.%d mem_domain:%d", "config", "warning"),
+        ),
+        prefix=r"\bkfd kfd: (?:amdgpu: )?",
+        example_prefix="[    2.244241] kfd kfd: amdgpu: ",
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`), not at "m"
+        shared_needles=("hws_max_conc_proc",),
+    ),
+    Family(
+        "amdkfd",
+        "geohot/amdgpu-dkms amdgpu/amd/amdkfd/kfd_module.c, kfd_topology.c, kfd_crat.c, kfd_chardev.c, kfd_process.c, "
+        "kfd_process_queue_manager.c, kfd_device_queue_manager.c, kfd_doorbell.c, kfd_events.c, kfd_iommu.c, "
+        "kfd_kernel_queue.c (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef)",
+        "the amdkfd driver failed to set up ROCm's compute interface (topology, firmware tables, a process's VM or "
+        "queues): dmesg on that node; a queue or VMID limit means too many processes or streams on one GPU",
+        (
+            ("32-bit processes are not supported by amdkfd", "config", "warning"),
+            # kfd_module.c kfd_init
+            ("max_num_of_queues_per_device must be between 1 to KFD_MAX_NUM_OF_QUEUES_PER_DEVICE", "config", "fatal"),
+            ("KFD is disabled due to module initialization failure", "config", "warning"),
+            # kfd_topology.c / kfd_crat.c: the topology kfd builds from the ACPI CRAT/SRAT tables or a virtual CRAT
+            ("No memory to allocate a topology device", "oom", "warning"),
+            ("Error creating VCRAT table for CPU", "config", "fatal"),
+            ("Error parsing VCRAT table for CPU", "config", "fatal"),
+            ("Failed to update topology in sysfs ret=%d", "config", "warning"),
+            ("Error creating VCRAT for GPU (ID: 0x%x)", "gpu-fault", "fatal"),
+            ("Error parsing VCRAT for GPU (ID: 0x%x)", "gpu-fault", "fatal"),
+            ("Failed to update GPU (ID: 0x%x) to sysfs topology. res=%d", "gpu-fault", "warning"),
+            ("CRAT table error: %s", "config", "warning"),
+            ("SRAT table error: %s", "config", "warning"),
+            ("SRAT invalid zero length", "config", "warning"),
+            ("VCRAT not implemented for APU", "version-mismatch", "warning"),
+            # kfd_process.c / kfd_doorbell.c: a process's GPU context (VM, doorbells, CWSR area) could not be created
+            ("Failed to create process VM object", "gpu-fault", "fatal"),
+            ("Failed to init doorbell for process", "gpu-fault", "fatal"),
+            ("Failed to allocate process doorbells", "gpu-fault", "fatal"),
+            ("Process %d failed to remap doorbell 0x%lx", "gpu-fault", "warning"),
+            ("failed to allocate process context bo", "oom", "fatal"),
+            ("Error allocating per process CWSR buffer.", "oom", "fatal"),
+            ("Failure to set tba address. error %d.", "gpu-fault", "warning"),
+            ("Restore process %d failed during resume", "gpu-fault", "warning"),
+            ("Signal event wasn't created because out of kernel memory", "oom", "warning"),
+            # kfd_process_queue_manager.c / kfd_device_queue_manager.c: queue creation
+            ("Pasid 0x%x DQM create queue type %d failed. ret %d", "gpu-fault", "fatal"),
+            ("failed to allocate gang context bo", "oom", "fatal"),
+            ("Cannot open more queues for process with pasid 0x%x", "config", "warning"),
+            ("Can't create new usermode queue because %d queues were already created", "config", "warning"),
+            ("Can't create new kernel queue because %d queues were already created", "config", "warning"),
+            ("No more SDMA queue to allocate", "config", "warning"),
+            ("No more XGMI SDMA queue to allocate", "config", "warning"),
+            ("no more vmid to allocate", "config", "warning"),
+            ("Queue type not supported with MES, queue:%d", "version-mismatch", "warning"),
+            ("mqd manager [%d] initialization failed", "gpu-fault", "fatal"),
+            ("Kernel queue test failed", "gpu-fault", "fatal"),
+            ("Failed to allocate runlist IB", "oom", "warning"),
+            # kfd_chardev.c: checkpoint/restore (CRIU) of a GPU process written by another kernel
+            ("Invalid CRIU API version (checkpointed:%d current:%d)", "version-mismatch", "fatal"),
+        ),
+        example_prefix="[    2.244250] amdgpu: ",
+        shared_needles=(" queue to allocate", "num_of_queues_per_device must be"),
+    ),
+    # ---- turn 21 (vocab21-w2): torch.cuda's own checks on ROCm. torch 2.13.0 in the .venv, torch/cuda/__init__.py, read
+    #      there: on ROCm `_check_capability` and `_check_cubins` return at once (torch.version.cuda is None), so what a ROCm
+    #      job meets is `_lazy_init`'s refusals (a forked subprocess, a build without the GPU runtime), the visible-device
+    #      parsing (`_parse_visible_devices`: HIP_VISIBLE_DEVICES against ROCR_VISIBLE_DEVICES; `_get_nvml_device_index` /
+    #      `_get_amdsmi_device_index`: a device not in the visible list, UUIDs that cannot be mapped) and the amdsmi calls
+    #      behind device_count / memory and utilisation queries (`_raw_device_count_amdsmi`, `_raw_device_uuid_amdsmi`,
+    #      `_get_amdsmi_handler`). Already rows or rules and left there: "Torch not compiled with CUDA enabled" and "Found
+    #      no NVIDIA driver on your system" (`python-stack`), "No HIP GPUs are available" (`hip-no-device`). Not rows:
+    #      "Cannot translate HIP ID ... to AMD SMI ID" (printed by healthy runs before ROCm 6.4, about monitoring only),
+    #      "CUDA call failed lazily at initialization with error: %s" (a wrapper: the error it carries is the cause, and
+    #      the last resort names it), argument checks (sync debug mode). Categories: a setting of the job (start method,
+    #      visible-device variables) is config; a torch build without the GPU runtime keeps `python-stack`'s config for
+    #      "Torch not compiled with CUDA enabled"; "a broken build" and amdsmi that needs a newer ROCm are
+    #      version-mismatch; amdsmi's warnings (torch goes on without it) are config warnings.
+    Family(
+        "torch-cuda",
+        "torch 2.13.0 (the .venv) torch/cuda/__init__.py _lazy_init, _parse_visible_devices, _get_nvml_device_index, "
+        "_raw_device_count_amdsmi, _raw_device_uuid_amdsmi, _get_amdsmi_handler",
+        "torch.cuda could not set the GPUs up in this process: the multiprocessing start method, HIP_VISIBLE_DEVICES / "
+        "ROCR_VISIBLE_DEVICES, or the torch build and its ROCm",
+        (
+            ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method", "config", "fatal"),
+            ("HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES", "config", "fatal"),
+            ("device %d is not visible (CUDA_VISIBLE_DEVICES=%s)", "config", "fatal"),
+            ("Can't get device UUIDs", "config", "fatal"),
+            ("PyTorch was compiled without CUDA support", "config", "fatal"),
+            ("libcudart functions unavailable. It looks like you have a broken build?", "version-mismatch", "fatal"),
+            ("amdsmi driver can't be loaded, requires >=ROCm6.0 installation", "version-mismatch", "fatal"),
+            ("Can't initialize amdsmi - Error code: %d", "config", "warning"),
+            ("Can't get amdsmi device count", "config", "warning"),
+            ("Cannot get amd device handler", "config", "warning"),
+            ("Cannot get uuid for amd device", "config", "warning"),
+        ),
+        shared_needles=("driver can't be loaded", "compiled without cuda support"),
+    ),
+    # ---- turn 21 (vocab21-w2): CPython's own fatal-error report and faulthandler's dumps. python/cpython
+    #      Python/pylifecycle.c fatal_error / fatal_error_dump_runtime / _Py_DumpExtensionModules (a 3.10 copy through
+    #      the code index: "Fatal Python error: " [func ": "] msg, "Python runtime state: " + initialized / finalizing
+    #      (tstate=0x...) / ..., "Extension modules: ... (total: N)"), Python/traceback.c write_thread_id / dump_traceback
+    #      ("Current thread 0x%s (most recent call first):", "Thread 0x%s ...", "Stack (most recent call first):", the
+    #      3.14 thread name " [name]" before the parenthesis and _Py_DumpStack's "Current thread's C stack trace (most
+    #      recent call first):"), Modules/faulthandler.c (commit 005b3eee72b02b0d986640e63bbed1890d68ebf6 through the
+    #      code index: the handler names "Segmentation fault", "Floating point exception", "Aborted", "Bus error",
+    #      "Illegal instruction" after "Fatal Python error: ", and format_timeout's "Timeout (%lu:%02lu:%02lu)!" header of
+    #      dump_traceback_later); the same texts checked against the .venv's CPython 3.11.7 (a segfault, an abort, a
+    #      Py_FatalError and a dump_traceback_later run here). "Fatal Python error: %s" is the crash (the older rules
+    #      keep its signal forms: "Fatal Python error: Illegal instruction" stays `illegal-instruction`, version-mismatch);
+    #      the lines after it only introduce or describe the stack dump: crash warnings. The frame lines themselves
+    #      ('  File "x.py", line 3 in f') are not rows: they are the stack, like the traceback's.
+    Family(
+        "python-fatal",
+        "python/cpython Python/pylifecycle.c fatal_error, Python/traceback.c write_thread_id / dump_traceback, "
+        "Modules/faulthandler.c (commit 005b3eee72b02b0d986640e63bbed1890d68ebf6; the .venv's CPython 3.11.7)",
+        "the Python interpreter died of a fatal error or a signal (faulthandler's report): the thread dumps under it "
+        "say where; a native extension (torch, a ROCm library) is the usual cause",
+        (
+            ("Fatal Python error: %s", "crash", "fatal"),
+            ("Python runtime state: %s", "crash", "warning"),
+            ("Current thread 0x%s (most recent call first):", "crash", "warning"),
+            ("Thread 0x%s (most recent call first):", "crash", "warning"),
+            ("Stack (most recent call first):", "crash", "warning"),
+            ("Current thread's C stack trace (most recent call first):", "crash", "warning"),
+            ("Extension modules: %s (total: %d)", "crash", "warning"),
+            ("<Cannot show all threads while the GIL is disabled>", "crash", "warning"),
+            # faulthandler.dump_traceback_later: a watchdog's timeout, the threads' stacks follow (exit=True kills it)
+            ("Timeout (%d:%02d:%02d)!", "crash", "warning"),
+        ),
+        shared_needles=("(most recent call first):", " runtime state:", "tension modules:", "show all threads while the gil"),
+    ),
 )
 
 # fmt: on
@@ -1802,6 +2001,73 @@ HIP_ERROR_NUMBERS: tuple[tuple[int, str], ...] = (
     (1004, "hipErrorLaunchFailure"), (1005, "hipErrorPriorLaunchFailure"), (1006, "hipErrorLaunchTimeOut"),
     (1007, "hipErrorLaunchOutOfResources"), (1008, "hipErrorInvalidDeviceFunction"), (1009, "hipErrorInvalidConfiguration"),
     (1010, "hipErrorInvalidDevice"),
+)
+# ---- turn 21 (vocab21-w2): a shell's report of a child killed by a signal, in the other languages a node may run in.
+#      bash jobs.c (bminor/bash, commit 637f5c8696a6adc9b4519f1cd74aa78492266b7f, fetched) prints a job that died of a
+#      signal through print_pipeline: the signal's text (j_strsignal calls strsignal: on Linux glibc's, translated by
+#      glibc's own catalogue; bash's siglist.c, with its own translations, is built only where the C library has neither
+#      strsignal nor sys_siglist, so its texts are not rows), padded with spaces to
+#      LONGEST_SIGNAL_DESC (27; 24 in bash 4.x), then _("(core dumped) ") if the process dumped core, then the command;
+#      a non-interactive shell puts _("%s: line %d: ") and the pid before it ("train.sh: Zeile 12:  4242
+#      Speicherzugriffsfehler     (Speicherabzug geschrieben) python train.py"). The texts are the msgstr of glibc's
+#      po/<lang>.po (bminor/glibc, commit 04e750e75b73957cf1c791535a3f4319534a52fc, and the tags glibc-2.17, 2.28,
+#      2.31, 2.35: string/strsignal.c's signal names, "Aborted", "Segmentation fault", "Killed", "Bus error", "Illegal
+#      instruction", "Floating point exception"; ja leaves "Segmentation fault" and "Illegal instruction" untranslated)
+#      and of bash's po/<lang>.po (the commit above and the tags bash-4.2, 4.4, 5.0, 5.1, 5.2: jobs.c's "(core dumped) "), for
+#      de, fr, es, it, pt_BR, ru, ja, zh_CN, zh_TW, ko, pl, nl, sv, cs, tr, uk; fuzzy entries and the old Latin-1
+#      catalogues (printed in UTF-8 locales as the UTF-8 texts the later catalogues have) left out. English texts are the
+#      older rules' (`shell-job-signal`, `segfault`, `abort`, `bus-error`, `illegal-instruction`, `shell-killed`), and
+#      so are the forms they already name: "Aborted (Speicherabzug geschrieben)", "Abandon (core dumped)", the ASCII
+#      "(核心已转储)" and "已杀死" alone on a line. Categories: as the English rules name each signal: SIGILL is
+#      version-mismatch (a binary built for another CPU), SIGKILL crash (as `shell-killed`: the OOM killer or an external
+#      kill), the others crash; all fatal. Where a row matches, and which texts are rows, follows from the one scan's
+#      cost (see `_shell_signal_rows`): most texts are matched after a job report's pid or job number and alone at the
+#      start of a line; a few Cyrillic and Latin ones ("Убито", "Morto", "Ошибка шины") after the pid or job number
+#      only; the CJK, Hangul and kana texts without a Latin-lettered tail ("段错误", "強制終了", "중지됨") are not rows. The
+#      "(core dumped) "
+#      texts are rows too (crash: a process died of a signal and dumped core), with the padding's space before them, so
+#      that "段错误 （核心已转储）" is still named. The rows of SIGILL come first, so that a line with both names the signal.
+SHELL_SIGNAL_TEXTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("Illegal instruction", "version-mismatch", (
+        "Nedovolená instrukce (SIGILL)", "Ungültiger Maschinenbefehl", "Instrucción ilegal", "Instruction non permise",
+        "Istruzione non consentita", "명령어가 잘못됨", "잘못된 명령어", "Ongeldige instructie", "Błędna instrukcja",
+        "Instrução ilegal", "Недопустимая инструкция", "Otillåten instruktion", "Yönerge kuraldışı",
+        "Помилкова інструкція", "非法指令", "無效指令", "不合法的命令",
+    )),
+    ("Aborted", "crash", (
+        "Neúspěšně ukončen (SIGABRT)", "Abgebrochen", "Abortado", "Abandon", "Annullato", "중지됨", "Afgebroken",
+        "Przerwane", "Аварийный останов", "Avbruten (SIGABRT)", "İptal edildi", "Перервано", "已中止", "已放弃", "已經終止",
+    )),
+    ("Segmentation fault", "crash", (
+        "Neoprávněný přístup do paměti (SIGSEGV)", "Speicherzugriffsfehler", "Violación de segmento",
+        "Erreur de segmentation", "Errore di segmentazione", "세그멘테이션 오류", "Segmentatiefout",
+        "Naruszenie ochrony pamięci", "Falha de segmentação", "Ошибка сегментирования", "Segmenteringsfel",
+        "Parçalama arızası", "Помилка адресування", "段错误", "程式記憶體區段錯誤",
+    )),
+    ("Killed", "crash", (
+        "Zabit (SIGKILL)", "Getötet", "Terminado (killed)", "Processus arrêté", "Ucciso", "強制終了", "죽었음",
+        "Geëlimineerd", "Unicestwiony", "Morto", "Убито", "Dödad", "Süreç durduruldu", "Вбито", "已杀死", "強制結束", "已砍掉",
+    )),
+    ("Bus error", "crash", (
+        "Chyba na sběrnici (neplatná adresa) (SIGBUS)", "Bus-Zugriffsfehler", "Error del bus", "Erreur du bus",
+        "Errore di bus", "バスエラー", "버스 오류", "Busfout", "Błąd szyny", "Erro no barramento", "Ошибка шины", "Bussfel",
+        "Veri yolu hatası", "Помилка каналу обміну даними", "总线错误", "匯流排錯誤",
+    )),
+    ("Floating point exception", "crash", (
+        "Výjimka v pohyblivé řádové čárce (SIGFPE)", "Gleitkomma-Ausnahme", "Excepción de coma flotante",
+        "Exception en point flottant", "Eccezione in virgola mobile", "浮動小数点例外", "부동 소수점 예외",
+        "Drijvendekomma-berekeningsfout", "Błąd w obliczeniach zmiennoprzecinkowych", "Exceção de ponto flutuante",
+        "Исключение в операции с плавающей точкой", "Flyttalsfel", "Gerçel sayı istisnası",
+        "Помилка обчислень з рухомою комою", "浮点异常", "浮点数例外", "浮點數例外", "浮點數出錯",
+    )),
+)
+# bash's _("(core dumped) ") per language (po/<lang>.po of the bash commit and tags above), without the spaces
+SHELL_CORE_DUMPED: tuple[str, ...] = (
+    "(core dumped [obraz paměti uložen])", "(Speicherabzug geschrieben)", "(`core' generado)", "(core dumped)",
+    "(core dump creato)", "(コアダンプ)", "(코어 덤프됨)", "(geheugendump gemaakt)", "(zrzut pamięci)",
+    "(imagem do núcleo gravada)", "(образ памяти сброшен на диск)", "(стек памяти сброшен на диск)",
+    "(minnesutskrift skapad)", "(çekirdek döküldü)", "(збережено знімок оперативної пам’яті)", "（核心已转储）",
+    "(核心已傾印)",
 )
 # fmt: on
 
@@ -1936,6 +2202,77 @@ def _hsa_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
+# The first characters the one scan keeps (rules.py `_reanchored`: those 16 or more of its literals start with, when
+# turn 21 was written). A needle that starts with another character adds a branch the scan tries at every position
+# where that character is (a, e, m, p are in most words): the shell rows' needles start with one of these.
+_SCAN_FIRST = " scinutd"
+
+
+def _shell_signal_rows() -> list[tuple[str, str, str, str, str]]:
+    """The translated signal reports of bash (SHELL_SIGNAL_TEXTS, SHELL_CORE_DUMPED) as rows (regex, needle, category,
+    severity, example): the text after the pid of a non-interactive bash's job report (" %5ld ") or a job number
+    ("[1]+ "), or alone at the start of a line (an interactive bash) followed by its padding, "(" or the end of the
+    line; and bash's "(core dumped)" after the padding.
+
+    Needles: the one scan costs about its literals' distinct first characters (each is a branch tried at every position
+    of a line), and under a first character the distinct second ones (tried wherever the first is). So a text's needle
+    is its longest tail of 8 characters that starts with a letter of `_SCAN_FIRST` ("speicherzugriffsfehler"); else,
+    for a Latin text, a tail of 4 or more such characters with the padding bash always writes after the text (at least 24
+    minus its bytes) to make 8 ("chen    " for "Abgebrochen"); else (Cyrillic texts, Latin ones without either) the
+    space before it, sharing the letter after the space where a tail or the whole text allows ("о", "п"): the whole
+    text is then matched after a job report's pid or job number only. A CJK, Hangul or kana text without a tail is not a
+    row; the "(core dumped)" rows, with the padding's space before them, still name such a line when it has one."""
+    job = r"(?::\s*\d+|\]\+?)\s*"  # after a job report's pid or a job number
+    anywhere = r"(?::\s*\d+|\]\+?)\s+{0}|^\s*{0}(?=\s*$|\s{{2,}}|\s*[(（])"
+    rows = []
+    for _, category, texts in SHELL_SIGNAL_TEXTS:
+        for text in texts:
+            pad = 27 - len(text.encode())
+            example = f"train.sh: line 12:  4242 {text}{' ' * abs(pad)}python train.py"
+            low, escaped = text.lower(), re.escape(text)
+            tails = [low[i:] for i in range(len(low)) if low[i] in _SCAN_FIRST and len(low) - i >= 8]
+            letter = [t for t in tails if t[0] != " "]
+            short = next(
+                (low[i:] for i in range(len(low)) if low[i] in _SCAN_FIRST.strip() and len(low) - i >= 4), ""
+            )
+            if (
+                letter
+            ):  # after a pid the text alone says it (a 27-byte text has no padding before the command)
+                rows.append((anywhere.format(escaped), letter[0], category, "fatal", example))
+            elif ord(text[0]) < 0x400 and short:
+                # a Latin text without a long tail: its tail and the padding bash always writes after it (at least 24
+                # minus its bytes), 8 characters in all
+                spaces = max(0, 8 - len(short))
+                rows.append(
+                    (
+                        anywhere.format(f"{escaped} {{{spaces},}}"),
+                        short + " " * spaces,
+                        category,
+                        "fatal",
+                        example,
+                    )
+                )
+            elif ord(text[0]) < 0x530:
+                # Cyrillic (and a Latin text without a tail): the space before it starts the needle, and the texts share
+                # the letter after it where they can (each letter there is a branch the scan tries at every space)
+                whole = " " + low + " " * max(0, 7 - len(low))
+                shared = [t for t in tails if t[1] in "оп"] + ([whole] if whole[1] in "оп" else [])
+                needle = (shared or tails or [whole])[0]
+                if needle in tails:
+                    rows.append((anywhere.format(escaped), needle, category, "fatal", example))
+                else:
+                    spaces = len(whole) - 1 - len(low)
+                    following = f" {{{spaces},}}" if spaces else ""
+                    rows.append(
+                        (rf"{job}{re.escape(' ' + text)}{following}", needle, category, "fatal", example)
+                    )
+    for text in SHELL_CORE_DUMPED:
+        literal = " " + text  # the padding's last space before it
+        example = f"Speicherzugriffsfehler     {text} python train.py"
+        rows.append((re.escape(literal), literal.lower(), "crash", "fatal", example))
+    return rows
+
+
 # fmt: off
 # hsa_status_string texts (ROCm/ROCR-Runtime hsa.cpp, commit c7785a6d), for the example lines only
 HSA_STRINGS: tuple[tuple[str, str], ...] = (
@@ -2005,6 +2342,8 @@ HINTS = {
     "hsa": "the ROCm runtime (ROCr) aborted a queue with this status; the status name says what the GPU reported",
     "hip-relay": "a HIP status repeated or relayed (PyTorch's help line, CLR's API trace, a framework's hipError_t number): "
     "the line that raised it says where",
+    "shell-signals": "the shell reports (in the node's language) a child killed by a signal: SIGKILL is the OOM killer or "
+    "an external kill, SIGILL a binary built for another CPU, the others a crash; the process's own last lines say why",
 }
 
 
@@ -2020,6 +2359,7 @@ def all_rows() -> dict[str, tuple[str, list[tuple[str, str, str, str, str]]]]:
         "hip-relay": (HINTS["hip-relay"], _hip_relay_rows()),
         "hip": (HINTS["hip"], _hip_rows()),
         "hsa": (HINTS["hsa"], _hsa_rows()),
+        "shell-signals": (HINTS["shell-signals"], _shell_signal_rows()),
     }
     for family in FAMILIES:
         out[family.name] = (family.hint, _family_rows(family))
