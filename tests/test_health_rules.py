@@ -283,7 +283,7 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
     """The fast path (no rule literal in the line) must hold for what ranks print most: HF Trainer / LLaMA-Factory
     log dicts and progress bars, DeepSpeed step and timer lines. A rule whose literal is a common word would send
     every such line through the ~100-rule loop (see `needles=` in rules.py)."""
-    from launcher.health.rules import _ANY_NEEDLE, _ERROR_LEVEL_PREFIX, _SCAN
+    from launcher.health.rules import _ANY_NEEDLE, _ASCII_SCAN, _ERROR_LEVEL_PREFIX, _SCAN
 
     common = [
         "{'loss': 1.7319, 'grad_norm': 0.547949492931366, 'learning_rate': 2.7037732088676582e-05, 'epoch': 1.42}",
@@ -303,32 +303,55 @@ def test_common_healthy_lines_leave_classify_after_one_scan() -> None:
     assert [line for line in common if _ANY_NEEDLE.search(line.lower())] == []
     # ... nor the last-resort rules' scan (the same single pass with their words added) or their anchored glog check
     assert [line for line in common if _SCAN.search(line.lower()) or _ERROR_LEVEL_PREFIX.match(line)] == []
+    assert [line for line in common if line.isascii() and _ASCII_SCAN.search(line.lower())] == []
 
 
 def test_the_literal_scan_finds_every_needle_and_nothing_else() -> None:
     """_ANY_NEEDLE is built as a trie of the minimal needles: it must find each needle anywhere in a line."""
-    from launcher.health.rules import _ANY_NEEDLE, _FALLBACK_NEEDLES, _NEEDLES, _SCAN
+    from launcher.health.rules import (
+        _ANY_NEEDLE,
+        _ASCII_SCAN,
+        _ASCII_SCAN_NEEDLES,
+        _FALLBACK_NEEDLES,
+        _NEEDLES,
+        _SCAN,
+    )
 
     for needle in _NEEDLES:
         assert _ANY_NEEDLE.search(f"x {needle} y"), needle
     for needle in _NEEDLES | _FALLBACK_NEEDLES:
         assert _SCAN.search(f"x {needle} y"), needle
+        # an ASCII line gets the ASCII literals' scan: it must find every needle such a line can hold
+        assert _ASCII_SCAN.search(f"x {needle} y") or not needle.isascii(), needle
+    assert all(literal.isascii() for literal in _ASCII_SCAN_NEEDLES)
+    assert any(not needle.isascii() for needle in _NEEDLES)  # the shell's translated signal reports
     assert _ANY_NEEDLE.search("step 12: all good so far") is None
     assert _SCAN.search("step 12: all good so far") is None
+    assert _ASCII_SCAN.search("step 12: all good so far") is None
 
 
 def test_the_reanchored_scan_lets_through_every_line_a_rule_matches() -> None:
     """The scan's literals are suffixes of the rules' needles (a literal starting with a rare character loses its first
     characters, see `_reanchored`): every fixture line any rule matches must still pass the scan, and every rule
     needle must still contain one of the scan's literals."""
-    from launcher.health.rules import _ERROR_LEVEL_PREFIX, _SCAN, _SCAN_NEEDLES, RULES
+    from launcher.health.rules import (
+        _ASCII_SCAN,
+        _ASCII_SCAN_NEEDLES,
+        _ERROR_LEVEL_PREFIX,
+        _SCAN,
+        _SCAN_NEEDLES,
+        RULES,
+    )
 
     for name, number, _, line in CASES:
         if any(rule.pattern.search(line) for rule in RULES) and not _ERROR_LEVEL_PREFIX.match(line):
-            assert _SCAN.search(line.lower()), (name, number)
+            low = line.lower()
+            assert _SCAN.search(low), (name, number)
+            assert _ASCII_SCAN.search(low) or not low.isascii(), (name, number)
     for rule in RULES:
         for needle in rule.needles or ():
             assert any(literal in needle for literal in _SCAN_NEEDLES), (rule.name, needle)
+            assert any(literal in needle for literal in _ASCII_SCAN_NEEDLES) or not needle.isascii(), needle
 
 
 def test_the_needle_lookahead_names_exactly_the_rules_whose_literal_is_in_the_line() -> None:

@@ -1775,7 +1775,7 @@ FAMILIES: tuple[Family, ...] = (
         shared_needles=("coordination service", "barrier timed out", "waiting for all nodes to", " heartbeat",
                         "terminating process because", "incarnation", "connect() failed after"),
     ),
-    # ---- turn 21 (vocab21-w2): amdkfd's device probing and initialisation, as the kernel logs them. AMD's DKMS tree of
+    # ---- turn 16, before round 21: amdkfd's device probing and initialisation, as the kernel logs them. AMD's DKMS tree of
     #      the amdgpu driver (geohot/amdgpu-dkms, commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef, the 6.0.5.50501 =
     #      ROCm 5.5.1 package, fetched; its amd/amdkfd/ is the amdkfd of the 6.x kernels) kfd_device.c, kfd_iommu.c,
     #      kfd_topology.c, kfd_crat.c, kfd_chardev.c, kfd_process.c, kfd_process_queue_manager.c, kfd_device_queue_manager.c,
@@ -1905,7 +1905,7 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix="[    2.244250] amdgpu: ",
         shared_needles=(" queue to allocate", "num_of_queues_per_device must be"),
     ),
-    # ---- turn 21 (vocab21-w2): torch.cuda's own checks on ROCm. torch 2.13.0 in the .venv, torch/cuda/__init__.py, read
+    # ---- turn 16, before round 21: torch.cuda's own checks on ROCm. torch 2.13.0 in the .venv, torch/cuda/__init__.py, read
     #      there: on ROCm `_check_capability` and `_check_cubins` return at once (torch.version.cuda is None), so what a ROCm
     #      job meets is `_lazy_init`'s refusals (a forked subprocess, a build without the GPU runtime), the visible-device
     #      parsing (`_parse_visible_devices`: HIP_VISIBLE_DEVICES against ROCR_VISIBLE_DEVICES; `_get_nvml_device_index` /
@@ -1940,7 +1940,7 @@ FAMILIES: tuple[Family, ...] = (
         ),
         shared_needles=("driver can't be loaded", "compiled without cuda support"),
     ),
-    # ---- turn 21 (vocab21-w2): CPython's own fatal-error report and faulthandler's dumps. python/cpython
+    # ---- turn 16, before round 21: CPython's own fatal-error report and faulthandler's dumps. python/cpython
     #      Python/pylifecycle.c fatal_error / fatal_error_dump_runtime / _Py_DumpExtensionModules (a 3.10 copy through
     #      the code index: "Fatal Python error: " [func ": "] msg, "Python runtime state: " + initialized / finalizing
     #      (tstate=0x...) / ..., "Extension modules: ... (total: N)"), Python/traceback.c write_thread_id / dump_traceback
@@ -2002,7 +2002,7 @@ HIP_ERROR_NUMBERS: tuple[tuple[int, str], ...] = (
     (1007, "hipErrorLaunchOutOfResources"), (1008, "hipErrorInvalidDeviceFunction"), (1009, "hipErrorInvalidConfiguration"),
     (1010, "hipErrorInvalidDevice"),
 )
-# ---- turn 21 (vocab21-w2): a shell's report of a child killed by a signal, in the other languages a node may run in.
+# ---- turn 16, before round 21: a shell's report of a child killed by a signal, in the other languages a node may run in.
 #      bash jobs.c (bminor/bash, commit 637f5c8696a6adc9b4519f1cd74aa78492266b7f, fetched) prints a job that died of a
 #      signal through print_pipeline: the signal's text (j_strsignal calls strsignal: on Linux glibc's, translated by
 #      glibc's own catalogue; bash's siglist.c, with its own translations, is built only where the C library has neither
@@ -2203,7 +2203,7 @@ def _hsa_rows() -> list[tuple[str, str, str, str]]:
 
 
 # The first characters the one scan keeps (rules.py `_reanchored`: those 16 or more of its literals start with, when
-# turn 21 was written). A needle that starts with another character adds a branch the scan tries at every position
+# turn 16 was written). A needle that starts with another character adds a branch the scan tries at every position
 # where that character is (a, e, m, p are in most words): the shell rows' needles start with one of these.
 _SCAN_FIRST = " scinutd"
 
