@@ -891,8 +891,10 @@ RULES: tuple[Rule, ...] = (
     # ---- crash: deaths of processes
     _rule("end-of-run-abort", r"terminate called without an active exception", "crash", "fatal",
           "std::terminate without exception: often a thread torn down at interpreter exit"),
-    _rule("terminate-after-throw", r"terminate called after throwing an instance of", "crash", "fatal",
-          "an uncaught C++ exception aborted the process"),
+    # libstdc++ libsupc++/vterminate.cc __verbose_terminate_handler: a second terminate while the first one runs is
+    # reported as "terminate called recursively" before abort() (after round 21, after sight)
+    _rule("terminate-after-throw", r"terminate called after throwing an instance of|terminate called recursively",
+          "crash", "fatal", "an uncaught C++ exception aborted the process"),
     # after round 13 (after-sight): the kernel's own report of a task killed by SIGSEGV, arch/x86/mm/fault.c show_signal_msg
     # "%s%s[%d]: segfault at %lx ip %px sp %px error %lx" then " in <vma>" and " likely on CPU %d (core %d, socket %d)"
     # (torvalds/linux through code search): without it the last resort named the line network, from "socket 0"
@@ -916,7 +918,13 @@ RULES: tuple[Rule, ...] = (
           "the kernel's oops header, under the BUG line that says what faulted", needles=("oops: ",)),
     _rule("bus-error", r"Bus error|SIGBUS|exitcode\s*:?\s*-7\b|Signal 7\b", "crash", "fatal",
           "a bus error: most often /dev/shm too small for DataLoader workers (containers: --shm-size)"),
-    _rule("abort", r"Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
+    # glibc string/siglist.h "Floating point exception" (SIGFPE: an integer division by zero), as bash prints it for a
+    # foreground child, alone on the line or with "(core dumped)" (after round 21, after sight)
+    _rule("floating-point-exception", r"^\s*Floating point exception(?:\s+\(core dumped\))?\s*$|exitcode\s*:?\s*-8\b"
+          r"|Signal 8 \(SIGFPE\)", "crash", "fatal", "a process died of SIGFPE (an integer division by zero)"),
+    # bash jobs.c prints the strsignal text alone on a line for a foreground child that died of SIGABRT and dumped no
+    # core ("Aborted"; glibc string/siglist.h), as it prints "Killed" (shell-killed) (after round 21, after sight)
+    _rule("abort", r"^\s*Aborted\s*$|Aborted\s+\((core dumped|Speicherabzug geschrieben)\)|Abandon\s+\(core dumped\)|\(核心已转储\)|Fatal Python error: Aborted|exitcode\s*:?\s*-6\b|Signal 6\b"
           r"|terminated with signal SIGABRT|terminated with code -6|SIGABRT: abort called", "crash", "fatal", "a process aborted (SIGABRT)"),
     # Before round 21 (turn 16; vocabulary.py): CPython's fatal-error and faulthandler report, and bash's signal reports in 16 languages;
     # after the English signal rules above, which keep the lines they name ("Fatal Python error: Aborted", "Aborted
@@ -928,7 +936,9 @@ RULES: tuple[Rule, ...] = (
     _rule("mpi-signal-report", r"\] \*\*\* Process received signal \*\*\*", "crash", "fatal",
           "a process launched by mpirun died of a signal (Open MPI's report); the signal and its frames follow",
           needles=("process received signal",)),
-    _rule("glog-fatal-signal", r"^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
+    # glog src/signalhandler.cc DumpSignalInfo: "*** SIGABRT (@0x...) received by PID N (TID 0x...) from PID N; stack
+    # trace: ***", also after a logger's time stamp (after round 21, after sight: the anchor took only a bare banner)
+    _rule("glog-fatal-signal", r"\*\*\* SIG[A-Z]+ \(@0x[0-9a-f]+\) received by PID \d+|^\W*\*\*\* SIG[A-Z]+ .*received by PID \d+|\*\*\* Aborted at \d+ \(unix time\)", "crash",
           "fatal", "a C++ program's failure signal handler (glog) reports a fatal signal; its stack trace follows"),
     _rule("dataloader-worker-killed", r"DataLoader worker \(pid \d+\) is killed by signal"
           r"|DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly", "crash", "fatal",
