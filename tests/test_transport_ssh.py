@@ -68,16 +68,33 @@ def test_our_eof_never_follows_our_close_so_the_connection_survives(
     original = ssh._QuietTransport._send_user_message
     chan: list[paramiko.Channel] = []
     hold_eof_until: list[Callable[[], bool]] = []
+    closes_sent: set[int] = (
+        set()
+    )  # the node's channel ids our CLOSE messages named, once handed to the socket
 
     def eof_late(self: paramiko.Transport, data: paramiko.Message) -> None:
-        if data.asbytes()[:1] == bytes([paramiko.common.MSG_CHANNEL_EOF]) and hold_eof_until:
+        kind = data.asbytes()[:1]
+        if kind == bytes([paramiko.common.MSG_CHANNEL_EOF]) and hold_eof_until:
             wait_for(hold_eof_until[0], 30, "the node's CLOSE")
         original(self, data)
+        if kind == bytes([paramiko.common.MSG_CHANNEL_CLOSE]):
+            closes_sent.add(int.from_bytes(data.asbytes()[1:5], "big"))  # RFC 4254 5.3: the recipient channel
 
     def exited_then_a_moment() -> bool:  # guarded: the reader waits for our EOF, so wait for the exit status
         if not chan[0].exit_status_ready():
             return False
         time.sleep(0.5)  # the node sends CLOSE right after the exit status
+        return True
+
+    def our_close_sent_a_while_ago() -> bool:
+        """Unguarded: our CLOSE for this channel has gone out, and sshd has had a while to free the channel (an EOF
+        that reaches it before then is ignored and the connection rightly survives; one after it names an unknown
+        channel and ends the connection). Counted from our CLOSE, not from `closed` (set as the node's CLOSE is read,
+        before ours is sent), and scaled to the machine's load: a fixed 0.5 s from `closed` was not always enough
+        under make test (turns 13 and 16). Two answered keepalives right after the CLOSE were not enough either."""
+        if chan[0].remote_chanid not in closes_sent:
+            return False
+        time.sleep(scaled(1.0))
         return True
 
     monkeypatch.setattr(ssh._QuietTransport, "_send_user_message", eof_late)
@@ -96,9 +113,10 @@ def test_our_eof_never_follows_our_close_so_the_connection_survives(
         # Unguarded (paramiko's own shutdown_write): our EOF goes out after the reader's CLOSE.
         chan[:] = [link.open_session(timeout=20)]
         chan[0].exec_command("true")
-        # `closed` is set as the node's CLOSE is read, a moment before the reader sends ours: wait past that, or
-        # under load our EOF could still go out first and the connection rightly survive (make test, turn 13).
-        hold_eof_until[:] = [lambda: chan[0].closed and (time.sleep(0.5) or True)]
+        # Hold our EOF until the reader has sent our CLOSE for this channel, not a fixed moment after `closed` (set as
+        # the node's CLOSE is read, before ours is sent): under load 0.5 s was not always enough, our EOF went out
+        # first and the connection rightly survived (make test, turns 13 and 16).
+        hold_eof_until[:] = [our_close_sent_a_while_ago]
         chan[0].shutdown_write()
         wait_for(lambda: not link.is_active(), 30, "OpenSSH to drop the connection")
 
