@@ -639,6 +639,10 @@ RULES: tuple[Rule, ...] = (
           "the GPU faulted on an address (kernel bug, use after free, or bad hardware)"),
     _rule("amdgpu-sq-interrupt-error", r"sq_intr: error", "gpu-fault", "warning",
           "the shader sequencer reported an error (detail of a GPU fault)"),
+    # vocab21-w3: the PCI core's and PCIe AER / DPC / pciehp reports on the GPU's bus (vocabulary.py `pci-core`): before
+    # `ras-uncorrectable`, which would take DPC's "unmasked uncorrectable error detected" detail line as fatal, and long
+    # before `bus-error`, which took AER's "PCIe Bus Error: severity=..." for a SIGBUS crash
+    *_vocabulary("pci-core"),
     _rule("ras-uncorrectable",
           r"uncorrectable (hardware |ECC )?errors?|Accelerator Check Architecture events logged"
           r"|hipErrorECCNotCorrectable|poison (consumption|consumed)",
@@ -900,6 +904,10 @@ RULES: tuple[Rule, ...] = (
     # (torvalds/linux through code search): without it the last resort named the line network, from "socket 0"
     _rule("segfault", r"Segmentation fault|SIGSEGV|exitcode\s*:?\s*-11\b|Signal 11\b|\]: segfault at [0-9a-f]+ ip ",
           "crash", "fatal", "a process segfaulted (native extension, driver, or corrupted memory)"),
+    # vocab21-w3: the kernel's other user-space fault reports (vocabulary.py `kernel-traps`: x86 traps.c's "traps: comm[pid]
+    # trap <name> ip:... sp:... error:..." and "general protection fault", arm64's "unhandled exception"), after
+    # `segfault`, which keeps fault.c's "segfault at" line
+    *_vocabulary("kernel-traps"),
     # after round 14 (after-sight): the kernel's own oops (torvalds/linux through code search), a kernel thread (a
     # driver's reset worker) crashed on that host. arch/x86/mm/fault.c show_fault_oops opens the report with pr_alert("BUG:
     # unable to handle page fault for address: %px") / ("BUG: kernel NULL pointer dereference, address: %px"), before 4.20

