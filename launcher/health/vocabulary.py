@@ -1893,7 +1893,9 @@ FAMILIES: tuple[Family, ...] = (
             ("Restore process %d failed during resume", "gpu-fault", "warning"),
             ("Signal event wasn't created because out of kernel memory", "oom", "warning"),
             # kfd_process_queue_manager.c / kfd_device_queue_manager.c: queue creation
-            ("Pasid 0x%x DQM create queue type %d failed. ret %d", "gpu-fault", "fatal"),
+            # pqm_create_queue returns the error to the AMDKFD_IOC_CREATE_QUEUE ioctl: the runtime (ROCr) reports the
+            # failure to the program, which may go on; the line is a detail of that report (after round 21, after sight)
+            ("Pasid 0x%x DQM create queue type %d failed. ret %d", "gpu-fault", "warning"),
             ("failed to allocate gang context bo", "oom", "fatal"),
             ("Cannot open more queues for process with pasid 0x%x", "config", "warning"),
             ("Can't create new usermode queue because %d queues were already created", "config", "warning"),
