@@ -193,6 +193,15 @@ def test_the_pushed_rule_table_loads_on_a_node_without_rlaunch(tmp_path: Path) -
 # ---- the head's index of the table (rules.INDEX_FILE) ------------------------------------------------------------------
 
 
+def test_the_index_and_its_sources_have_one_name_on_both_sides() -> None:
+    """rules.py (loaded alone on a node) and protocol.py (the bundle's list) cannot import each other: the names of the
+    index file and of the two files its digest covers are kept equal here."""
+    from launcher.node import protocol
+
+    assert rules.INDEX_FILE == protocol.RULES_INDEX_FILE
+    assert rules.SOURCE_FILES == protocol.HEALTH_FILES
+
+
 def _load_beside(directory: Path):  # type: ignore[no-untyped-def]
     table = edge.load_rules(str(directory))
     assert table is not None

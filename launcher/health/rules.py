@@ -40,6 +40,7 @@ INDEX_FILE = "rules_index.json.gz"
 SOURCE_FILES = ("rules.py", "vocabulary.py")
 _INDEX: dict[str, dict[str, Any]] = {}
 _T = TypeVar("_T")
+_HERE = os.path.dirname(os.path.abspath(__file__))  # where this file was loaded from (a node's run directory)
 
 
 def _derive(kind: str, key: str, compute: Callable[[], _T]) -> _T:
@@ -75,8 +76,7 @@ def _pushed_index(directory: str) -> dict[str, dict[str, Any]]:
 def index_bytes() -> bytes:
     """What this load derived, for INDEX_FILE; only for a table loaded from its files as a node loads it (the head's
     launcher/plan.py loads the package's files so: `edge.load_rules`), whose digest names them."""
-    directory = os.path.dirname(os.path.abspath(__file__))
-    text = json.dumps({"digest": _source_digest(directory), "derived": _INDEX}, separators=(",", ":"))
+    text = json.dumps({"digest": _source_digest(_HERE), "derived": _INDEX}, separators=(",", ":"))
     return gzip.compress(text.encode(), mtime=0)  # 240 kB of JSON, 58 kB pushed to each node
 
 
@@ -88,7 +88,7 @@ else:  # a node's edge.py loads this file from the run directory, where vocabula
     import importlib.util
 
     def _beside(name: str):  # type: ignore[no-untyped-def]
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+        path = os.path.join(_HERE, name + ".py")
         spec = importlib.util.spec_from_file_location(f"rlaunch_edge_{name}", path)
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules[spec.name] = module  # type: ignore[union-attr]  # dataclasses resolve through sys.modules
@@ -96,7 +96,7 @@ else:  # a node's edge.py loads this file from the run directory, where vocabula
         return module
 
     vocabulary = _beside("vocabulary")  # type: ignore[assignment]
-    _INDEX.update(_pushed_index(os.path.dirname(os.path.abspath(__file__))))
+    _INDEX.update(_pushed_index(_HERE))
 
 try:  # the regex parser, to find each rule's required literals (Python 3.11+ names; older ones below)
     from re import _constants as _c
@@ -1111,24 +1111,20 @@ def _reanchored(needles: set[str]) -> set[str]:
     return _minimal(out)
 
 
-_SCAN_NEEDLES = set(
-    _derive("needle-set", "scan", lambda: sorted(_reanchored(_minimal(_NEEDLES | _FALLBACK_NEEDLES))))
-)
+def _scan(kind: str, needles: set[str]) -> tuple[set[str], re.Pattern[str]]:
+    """One literal scan: the needles it looks for (minimal, re-anchored) and its trie, both kept under `kind`."""
+    literals = set(_derive("needle-set", kind, lambda: sorted(_reanchored(_minimal(needles)))))
+    return literals, re.compile(_derive("trie", kind, lambda: _literal_trie(literals)))
 
 
-_SCAN = re.compile(_derive("trie", "scan", lambda: _literal_trie(_SCAN_NEEDLES)))
+_SCAN_NEEDLES, _SCAN = _scan("scan", _NEEDLES | _FALLBACK_NEEDLES)
 # A line that is ASCII once lower-cased (almost every line) cannot hold a literal with any other character: the shell's
 # translated signal reports (vocabulary.py `shell-signals`: Cyrillic, CJK, Hangul, accented Latin) add
 # branches that such a line would pay for at every position of the scan, so it gets the scan of the ASCII literals
 # alone (re-anchored among themselves). Before round 21: the 88 shell rows had made the fast path 6-10 % slower.
-_ASCII_SCAN_NEEDLES = set(
-    _derive(
-        "needle-set",
-        "ascii-scan",
-        lambda: sorted(_reanchored(_minimal({n for n in _NEEDLES | _FALLBACK_NEEDLES if n.isascii()}))),
-    )
+_ASCII_SCAN_NEEDLES, _ASCII_SCAN = _scan(
+    "ascii-scan", {n for n in _NEEDLES | _FALLBACK_NEEDLES if n.isascii()}
 )
-_ASCII_SCAN = re.compile(_derive("trie", "ascii-scan", lambda: _literal_trie(_ASCII_SCAN_NEEDLES)))
 
 
 # Which rules a line can match: those with a needle in it. A second trie holds every rule's needles, not only the
