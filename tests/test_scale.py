@@ -335,3 +335,49 @@ def test_known_hosts_is_parsed_once_per_transport_until_it_changes(
     known.write_text(f"[10.0.0.1]:22 ssh-ed25519 {line}\n[10.0.0.2]:22 ssh-ed25519 {line}\n")
     os.utime(known, ns=(1, 1))  # a new stat, as an accept-new write gives
     assert transport._host_keys(str(known)).lookup("[10.0.0.2]:22") is not None and len(parses) == 2
+
+
+ARENA_PROBE = """
+import ctypes, sys, threading
+if sys.argv[1] == "transport":
+    from cluster.ssh import SSHTransport
+    SSHTransport({})
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+def hammer():  # ctypes calls run without the GIL: eight threads in malloc at once
+    for _ in range(3000):
+        libc.free(libc.malloc(65536))
+threads = [threading.Thread(target=hammer) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+libc.malloc_stats()  # one "Arena N:" block per arena, on stderr
+"""
+
+
+@pytest.mark.skipif(
+    not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"), reason="glibc's arenas"
+)
+def test_the_head_caps_glibcs_malloc_arenas_unless_the_user_set_them() -> None:
+    """The head's reader threads would each get a malloc arena kept for the process's life (cluster/ssh.py
+    cap_malloc_arenas): 8 threads in malloc at once get at most 2 once a transport exists; the user's
+    MALLOC_ARENA_MAX still wins."""
+    import subprocess
+
+    def arenas(mode: str, **env: str) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", ARENA_PROBE, mode],
+            env={
+                **{k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"},
+                "PYTHONPATH": str(ROOT),
+                **env,
+            },
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return sum(line.startswith("Arena ") for line in out.stderr.splitlines())
+
+    assert arenas("transport") <= 2
+    assert arenas("transport", MALLOC_ARENA_MAX="1") == 1
+    assert max(arenas("plain") for _ in range(3)) > 2  # the probe does make arenas without the cap
