@@ -8,6 +8,7 @@ launcher/node files; the edge Forwarder loads the real rules.py. Nothing starts 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,41 @@ def test_the_head_takes_the_rule_the_follower_matched(
     assert watch.match_of_rule("no-such-rule", FATAL.split(":", 1)[1]) == watch.classify(
         FATAL.split(":", 1)[1]
     )
+
+
+def test_the_push_payload_lands_byte_for_byte_compressed_or_not(tmp_path: Path) -> None:
+    """_push_entry (launcher/run/attempt.py) sends a file zlib shrinks as `zdata` and others as `data`, encoded
+    once per content; push.py writes both byte for byte and checks their sha256."""
+    import hashlib
+
+    from launcher.run import attempt
+
+    files = {
+        "rules.py": (ROOT / "launcher" / "health" / "rules.py").read_bytes(),  # large and compressible
+        "small.txt": b"tiny\n",  # under PUSH_COMPRESS_MIN
+        "noise.bin": os.urandom(8192),  # large, does not shrink
+    }
+    entries = [
+        attempt._push_entry(name, 0o644, False, hashlib.sha256(data).hexdigest(), data)
+        for name, data in files.items()
+    ]
+    kinds = {json.loads(e)["path"]: ("zdata" if "zdata" in json.loads(e) else "data") for e in entries}
+    assert kinds == {"rules.py": "zdata", "small.txt": "data", "noise.bin": "data"}
+    rules = files["rules.py"]
+    assert (
+        attempt._push_entry("rules.py", 0o644, False, hashlib.sha256(rules).hexdigest(), rules) is entries[0]
+    )
+    payload = b'{"files": [' + b",".join(entries) + b"]}"
+    done = subprocess.run(
+        [sys.executable, "-c", (ROOT / "launcher" / "node" / "push.py").read_text(), str(tmp_path / "run")],
+        input=payload, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {name: (tmp_path / "run" / name).read_bytes() for name in files} == files
+    wrong = json.loads(entries[0])
+    wrong["sha256"] = "0" * 64  # the check holds for a compressed file too
+    done = subprocess.run(
+        [sys.executable, "-c", (ROOT / "launcher" / "node" / "push.py").read_text(), str(tmp_path / "run2")],
+        input=json.dumps({"files": [wrong]}).encode(), capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert b"sha256 mismatch after writing rules.py" in done.stdout

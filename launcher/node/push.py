@@ -17,6 +17,7 @@ import socket
 import stat
 import sys
 import tempfile
+import zlib
 
 # Why a path is refused: another user who can write any directory on it could swap guard.py between the push and
 # the start, and it would run as us (root under the Slurm prolog).
@@ -89,7 +90,13 @@ def makedirs_private(path):
 
 
 def write_file(run_dir, spec):
-    data = base64.b64decode(spec["data"])
+    # The head sends a file that zlib shrinks as "zdata" (launcher/run/attempt.py _push_entry); the sha256
+    # check below holds either way.
+    data = (
+        zlib.decompress(base64.b64decode(spec["zdata"]))
+        if "zdata" in spec
+        else base64.b64decode(spec["data"])
+    )
     path = os.path.join(run_dir, spec["path"])
     makedirs_private(os.path.dirname(path))
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".push.")
