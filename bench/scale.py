@@ -80,6 +80,19 @@ def _proc_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _proc_peak_rss_mib(pid: object) -> float:
+    """The process's peak resident set so far (proc(5) /proc/PID/status VmHWM), 0 when it is gone."""
+    if not isinstance(pid, int):
+        return 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def _proc_sample(pid: int) -> tuple[int, int]:
     threads = 0
     try:
@@ -201,9 +214,10 @@ def wait_for_view(home: Path, n: int, timeout: float = 600) -> Phase:
             break
         time.sleep(0.5)
     cpu = (_proc_cpu(pid) or 0.0) if isinstance(pid, int) else 0.0
+    threads, fds = _proc_sample(pid) if isinstance(pid, int) else (0, 0)
     wall = time.perf_counter() - start
     return Phase(
-        "supervisor follows all", 0 if followed == n else 1, wall, cpu, 0, 0, 0, -1,
+        "supervisor follows all", 0 if followed == n else 1, wall, cpu, _proc_peak_rss_mib(pid), threads, fds, -1,
         f"{followed} of {n} nodes followed and heard from", load=os.getloadavg()[0],
     )  # fmt: skip
 
