@@ -908,6 +908,9 @@ RULES: tuple[Rule, ...] = (
     # trap <name> ip:... sp:... error:..." and "general protection fault", arm64's "unhandled exception"), after
     # `segfault`, which keeps fault.c's "segfault at" line
     *_vocabulary("kernel-traps"),
+    # w1-r22, before round 22 (vocabulary.py `kernel-module`): the module loader's refusals (unknown or differently
+    # versioned symbols, vermagic, signatures, parameters) and kmod's "could not insert"
+    *_vocabulary("kernel-module"),
     # after round 14 (after-sight): the kernel's own oops (torvalds/linux through code search), a kernel thread (a
     # driver's reset worker) crashed on that host. arch/x86/mm/fault.c show_fault_oops opens the report with pr_alert("BUG:
     # unable to handle page fault for address: %px") / ("BUG: kernel NULL pointer dereference, address: %px"), before 4.20
@@ -938,6 +941,10 @@ RULES: tuple[Rule, ...] = (
     # after the English signal rules above, which keep the lines they name ("Fatal Python error: Aborted", "Aborted
     # (Speicherabzug geschrieben)", "Segmentation fault ...")
     *_vocabulary("python-fatal", "shell-signals"),
+    # w1-r22, before round 22 (vocabulary.py): glibc's heap / fortify / fatal-error aborts, abseil's and glog's failure
+    # signal banners, ROCclr's guarantee texts; after the English signal rules above, which keep the lines they name
+    # ("*** SIGSEGV received at time=..." stays `segfault`, "Signal 11" too)
+    *_vocabulary("glibc-malloc", "absl-failure-signal", "clr-debug"),
     # Open MPI's signal handler (opal/util/stacktrace.c, as printed in threads; the source was not read): "[host:pid] ***
     # Process received signal ***", then "Signal: Segmentation fault (11)" (the segfault rule), "Signal code:", "Failing
     # at address:" and the frames; mpirun-launched jobs and nccl-tests print it (added after round 12)

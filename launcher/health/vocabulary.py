@@ -2123,6 +2123,277 @@ FAMILIES: tuple[Family, ...] = (
                         " trap stack segment ip:", " trap alignment check ip:", " control protection ip:",
                         "unhandled exception: "),
     ),
+    # ---- w1-r22 (before round 22): glibc's own abort messages. bminor/glibc (commit
+    #      04e750e75b73957cf1c791535a3f4319534a52fc, 2026-01-20, fetched, and the tags glibc-2.25, 2.27, 2.28, 2.31, 2.35,
+    #      2.39, 2.42): every literal text malloc/malloc.c, malloc/arena.c, malloc/hooks.c (malloc/malloc-check.c from 2.34)
+    #      pass to malloc_printerr, which prints it alone ("%s\n" through __libc_message) and aborts since 2.26; before 2.26
+    #      malloc_printerr printed "*** Error in `%s': %s: 0x%s ***" and, with do_backtrace, sysdeps/unix/sysv/linux/
+    #      libc_fatal.c's "======= Backtrace: =========" / "======= Memory map: ========" headers (details: warnings).
+    #      debug/fortify_fail.c: "*** %s ***: %s terminated" (2.26-2.33) and "*** %s ***: terminated" (2.34+) with
+    #      debug/stack_chk_fail.c's "stack smashing detected", debug/chk_fail.c's "buffer overflow detected" and
+    #      ____longjmp_chk.c's "longjmp causes uninitialized stack frame". assert/__libc_assert_fail.c and the loader's
+    #      "Fatal glibc error: %s" (2.37+): crash, except the loader's texts that say why: a CPU older than the build's ISA
+    #      level ("CPU does not support x86-64-v%d", "CPU lacks ... support") is version-mismatch, an executable stack the
+    #      glibc.rtld.execstack tunable forbids is config, a TLS block or find-object data that cannot be allocated is oom.
+    #      Every other row is crash, fatal: glibc found its heap or the stack corrupted and aborts the process. The assert
+    #      format of assert/assert.c ("%s%s%s:%u: %s%sAssertion `%s' failed.") is the older `assertion-failed` rule's.
+    Family(
+        "glibc-malloc",
+        "bminor/glibc malloc/malloc.c, malloc/arena.c, malloc/hooks.c, malloc/malloc-check.c malloc_printerr, "
+        "debug/fortify_fail.c, debug/stack_chk_fail.c, debug/chk_fail.c, sysdeps/unix/sysv/linux/libc_fatal.c, "
+        "assert/__libc_assert_fail.c, elf/dl-execstack-tunable.c (commit 04e750e75b73957cf1c791535a3f4319534a52fc; tags "
+        "glibc-2.25, 2.27, 2.28, 2.31, 2.35, 2.39, 2.42)",
+        "glibc aborted the process: its heap was corrupted (a double free, a use after free, a buffer overrun) or a "
+        "stack or buffer check failed; a native extension or library is the usual cause (MALLOC_CHECK_=3 or ASan finds it)",
+        (
+            # the loader's fatal errors that name their cause (before the generic "Fatal glibc error: %s" below)
+            ("Fatal glibc error: CPU does not support %s", "version-mismatch", "fatal"),
+            ("Fatal glibc error: CPU lacks %s", "version-mismatch", "fatal"),
+            ("Fatal glibc error: executable stack is not allowed", "config", "fatal"),
+            ("Fatal glibc error: cannot enable executable stack as tunable requires", "config", "fatal"),
+            ("Fatal glibc error: Cannot allocate TLS block", "oom", "fatal"),
+            ("Fatal glibc error: cannot allocate memory for find-object data", "oom", "fatal"),
+            # malloc_printerr texts (malloc.c; malloc-check.c / hooks.c for MALLOC_CHECK_)
+            ("free(): invalid pointer", "crash", "fatal"),
+            ("free(): invalid size", "crash", "fatal"),
+            ("free(): invalid next size (fast)", "crash", "fatal"),
+            ("free(): invalid next size (normal)", "crash", "fatal"),
+            ("free(): double free detected in tcache 2", "crash", "fatal"),
+            ("free(): unaligned chunk detected in tcache 2", "crash", "fatal"),
+            ("free(): too many chunks detected in tcache", "crash", "fatal"),
+            ("free(): corrupted unsorted chunks", "crash", "fatal"),
+            ("free(): chunks in smallbin corrupted", "crash", "fatal"),
+            ("double free or corruption (fasttop)", "crash", "fatal"),
+            ("double free or corruption (top)", "crash", "fatal"),
+            ("double free or corruption (out)", "crash", "fatal"),
+            ("double free or corruption (!prev)", "crash", "fatal"),
+            ("invalid fastbin entry (free)", "crash", "fatal"),
+            ("corrupted size vs. prev_size", "crash", "fatal"),
+            ("corrupted size vs. prev_size in fastbins", "crash", "fatal"),
+            ("corrupted size vs. prev_size while consolidating", "crash", "fatal"),
+            ("corrupted double-linked list", "crash", "fatal"),
+            ("corrupted double-linked list (not small)", "crash", "fatal"),
+            ("malloc(): memory corruption", "crash", "fatal"),
+            ("malloc(): memory corruption (fast)", "crash", "fatal"),
+            ("malloc(): corrupted top size", "crash", "fatal"),
+            ("malloc(): corrupted unsorted chunks", "crash", "fatal"),
+            ("malloc(): corrupted unsorted chunks 2", "crash", "fatal"),
+            ("malloc(): corrupted unsorted chunks 3", "crash", "fatal"),
+            ("malloc(): smallbin double linked list corrupted", "crash", "fatal"),
+            ("malloc(): largebin double linked list corrupted (nextsize)", "crash", "fatal"),
+            ("malloc(): largebin double linked list corrupted (bk)", "crash", "fatal"),
+            ("malloc(): unsorted double linked list corrupted", "crash", "fatal"),
+            ("malloc(): invalid size (unsorted)", "crash", "fatal"),
+            ("malloc(): invalid next size (unsorted)", "crash", "fatal"),
+            ("malloc(): mismatching next->prev_size (unsorted)", "crash", "fatal"),
+            ("malloc(): invalid next->prev_inuse (unsorted)", "crash", "fatal"),
+            ("malloc(): unaligned tcache chunk detected", "crash", "fatal"),
+            ("malloc(): unaligned fastbin chunk detected", "crash", "fatal"),
+            ("malloc(): chunk size mismatch in fastbin", "crash", "fatal"),
+            ("malloc_consolidate(): invalid chunk size", "crash", "fatal"),
+            ("malloc_consolidate(): unaligned fastbin chunk detected", "crash", "fatal"),
+            ("tcache_thread_shutdown(): unaligned tcache chunk detected", "crash", "fatal"),
+            ("__malloc_info(): unaligned fastbin chunk detected", "crash", "fatal"),
+            ("int_mallinfo(): unaligned fastbin chunk detected", "crash", "fatal"),
+            ("do_check_malloc_state(): unaligned fastbin chunk detected", "crash", "fatal"),
+            ("munmap_chunk(): invalid pointer", "crash", "fatal"),
+            ("mremap_chunk(): invalid pointer", "crash", "fatal"),
+            ("realloc(): invalid pointer", "crash", "fatal"),
+            ("realloc(): invalid old size", "crash", "fatal"),
+            ("realloc(): invalid next size", "crash", "fatal"),
+            ("break adjusted to free malloc space", "crash", "fatal"),
+            ("max tcache size too large", "crash", "fatal"),
+            ("malloc_check_get_size: memory corruption", "crash", "fatal"),
+            ("malloc: top chunk is corrupt", "crash", "fatal"),
+            # malloc_printerr before 2.26
+            ("*** Error in `%s': %s: 0x%s ***", "crash", "fatal"),
+            # __fortify_fail: the message between the stars in every version, and 2.34+'s generic form
+            ("*** stack smashing detected ***", "crash", "fatal"),
+            ("*** buffer overflow detected ***", "crash", "fatal"),
+            ("*** longjmp causes uninitialized stack frame ***", "crash", "fatal"),
+            ("*** %s ***: terminated", "crash", "fatal"),
+            # __libc_assert_fail and the other __libc_fatal texts (2.37+)
+            ("Fatal glibc error: %s", "crash", "fatal"),
+            # __libc_message's backtrace before 2.26: details under the abort message
+            ("======= Backtrace: =========", "crash", "warning"),
+            ("======= Memory map: ========", "crash", "warning"),
+        ),
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`): the texts after "malloc(): ",
+        # "realloc(): " and "free(): ". Their first letters m, r, f (and ":" for the kernel's "%s: " texts) are each a
+        # few literals short of a common first character of the scan, which is tried at every such letter of every line
+        # (with "free(): " and "lloc(): " as needles the fast path was about 2 % slower: `bench/classify_ab.py`)
+        shared_needles=("fatal glibc error: ", "chunk(): invalid pointer", "consolidate(): ", "invalid pointer",
+                        "invalid size", "invalid next size (", "invalid next size", "invalid old size",
+                        "double free detected in tcache", "unaligned chunk detected in tcache",
+                        "too many chunks detected in tcache", "corrupted unsorted chunks", "chunks in smallbin corrupted",
+                        "corruption", "corrupted top size", "double linked list corrupted", "invalid next->prev_inuse",
+                        "next->prev_size", "chunk size mismatch in fastbin", "unaligned fastbin chunk detected",
+                        "unaligned tcache chunk detected", "top chunk is corrupt", "tcache size too large"),
+    ),
+    # ---- w1-r22 (before round 22): C++ failure signal handlers. abseil/abseil-cpp absl/debugging/failure_signal_handler.cc
+    #      (commit 926f1d05a4f85663e4ca057f70f1a7f0a7d6b762, fetched) WriteSignalMessage: "*** %s received at time=%ld%s ***"
+    #      (the signal's name, then " on cpu %d" when known) or "*** Signal %d received at time=%ld%s ***" for a signal it
+    #      has no name for, then the stack (absl/debugging/internal/examine_stack.cc: "PC: @ %p  %s" and "    @ %p  %s"
+    #      frames, "    @ ... and at least %d more frames"), then the previous handler runs (the process dies); and
+    #      "Signal %d raised at PC=%p while already in AbslFailureSignalHandler()". google/glog src/signalhandler.cc (commit
+    #      53d58e4531c7c90f71ddab503d915e027432447a, fetched) DumpSignalInfo writes "*** SIG<NAME> (@0x...) received by PID"
+    #      or, for a signal without a name, "*** Signal %d (@0x...) received by PID %d ...": the older `glog-fatal-signal`
+    #      rule names the first and "*** Aborted at"; the numbered form is the row here. Crash, fatal; the handlers also take
+    #      SIGTERM, which a launcher or scheduler sends to stop a job (torchrun's own teardown does): that banner is a
+    #      warning, first so that the family's warning rule runs before its fatal one. The frame lines ("PC: @ ...",
+    #      "    @ ... (unknown)") and the truncation line are the stack, not rows (as python-fatal's): their literals are
+    #      "(unknown)" and " ... and" (the second cost the scan 0.5 % alone, at every space of every line).
+    Family(
+        "absl-failure-signal",
+        "abseil/abseil-cpp absl/debugging/failure_signal_handler.cc, absl/debugging/internal/examine_stack.cc (commit "
+        "926f1d05a4f85663e4ca057f70f1a7f0a7d6b762); google/glog src/signalhandler.cc (commit "
+        "53d58e4531c7c90f71ddab503d915e027432447a)",
+        "a C++ program's failure signal handler (abseil, glog: JAX/XLA, TensorFlow, gRPC) reports the signal that killed "
+        "it; the stack trace under it says where",
+        (
+            ("*** SIGTERM received at time=%ld%s ***", "crash", "warning"),
+            ("*** %s received at time=%ld%s ***", "crash", "fatal"),
+            ("*** Signal %d received at time=%ld%s ***", "crash", "fatal"),
+            ("Signal %d raised at PC=%p while already in AbslFailureSignalHandler()", "crash", "fatal"),
+            ("*** Signal %d (@0x%s) received by PID %d", "crash", "fatal"),
+        ),
+        shared_needles=(" received at time=",),
+    ),
+    # ---- w1-r22 (before round 22): ROCclr's own abort paths. ROCm/clr rocclr/utils/debug.hpp / debug.cpp (commit
+    #      f9f995c6d0aecec28debd3db0f41df0c15ec003d, fetched, and its history): guarantee(cond, format, ...) prints its
+    #      message through log_printf at level 0 (LOG_NONE, always printed: ":0:%-25s:%-4d: %010lu us: %s %s", file and
+    #      line first) and calls abort() (since b968394b, 2023-01); before that report_fatal printed "%s:%d: %s" (debug
+    #      builds) or the message alone (release builds, 69a786e8, 2021-01), and the first ROCclr (2020) "%s:%d:
+    #      guarantee(%s)" with the condition. The messages: every guarantee text of rocclr/ (blit.cpp, devhostcall.cpp,
+    #      device.cpp, object.hpp, program.cpp, rocblit.cpp, rocdevice.cpp) and the three of hipamd/src/hip_code_object.hpp
+    #      and hip_fatbin.hpp that `clr-module` (the .cpp files) lacks; and the ClPrint(LOG_NONE) of HIP_INIT_API_INTERNAL /
+    #      HIPRTC_INIT_API_INTERNAL (hip_internal.hpp, hiprtcInternal.hpp: a runtime thread could not be created, the API
+    #      returns hipErrorOutOfMemory). fatal(msg), ShouldNotReachHere(), ShouldNotCallThis() and Unimplemented() are
+    #      assert(false && msg): glibc's assert line, which the older `assertion-failed` rule names (nothing in release
+    #      builds). Category as `clr-module`'s: an internal invariant is crash; an image on a device without image support
+    #      and an invalid device id are config; a hostcall service the runtime does not know is version-mismatch (the
+    #      kernel's device library is from another ROCm).
+    Family(
+        "clr-debug",
+        "ROCm/clr rocclr/utils/debug.hpp, debug.cpp (guarantee, report_fatal; commits b968394b, 69a786e8, 20c71738), "
+        "the guarantee texts of rocclr/device/blit.cpp, devhostcall.cpp, device.cpp, rocclr/platform/object.hpp, "
+        "program.cpp, rocclr/device/rocm/rocblit.cpp, rocdevice.cpp, hipamd/src/hip_code_object.hpp, hip_fatbin.hpp, "
+        "hip_internal.hpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
+        "the ROCm runtime (ROCclr) failed one of its own checks and aborted: the message and file:line say which "
+        "(usually a runtime bug or a call it does not support; the ROCm version and the call that preceded it matter)",
+        (
+            ("Hostcall: invalid service request %d", "version-mismatch", "fatal"),
+            ("Hostcall: no handler found for service ID %d", "version-mismatch", "fatal"),
+            ("Image not supported on this device", "config", "fatal"),
+            ("Invalid DeviceId less than 0", "config", "fatal"),
+            ("Invalid DeviceId, greater than no of fatbin device info!", "config", "fatal"),
+            ("An internal error has occurred. This may be due to insufficient memory.", "oom", "fatal"),
+            ("Pattern Size: %u cannot be greater than fill size: %u", "crash", "fatal"),
+            ("Aligned address: %u cannot be greater than destinationaddress :%u", "crash", "fatal"),
+            ("Head size, aligned size & tailsize together cannot cross fill size", "crash", "fatal"),
+            ("Offseted ptr should align with pattern_size", "crash", "fatal"),
+            ("Both payloads cannot be 0", "crash", "fatal"),
+            ("Memobj map does not have ptr: 0x%x", "crash", "fatal"),
+            ("amd::Memory object does not have the right ptr", "crash", "fatal"),
+            ("Bigger size than pool allows!", "crash", "fatal"),
+            ("For same_prog, devicePrograms size != 1", "crash", "fatal"),
+            ("Dimension cannot be 0", "crash", "fatal"),
+            ("Memory Segment cannot be both coarse and fine grained", "crash", "fatal"),
+            ("Memory Segments that are not fine grained has to be coarse grained", "crash", "fatal"),
+            ("Coarse grained memory segment cannot have kern_args tag", "crash", "fatal"),
+            ("Invalid Memory Segment", "crash", "fatal"),
+            ("Device mismatch from where this module is loaded,device_id: %d ihipGetDevice:%d", "crash", "fatal"),
+            # the first ROCclr's report_fatal: "<file>:<line>: guarantee(<condition>)"
+            ("%s:%d: guarantee(%s)", "crash", "fatal"),
+        ),
+        example_prefix=":0:rocdevice.cpp            :2995: 1234567890 us:  ",
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`), not at "a" or "m"
+        shared_needles=("object does not have the right ptr", "obj map does not have ptr: 0x",
+                        "segment cannot be both coarse", "segments that are not fine grained",
+                        "internal error has occurred. this may be due", "same_prog, deviceprograms"),
+    ),
+    # ---- w1-r22 (before round 22): the Linux module loader, as dmesg shows it ("[    2.700394] amdgpu: Unknown symbol
+    #      ..."; every row matches anywhere in the line, so after any time stamp or "kernel:" prefix). torvalds/linux
+    #      kernel/module/main.c (commit c550f0055c5ddcbe9a909becb774c37c54c217be), version.c (e72a6c89), signing.c
+    #      (ebd072ea) through the code index; kernel/params.c parse_args (the 4.x-6.x text, through the code index: the
+    #      stored torvalds copy is a 2.6 one) and main.c unknown_module_param_cb; security/lockdown/lockdown.c
+    #      lockdown_is_locked_down with the "unsigned module loading" reason (code index). And kmod's modprobe / insmod
+    #      (kmod-project/kmod tools/modprobe.c, insmod.c, commit 84fa569b2eb3230284168d59863330bafb07bc52, fetched), which
+    #      print the failed insert on the user's side: "modprobe: ERROR: could not insert '%s': <reason>".
+    #      Category by meaning: a module that does not fit the running kernel (an unknown or differently versioned
+    #      symbol, a foreign vermagic, a namespace it does not import, a duplicate export, an ELF for another machine:
+    #      a DKMS amdgpu built for another kernel) is version-mismatch, fatal: the driver is not loaded; a module the
+    #      kernel refuses (Secure Boot / lockdown without a trusted key, a bad parameter value, a license conflict) is
+    #      config, fatal; an unknown parameter (ignored: the module loads) and a blacklisted module are config warnings; a
+    #      symbol without a version and a forced load (both load anyway) are version-mismatch warnings. Not rows: the taint
+    #      notes a healthy node prints ("loading out-of-tree module taints kernel.", "module verification failed: signature
+    #      and/or required key missing - tainting kernel", "module license '%s' taints kernel.", "module is from the
+    #      staging directory", "not compiled with retpoline compiler"), and kmod's "Module already in kernel".
+    Family(
+        "kernel-module",
+        "torvalds/linux kernel/module/main.c (c550f005), kernel/module/version.c (e72a6c89), kernel/module/signing.c "
+        "(ebd072ea), kernel/params.c parse_args, security/lockdown/lockdown.c; kmod-project/kmod tools/modprobe.c, "
+        "tools/insmod.c (commit 84fa569b2eb3230284168d59863330bafb07bc52)",
+        "a kernel module (the amdgpu driver, a NIC driver) did not load or loaded in a doubtful state: built for another "
+        "kernel (rebuild the DKMS module for the running kernel), refused by Secure Boot (sign it or enroll its key), or "
+        "given a bad parameter (modprobe.d, the kernel command line)",
+        (
+            # the warnings first: "... invalid for parameter" and "Unknown parameter" must not take each other's lines
+            ("%s: unknown parameter '%s' ignored", "config", "warning"),
+            ("%s: Unknown parameter `%s'", "config", "warning"),
+            ("%s: parameters '%s' after `--' ignored", "config", "warning"),
+            ("Module %s is blacklisted", "config", "warning"),
+            ("%s: no symbol version for %s", "version-mismatch", "warning"),
+            ("%s: no extended symbol version for %s", "version-mismatch", "warning"),
+            ("%s: %s: kernel tainted.", "version-mismatch", "warning"),
+            # the module does not fit the running kernel: not loaded
+            ("%s: Unknown symbol %s (err %d)", "version-mismatch", "fatal"),
+            ("%s: disagrees about version of symbol %s", "version-mismatch", "fatal"),
+            ("%s: version magic '%s' should be '%s'", "version-mismatch", "fatal"),
+            ("%s: module uses symbol (%s) from namespace %s, but does not import it.", "version-mismatch", "fatal"),
+            ("%s: exports duplicate symbol %s (owned by %s)", "version-mismatch", "fatal"),
+            ("%s: please compile with -fno-common", "version-mismatch", "fatal"),
+            ("%s: module has no symbols (stripped?)", "version-mismatch", "fatal"),
+            ("%s: No module found in object", "version-mismatch", "fatal"),
+            ("Invalid ELF header len %lu", "version-mismatch", "fatal"),
+            ("Invalid ELF header magic: != %s", "version-mismatch", "fatal"),
+            ("Invalid ELF header type: %u != %u", "version-mismatch", "fatal"),
+            ("Invalid architecture in ELF header: %u", "version-mismatch", "fatal"),
+            ("Invalid ELF section header size", "version-mismatch", "fatal"),
+            ("Invalid ELF section header overflow", "version-mismatch", "fatal"),
+            ("could not insert '%s': Unknown symbol in module, or unknown parameter (see dmesg)", "version-mismatch", "fatal"),
+            ("could not insert '%s': Exec format error", "version-mismatch", "fatal"),
+            ("could not insert module %s: Invalid module format", "version-mismatch", "fatal"),
+            ("could not insert module %s: Unknown symbol in module", "version-mismatch", "fatal"),
+            ("could not insert module %s: Module has wrong symbol version", "version-mismatch", "fatal"),
+            # the kernel refuses it: signature, lockdown, parameters, license
+            ("Loading of unsigned module is rejected", "config", "fatal"),
+            ("Loading of module with unsupported crypto is rejected", "config", "fatal"),
+            ("Loading of module with unavailable key is rejected", "config", "fatal"),
+            ("%s: unsigned module loading is restricted; see man kernel_lockdown.7", "config", "fatal"),
+            ("could not insert '%s': Key was rejected by service", "config", "fatal"),
+            ("could not insert '%s': Required key not available", "config", "fatal"),
+            ("could not insert '%s': Operation not permitted", "config", "fatal"),
+            ("could not insert '%s': Invalid argument", "config", "fatal"),
+            ("could not insert module %s: Invalid parameters", "config", "fatal"),
+            ("%s: `%s' invalid for parameter `%s'", "config", "fatal"),
+            ("%s: `%s' too large for parameter `%s'", "config", "fatal"),
+            ("%s: module using GPL-only symbols uses symbols %s from proprietary module %s.", "config", "fatal"),
+            ("%s: module is marked as livepatch module, but livepatch support is disabled", "config", "fatal"),
+            # the loader ran out of per-CPU memory for it
+            ("%s: Could not allocate %lu bytes percpu data", "oom", "fatal"),
+        ),
+        example_prefix="[    2.700394] ",
+        # needles that start where the scan's other literals do (see `_SCAN_FIRST`): not the ": " after the module's
+        # name (":" would become a common first character, tried at every colon of every line), nor "m", "p" or "e"
+        # (each one literal short of common); kmod's shared start
+        shared_needles=("could not insert ", "unknown parameter '", "unknown parameter `", "no symbol version for",
+                        "no extended symbol version for", "kernel tainted.", "unknown symbol ",
+                        "disagrees about version of symbol", "version magic '", "duplicate symbol ",
+                        "compile with -fno-common", "symbols (stripped?)", "no module found in object",
+                        "using gpl-only symbols", "but livepatch support is disabled",
+                        "unsigned module loading is restricted"),
+    ),
 )
 
 # fmt: on
