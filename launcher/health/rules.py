@@ -517,10 +517,14 @@ RULES: tuple[Rule, ...] = (
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
     # A HIP call that failed inside RCCL (checks.h CUDACHECK "Cuda failure '%s'", newer "HIP failure: '%s'"): RCCL's
-    # failure whatever the HIP error says, so before the gpu-fault group (device OOM is matched above).
+    # failure whatever the HIP error says, so before the gpu-fault group (device OOM is matched above). (Naming it by the
+    # quoted text was measured again in the relayed-status pass: vocabulary.py `_hip_status_relay_rows` says why not.)
     # NCCL misc/shmutils.cc CUDACHECK around cudaHostRegister of the /dev/shm segment (code search): a shm failure
     _rule("nccl-shm-cuda-failure", r"shmutils\.cc:\d+ NCCL WARN Cuda failure", "config", "fatal",
           "NCCL could not register its /dev/shm segment with the GPU: /dev/shm too small or a container limit"),
+    # The relayed-status pass (issue 26): MIOpen's HIP status relays and the watchdog's "CUDA error: unknown error" take
+    # the quoted status's category (vocabulary.py `hip-status-relay`)
+    *_vocabulary("hip-status-relay"),
     _rule("rccl-hip-call-failed", r"Cuda failure( \d+)? '|HIP failure:? '", "comm-error", "fatal",
           "a HIP call inside RCCL failed (the quoted text is the HIP error): check peer access and GPU health"),
 
@@ -677,7 +681,7 @@ RULES: tuple[Rule, ...] = (
     # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
     # JAX's coordination service (vocabulary.py: each family's source and commit).
     *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
-                  "rccl-warn", "ck", "miopen-ocl", "miopen", "blas", "bitsandbytes", "horovod",
+                  "rccl-warn", "ck", "miopen-ocl", "miopen-throw", "miopen", "blas", "rocblas-internal", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
     # Before round 21 (turn 16; vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
     # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
