@@ -209,12 +209,17 @@ def _vocabulary(*families: str) -> tuple[Rule, ...]:
     """The rules generated from the emitters' own error lists (launcher/health/vocabulary.py), one per family and
     (category, severity); their needles are the rows' literal texts."""
     return tuple(
-        _rule(name, regex, category, severity, hint, needles=tuple(needles))
+        _rule(name, regex, category, severity, hint, needles=tuple(needles), cascade=_cascade(family))
         for family in families
         for name, regex, category, severity, hint, needles in _derive(
             "family", family, functools.partial(_family_rules, family)
         )
     )
+
+
+def _cascade(family: str) -> bool:
+    """A family whose every message is a survivor's symptom (vocabulary.py `Family.cascade`)."""
+    return any(f.cascade for f in vocabulary.FAMILIES if f.name == family)
 
 
 def _family_rules(family: str) -> list[list[Any]]:
@@ -687,6 +692,13 @@ RULES: tuple[Rule, ...] = (
     # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
     # process whose GPU queue faulted
     *_vocabulary("amdkfd-device", "amdkfd", "torch-cuda"),
+    # Round 22's writers (issue 26, configuration errors by meaning; vocabulary.py): amdgpu's missing PCIe atomics, gloo's
+    # TCP transport, DeepSpeed's / LLaMA-Factory's / transformers' argument checks, Slurm's error strings and step reports.
+    # Before the rendezvous, network and crash rules below ("Connection timed out", "Connection closed by peer") and
+    # long before `python-exceptions` and the last resort, which would name "ValueError: <a DeepSpeed check>" a config
+    # warning and "AssertionError: ..." a crash warning
+    *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "llamafactory-args",
+                  "transformers-args", "slurm-errno", "slurm-step"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 

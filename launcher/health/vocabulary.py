@@ -21,7 +21,7 @@ reset is **gpu-fault**.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # printf conversions as C and the kernel write them (%s, %d, %u, %lx, %llu, %zu, %p, %08X, %.*s ...)
 _CONVERSION = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?([diouxXcspfeg%])")
@@ -52,6 +52,7 @@ class Family:
     rows: tuple[tuple[str, str, str], ...]  # (format or text, category, severity)
     prefix: str = ""  # a regex before every message of the family ("HIP error: "); "" for none
     example_prefix: str = ""  # what a log line shows before the message, for the example lines
+    # every rule of the family is `cascade` (rules.py `_vocabulary`): the family's lines are survivors' symptoms
     cascade: bool = False
     # Shorter literals that stand in for the rows' own needles when a row's needle contains one ("miopenstatus" for
     # every miopenStatus_t name): the one scan every line gets then carries one literal instead of one per row.
@@ -549,10 +550,16 @@ FAMILIES: tuple[Family, ...] = (
             ("Alloc host visible vram on small bar is not allowed", "config", "warning"),
             # after round 18 (after-sight): amdkfd kfd_module.c kfd_init's pr_err when the sched_policy module parameter
             # is out of range (the module then fails to load: no compute; code search of ROCK-Kernel-Driver trees);
-            # kfd_device.c kgd2kfd_probe's "kfd not supported on this ASIC" (an ASIC ROCm cannot compute on, like the
-            # newer "%s %s not supported in kfd")
+            # "kfd not supported on this ASIC" (an ASIC ROCm cannot compute on). Config since round 22's writers (issue 26,
+            # configuration errors by meaning): the text is amdgpu_amdkfd.c amdgpu_amdkfd_device_probe's dev_info in the
+            # default branch of its asic_type switch (kquote03/linux-ps4-4.19-latest, a 4.19 tree, commit
+            # 63f78e56ef6331f981913b6de86cdec507e6b428, read through the code index), whose GFX7 cases sit under
+            # #ifdef CONFIG_DRM_AMDGPU_CIK (and, in 5.x trees, the GFX9/10 cases under CONFIG_DRM_AMDGPU_SOC15): the
+            # kernel was built or set up without compute for this GPU, so no GPU is visible to ROCm there. The newer
+            # kgd2kfd_probe texts ("%s %s not supported in kfd", "GC IP %06x %s not supported in kfd") stay
+            # version-mismatch: a GPU IP newer than the kernel's tables
             ("sched_policy has invalid value", "config", "fatal"),
-            ("kfd not supported on this ASIC", "version-mismatch", "warning"),
+            ("kfd not supported on this ASIC", "config", "warning"),
             # the partition modes (MI300 compute / memory partitions) the node is set to
             ("Invalid config, no compatible compute partition mode found, available memory partitions: %d", "config", "warning"),
             ("Invalid compute partition mode requested, requested: %s, available memory partitions: %d", "config", "warning"),
@@ -2475,6 +2482,381 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix=" rocBLAS internal error: ",
         needle="rocblas internal error:",
     ),
+    # ---- round 22's writers, issue 26 ("configuration errors by meaning"). Five more emitters, each enumerated from its own
+    #      source (message texts and format strings only); where a message leaves no usable GPU, job or step for a reason of
+    #      the node's or the job's set-up, it is config.
+    #
+    # amdgpu's report of a platform without PCIe atomics: drivers/gpu/drm/amd/amdgpu/amdgpu_device.c amdgpu_device_init
+    #      dev_info("PCIE atomic ops is not supported\n") when pci_enable_atomic_ops_to_root fails (freebsd/drm-kmod
+    #      129bf0f2961d5f6a90d817d3b5c7a370d63e0c05, line 4220; geohot/amdgpu-dkms 6153aa4c amdgpu/amd/amdgpu/amdgpu_device.c,
+    #      fetched): kfd_device.c then skips every GPU that needs them ("skipped device %x:%x, PCI rejects atomics", the
+    #      `amdgpu` family's config row) and CLR refuses hostcall ("Pcie atomics not enabled", `clr`). The root port or the
+    #      BIOS setting is the fix, so config; a warning, since APUs and GPUs whose firmware does without atomics still work.
+    Family(
+        "amdgpu-platform",
+        "freebsd/drm-kmod drivers/gpu/drm/amd/amdgpu/amdgpu_device.c (commit 129bf0f2961d5f6a90d817d3b5c7a370d63e0c05); "
+        "geohot/amdgpu-dkms amdgpu/amd/amdgpu/amdgpu_device.c (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef)",
+        "the platform does not route PCIe atomics to this GPU (root port, switch or BIOS): ROCm skips GPUs that need them",
+        (
+            ("PCIE atomic ops is not supported", "config", "warning"),
+        ),
+        example_prefix="[    3.256752] amdgpu 0000:06:10.0: amdgpu: ",
+    ),
+    # gloo's TCP transport: pytorch/gloo (commit 70dc360272dfc57e3617184c78ff9b06f8cd4757, fetched) gloo/transport/tcp/
+    #      device.cc (lookupAddrForIface / lookupAddrForHostname / interfaceToAddress: GLOO_ENFORCE texts), pair.cc
+    #      (GLOO_ERROR_MSG texts signalled as IoException), pair.h ("Connect timeout"), buffer.cc, helpers.h (TimeoutError
+    #      "timed out connecting: "), error.cc (ShortReadError / ShortWriteError); the older pair.cc before 01e2c26 (commit
+    #      3dc0328fe6a9d47bd47c0c6ca145a0d8a21845c6: "Read error %s: %s", "Connection closed by peer %s" without the advice).
+    #      Every message is thrown with its source position first: GLOO_ENFORCE as "[enforce fail at <path>/gloo/
+    #      transport/tcp/<file>.cc:N] <condition>. <text>", GLOO_ERROR_MSG as "[<path>/gloo/transport/tcp/<file>.cc:N]
+    #      <text>" (gloo/common/logging.h): the prefix requires that position, so "Read error" or "Socket closed" alone is
+    #      no row. Already rules and left there: "Timed out waiting %dms for recv/send operation" and "Application timeout
+    #      caused pair closure" (`gloo-wait-timeout`), "connectFullMesh failed" (`gloo-connect-full-mesh`). Categories:
+    #      an interface (GLOO_SOCKET_IFNAME) or host name that gives no local address is config; a connection that
+    #      cannot be made, breaks or closes under a rank is network (as the held-out rounds label gloo's transport
+    #      failures); a read or write that timed out waiting for a peer is comm-error (the collective's transport gave up
+    #      on a peer that stopped sending), as is a message whose size no collective on this rank expected (ranks that
+    #      called different collectives). All fatal: each is an exception that ends the collective.
+    Family(
+        "gloo-transport",
+        "pytorch/gloo gloo/transport/tcp/device.cc (commit 70dc360272dfc57e3617184c78ff9b06f8cd4757), "
+        "gloo/common/logging.h (GLOO_ENFORCE)",
+        "gloo found no local address for its TCP transport: the interface named by GLOO_SOCKET_IFNAME does not exist "
+        "on this node, or the host name does not resolve to one of its addresses",
+        (
+            ("Unable to find address for: %s", "config", "fatal"),
+            ("Unable to find address for %s; bind(2) for %s failed with: %s", "config", "fatal"),
+            ("Unable to find interface for: %s", "config", "fatal"),
+        ),
+        prefix=r"gloo/transport/tcp/[\w/]*\.(?:cc|h):\d+\] (?:[^\n]*?\. )??",
+        example_prefix="RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84] ifa != nullptr. ",
+        needle="transport/tcp/",
+    ),
+    # the same transport's failures with a peer: what a surviving rank raises when another rank died, hung or became
+    # unreachable (`cascade`, as the older `gloo-wait-timeout` and `peer-connection-closed`: such a line never outranks
+    # the peer's own failure in the watcher)
+    Family(
+        "gloo-transport-peer",
+        "pytorch/gloo gloo/transport/tcp/pair.cc, pair.h, buffer.cc, helpers.h, error.cc (commit "
+        "70dc360272dfc57e3617184c78ff9b06f8cd4757); pair.cc at 3dc0328fe6a9d47bd47c0c6ca145a0d8a21845c6; "
+        "gloo/common/logging.h (GLOO_ERROR_MSG)",
+        "gloo's TCP connection to the peer named broke, closed or timed out: that peer's own log first (it usually died "
+        "or hung), then the network to it",
+        (
+            ("Connect timeout %s", "network", "fatal"),
+            ("timed out connecting: %s", "network", "fatal"),
+            ("Pair is not connected (%s <--> %s)", "network", "fatal"),
+            ("Read error %s: %s", "network", "fatal"),
+            ("writev %s: %s", "network", "fatal"),
+            ("Connection closed by peer %s", "network", "fatal"),
+            ("Socket closed %s", "network", "fatal"),
+            ("Socket unexpectedly closed %s", "network", "fatal"),
+            ("short read: got %d bytes while expecting to read %d bytes, remote=%s", "network", "fatal"),
+            ("short write: wrote %d bytes while expecting to write %d bytes, remote=%s", "network", "fatal"),
+            ("Read timeout %s", "comm-error", "fatal"),
+            ("Write timeout %s", "comm-error", "fatal"),
+            ("Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
+             "comm-error", "fatal"),
+        ),
+        prefix=r"gloo/transport/tcp/[\w/]*\.(?:cc|h):\d+\] (?:[^\n]*?\. )??",
+        example_prefix="RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:523] ",
+        needle="transport/tcp/",
+        cascade=True,
+    ),
+    # DeepSpeed's configuration checks (the .venv's deepspeed 0.19.8, read there): runtime/config.py (_batch_assertion,
+    #      _set_batch_related_parameters, _do_error_check, DeepSpeedConfig.__init__, get_communication_data_type,
+    #      get_torch_autocast_dtype, get_gradient_allreduce_op, get_checkpoint_tag_validation_mode), runtime/config_utils.py
+    #      (the deprecated-field check, dict_raise_error_on_duplicate_keys, and pydantic's ValidationError header
+    #      "%d validation error(s) for <model>" for its DeepSpeed* models), runtime/zero/config.py (the stage checks),
+    #      runtime/engine.py (_do_args_sanity_check, _do_sanity_check, the ZeRO optimizer and batch-size checks). Each is an
+    #      assertion or ValueError raised while the engine is built, before the first step, and names a setting of the
+    #      DeepSpeed config or the launch: config, fatal. Already a row and left there: "Check batch related parameters.
+    #      train_batch_size is not equal to ..." (`python-stack`), "bfloat16 and fp16 cannot be enabled at once"
+    #      (zero/partition_parameters.py, `python-stack`). Not rows: API misuse of the engine (checkpoint keys, AutoEP
+    #      internals, "not yet support") and the inference engine's checks.
+    Family(
+        "deepspeed-config",
+        "deepspeed 0.19.8 (the .venv): runtime/config.py, runtime/config_utils.py, runtime/zero/config.py, runtime/engine.py",
+        "DeepSpeed rejected its configuration before training started: the DeepSpeed config (batch sizes, ZeRO stage, "
+        "precision, optimizer) or the launch (LOCAL_RANK) named in the message",
+        (
+            ("Train batch size: %s has to be greater than 0", "config", "fatal"),
+            ("Micro batch size per gpu: %s has to be greater than 0", "config", "fatal"),
+            ("Gradient accumulation steps: %s has to be greater than 0", "config", "fatal"),
+            ("Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided", "config", "fatal"),
+            ("DeepSpeedConfig: %s is not defined", "config", "fatal"),
+            ("DeepSpeedConfig: Maximum supported ZeRO stage is %s", "config", "fatal"),
+            ("%s='sum' is not supported with ZeRO stage 3", "config", "fatal"),
+            ("%s='sum' is not supported with ZenFlow", "config", "fatal"),
+            ("%s='sum' is not supported with DeepCompile", "config", "fatal"),
+            ("Fp16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3.", "config", "fatal"),
+            ("Bf16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3.", "config", "fatal"),
+            ("bf16_optimizer_states is only supported with ZeRO Stage 1, 2, or 3.", "config", "fatal"),
+            ("bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled.", "config", "fatal"),
+            ("bfloat16 and fp16 modes cannot be simultaneously enabled", "config", "fatal"),
+            ("Invalid communication_data_type. Supported data types: ['fp16', 'bf16', 'fp32']. Got: %s", "config", "fatal"),
+            ("Invalid dtype for torch autocast: %s", "config", "fatal"),
+            ("Invalid module names for torch autocast: %s. Expected list of strings.", "config", "fatal"),
+            ("Expected a string path to an existing deepspeed config, or a dictionary or a valid base64. Received: %s",
+             "config", "fatal"),
+            ("Duplicate keys in DeepSpeed config: %s", "config", "fatal"),
+            ("Checkpoint config contains invalid tag_validation value of %s, expecting one of %s", "config", "fatal"),
+            ("checkpoint::parallel_write::pipeline_stage value of '%s' is invalid, expecting: true or false", "config", "fatal"),
+            ("Cannot provide deprecated parameter '%s' and replacing parameter '%s' together", "config", "fatal"),
+            ("validation error for DeepSpeed%s", "config", "fatal"),
+            ("validation errors for DeepSpeed%s", "config", "fatal"),
+            ("compute_grad_norm=false is supported only with ZeRO Stage 1 or 2", "config", "fatal"),
+            ("Partial offloading only supported for ZeRO Stage 3.", "config", "fatal"),
+            ("DeepSpeed requires the LOCAL_RANK environment variable, it is set by the deepspeed launcher", "config", "fatal"),
+            ("!= OMPI_COMM_WORLD_LOCAL_RANK (%s), not sure how to proceed as we're seeing conflicting local rank info.",
+             "config", "fatal"),
+            ("Type fp16 is not supported on your device.", "config", "fatal"),
+            ("Type bf16 is not supported on your device.", "config", "fatal"),
+            ("%s is not a supported DeepSpeed Optimizer", "config", "fatal"),
+            ("DeepSpeed %s optimizer requires dynamic loss scaling", "config", "fatal"),
+            ("zero stage %s requires an optimizer", "config", "fatal"),
+            ("Train batch size must be divisible by micro-batch data parallelism", "config", "fatal"),
+            ("tensor_parallel.tp.tp_size (%s) does not match tensor_parallel.autotp_size (%s).", "config", "fatal"),
+        ),
+    ),
+    # LLaMA-Factory's argument checks: the .venv's llamafactory hparams/parser.py, every `raise ValueError` text
+    #      (_parse_args, _set_transformers_logging's Trackio check, _verify_model_args, get_train_args, get_infer_args):
+    #      a combination of the training arguments (stage, finetuning type, quantization, DeepSpeed stage, device,
+    #      launcher, data set, output directory) the trainer refuses before it starts: config, fatal. Already rows and
+    #      left there: "Please launch distributed training with `llamafactory-cli` or `torchrun`." and "Got unknown args"
+    #      (`python-stack`).
+    Family(
+        "llamafactory-args",
+        "llamafactory (the .venv) hparams/parser.py: every raise ValueError text of _parse_args, _verify_model_args, "
+        "get_train_args, get_infer_args",
+        "LLaMA-Factory refused the training arguments (the YAML / command line): the message names the setting to change",
+        (
+            ("Some specified arguments are not used by the HfArgumentParser: %s", "config", "fatal"),
+            ("`--project` must be specified when using Trackio.", "config", "fatal"),
+            ("Adapter is only valid for the LoRA method.", "config", "fatal"),
+            ("Quantization is only compatible with the LoRA or OFT method.", "config", "fatal"),
+            ("Please use scripts/pissa_init.py to initialize PiSSA for a quantized model.", "config", "fatal"),
+            ("Cannot resize embedding layers of a quantized model.", "config", "fatal"),
+            ("Cannot create new adapter upon a quantized model.", "config", "fatal"),
+            ("Quantized model only accepts a single adapter. Merge them first.", "config", "fatal"),
+            ("`predict_with_generate` cannot be set as True except SFT.", "config", "fatal"),
+            ("`neat_packing` cannot be set as True except SFT.", "config", "fatal"),
+            ("`train_on_prompt` or `mask_history` cannot be set as True except SFT.", "config", "fatal"),
+            ("Please enable `predict_with_generate` to save model predictions.", "config", "fatal"),
+            ("RM and PPO stages do not support `load_best_model_at_end`.", "config", "fatal"),
+            ("PPO training does not support evaluation, use the SFT stage to evaluate models.", "config", "fatal"),
+            ("PPO training is incompatible with S^2-Attn.", "config", "fatal"),
+            ("KTransformers does not support lora reward model.", "config", "fatal"),
+            ("Unsloth does not support lora reward model.", "config", "fatal"),
+            ("PPO only accepts wandb, tensorboard, or trackio logger.", "config", "fatal"),
+            ("Please use `FORCE_TORCHRUN=1` to launch DeepSpeed training.", "config", "fatal"),
+            ("Please specify `max_steps` in streaming mode.", "config", "fatal"),
+            ("Please specify dataset for training.", "config", "fatal"),
+            ("Please make sure eval_dataset be provided or val_size >1e-6", "config", "fatal"),
+            ("`predict_with_generate` is incompatible with DeepSpeed ZeRO-3.", "config", "fatal"),
+            ("Cannot use `predict_with_generate` and `compute_accuracy` together.", "config", "fatal"),
+            ("Cannot use device map for quantized models in training.", "config", "fatal"),
+            ("Please use scripts/pissa_init.py to initialize PiSSA in DeepSpeed ZeRO-3.", "config", "fatal"),
+            ("This device does not support `pure_bf16`.", "config", "fatal"),
+            ("`pure_bf16` is incompatible with DeepSpeed ZeRO-3.", "config", "fatal"),
+            ("Distributed training does not support layer-wise GaLore.", "config", "fatal"),
+            ("Distributed training does not support layer-wise APOLLO.", "config", "fatal"),
+            ("Radio-based BAdam does not yet support distributed training, use layer-wise BAdam.", "config", "fatal"),
+            ("Layer-wise BAdam only supports DeepSpeed ZeRO-3 training.", "config", "fatal"),
+            ("GaLore and APOLLO are incompatible with DeepSpeed yet.", "config", "fatal"),
+            ("FP8 training is not compatible with quantization. Please disable one of them.", "config", "fatal"),
+            ("vLLM/SGLang backend is only available for API, CLI and Web.", "config", "fatal"),
+            ("Unsloth is incompatible with DeepSpeed ZeRO-3.", "config", "fatal"),
+            ("KTransformers is incompatible with DeepSpeed ZeRO-3.", "config", "fatal"),
+            ("Output directory already exists and is not empty. Please set `overwrite_output_dir`.", "config", "fatal"),
+        ),
+    ),
+    # HF transformers' TrainingArguments checks: the .venv's transformers 5.6.0 training_args.py, the ValueError texts of
+    #      __post_init__ and the helpers it calls (the strategy / steps checks, fp16 with bf16, load_best_model_at_end,
+    #      the FSDP options, tf32, the lr scheduler), and the ImportError of the `accelerate` version it needs: the
+    #      arguments cannot be built, so the trainer never starts. Config, fatal; the missing accelerate is
+    #      version-mismatch. Not rows: "invalid truth value %s" and other parsing helpers' texts (too generic), the
+    #      XLA backend's assertion.
+    Family(
+        "transformers-args",
+        "transformers 5.6.0 (the .venv) transformers/training_args.py: TrainingArguments.__post_init__ and the helpers "
+        "it calls",
+        "transformers refused the TrainingArguments (the trainer's settings): the message names the setting to change",
+        (
+            ("evaluation strategy %s requires either non-zero --eval_steps or --logging_steps", "config", "fatal"),
+            ("logging strategy %s requires non-zero --logging_steps", "config", "fatal"),
+            ("At most one of fp16 and bf16 can be True, but not both", "config", "fatal"),
+            ("At most one of fp16 and bf16 can be True for full eval, but not both", "config", "fatal"),
+            ("warmup_steps must be an integer or a float", "config", "fatal"),
+            ("--dataloader_prefetch_factor can only be set when data is loaded in a different process", "config", "fatal"),
+            ("`torch_empty_cache_steps` must be an integer bigger than 0, got %s.", "config", "fatal"),
+            ("--logging_steps must be an integer if bigger than 1: %s", "config", "fatal"),
+            ("--eval_steps must be an integer if bigger than 1: %s", "config", "fatal"),
+            ("--save_steps must be an integer if bigger than 1: %s", "config", "fatal"),
+            ("--load_best_model_at_end requires the save and eval strategy to match", "config", "fatal"),
+            ("--load_best_model_at_end requires the saving steps to be a round multiple of the evaluation steps",
+             "config", "fatal"),
+            ("--load_best_model_at_end requires the saving steps to be a multiple of the evaluation steps", "config", "fatal"),
+            ("lr_scheduler_type reduce_lr_on_plateau requires an eval strategy", "config", "fatal"),
+            ("lr_scheduler_type greedy requires an eval strategy", "config", "fatal"),
+            ("--tf32 requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7", "config", "fatal"),
+            ("`--fsdp offload` can't work on its own.", "config", "fatal"),
+            ("`--fsdp full_shard` is not compatible with `--fsdp shard_grad_op`.", "config", "fatal"),
+            ("`min_num_params` and `transformer_layer_cls_to_wrap` are mutually exclusive.", "config", "fatal"),
+            ("`sync_module_states` must be `\"True\"` if `cpu_ram_efficient_loading` is `\"True\"`", "config", "fatal"),
+            ("Using the `Trainer` with `PyTorch` requires `accelerate>=%s`", "version-mismatch", "fatal"),
+        ),
+    ),
+    # Slurm's error strings: SchedMD/slurm src/common/slurm_errno.c slurm_errtab (commit
+    #      0001e1b447b8aeeb10890fe25bc56e5f08068d0d, read through the code index), the texts slurm_strerror() gives for the
+    #      SLURM_* / ESLURM_* / ESLURMD_* / ESPANK_* codes, as the client commands and the step daemon print them after
+    #      their error() prefix ("srun: error: ", "sbatch: error: ", "salloc: error: ", "slurmstepd: error: ", the node's
+    #      name after a dash in newer releases) and the call's own words ("Unable to allocate resources: ", "Batch job
+    #      submission failed: ", "Unable to create step for job %u: ", "Task launch for %ps failed on node %s: " ...). The
+    #      prefix is required: "Invalid user id" or "Job prolog failed" alone could be anyone's. Rows: the codes a job or
+    #      step meets when it is submitted, allocated, launched or run; not rows: the accounting database, federation,
+    #      REST, data_t, UTF, URL, HTTP, Lua, reservation and burst-buffer administration, job-id parsing, and the codes
+    #      that say "pending" or "retry" ("Requested nodes are busy", "Rate limit exceeded"). Categories (what the code
+    #      means for the operator): a request the cluster refuses as written (partition, account, QOS, node names and
+    #      counts, GRES, time limit, CPU binding) or cannot run here (credentials and authentication, the user's ids, the
+    #      step's directory, environment or executable, prolog, plugins, container runtime) is config; memory the task
+    #      asked for that the node does not have is oom; client and daemons of different Slurm versions are
+    #      version-mismatch; a node failure, or the connection to a node's slurmd that broke, is network; the step killed
+    #      at its time limit is crash. Fatal where the step cannot run; the transient communication codes (a timed-out
+    #      or zero-byte message Slurm retries) and the epilog (after the job) are warnings.
+    Family(
+        "slurm-errno",
+        "SchedMD/slurm src/common/slurm_errno.c slurm_errtab (commit 0001e1b447b8aeeb10890fe25bc56e5f08068d0d)",
+        "Slurm refused or could not run the job or step: the request (partition, account, QOS, nodes, GRES, time limit), "
+        "the node's set-up (credentials, munge, prolog, plugins) or the link to slurmd, as the text says",
+        (
+            # the request as written
+            ("Invalid partition name specified", "config", "fatal"),
+            ("No partition specified or system default partition", "config", "fatal"),
+            ("Access/permission denied", "config", "fatal"),
+            ("User's group not permitted to use this partition", "config", "fatal"),
+            ("Requested nodes not in this partition", "config", "fatal"),
+            ("More processors requested than permitted", "config", "fatal"),
+            ("Node count specification invalid", "config", "fatal"),
+            ("Requested node configuration is not available", "config", "fatal"),
+            ("Requested partition configuration not available now", "config", "fatal"),
+            ("Invalid node name specified", "config", "fatal"),
+            ("Task distribution specification invalid", "config", "fatal"),
+            ("Task count specification invalid", "config", "fatal"),
+            ("Invalid feature specification", "config", "fatal"),
+            ("Invalid account or account/partition combination specified", "config", "fatal"),
+            ("Invalid qos specification", "config", "fatal"),
+            ("Invalid wckey specification", "config", "fatal"),
+            ("Invalid license specification", "config", "fatal"),
+            ("Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)", "config", "fatal"),
+            ("Requested time limit is invalid (missing or exceeds some limit)", "config", "fatal"),
+            ("Time limit specification required, but not provided", "config", "fatal"),
+            ("Access denied to requested reservation", "config", "fatal"),
+            ("Requested reservation is invalid", "config", "fatal"),
+            ("Job steps can not be run on this cluster", "config", "fatal"),
+            ("Job cannot be submitted without the current working directory specified.", "config", "fatal"),
+            ("Required node not available (down, drained or reserved)", "config", "fatal"),
+            ("CPU count specification invalid", "config", "fatal"),
+            ("Required partition not available (inactive or drain)", "config", "fatal"),
+            ("Partition in DOWN state", "config", "fatal"),
+            ("Invalid generic resource (gres) specification", "config", "fatal"),
+            ("Invalid GRES specification (with and without type identification)", "config", "fatal"),
+            ("Requested GRES option unsupported by configured SelectType plugin", "config", "fatal"),
+            ("Insufficient GRES available in allocation", "config", "fatal"),
+            ("Invalid Trackable RESource (TRES) specification", "config", "fatal"),
+            ("Requested account has breached requested QOS usage threshold", "config", "fatal"),
+            ("Cannot request more threads per core than the job allocation", "config", "fatal"),
+            ("Invalid or unknown association", "config", "fatal"),
+            ("Invalid MPI plugin name", "config", "fatal"),
+            ("MPI plugin's pre-launch setup failed", "config", "fatal"),
+            # credentials, authentication, the user's ids
+            ("Error generating job credential", "config", "fatal"),
+            ("Invalid job credential", "config", "fatal"),
+            ("Job credential revoked", "config", "fatal"),
+            ("Job credential expired", "config", "fatal"),
+            ("Job credential replayed", "config", "fatal"),
+            ("Protocol authentication error", "config", "fatal"),
+            ("Invalid authentication credential", "config", "fatal"),
+            ("Authentication credential expired", "config", "fatal"),
+            ("Rejecting authentication of user nobody or group nobody", "config", "fatal"),
+            ("Invalid user id", "config", "fatal"),
+            ("Invalid group id", "config", "fatal"),
+            # the node's set-up for the step
+            ("Slurmd could not create a batch directory or file", "config", "fatal"),
+            ("Slurmd could not set up environment for batch job", "config", "fatal"),
+            ("Slurmd could not set UID or GID", "config", "fatal"),
+            ("Slurmd could not execve job", "config", "fatal"),
+            ("Job prolog failed", "config", "fatal"),
+            ("Job epilog failed", "config", "warning"),
+            ("Unable to satisfy cpu bind request", "config", "fatal"),
+            ("Unable to layout tasks on given cpus", "config", "fatal"),
+            ("Container runtime not configured or invalid", "config", "fatal"),
+            ("Container support is not configured", "config", "fatal"),
+            ("Environment is missing in job", "config", "fatal"),
+            ("Spank plugin failure, job failed", "config", "fatal"),
+            ("Spank plugin failure, node failed", "config", "fatal"),
+            ("Plugin has invalid format or unable to be loaded", "config", "fatal"),
+            ("Plugin file not found", "config", "fatal"),
+            ("Dlopen of plugin file failed", "config", "fatal"),
+            ("Plugin init() callback failed", "config", "fatal"),
+            ("Plugin initialization failed", "config", "fatal"),
+            ("Can't find an address, check slurm.conf", "config", "fatal"),
+            # memory
+            ("Memory required by task is not available", "oom", "fatal"),
+            # versions
+            ("Incompatible versions of client and server code", "version-mismatch", "fatal"),
+            ("I/O stream version number error", "version-mismatch", "fatal"),
+            ("Incompatible plugin version", "version-mismatch", "fatal"),
+            ("Plugin missing required symbol or function", "version-mismatch", "fatal"),
+            # nodes and the links to them
+            ("Job killed due node failure", "network", "fatal"),
+            ("Slurmd could not connect IO", "network", "fatal"),
+            ("Unable to contact slurm controller (connect failure)", "network", "warning"),
+            ("Unable to contact slurm controller (send failure)", "network", "warning"),
+            ("Unable to contact slurm controller (receive failure)", "network", "warning"),
+            ("Communication connection failure", "network", "warning"),
+            ("Message send failure", "network", "warning"),
+            ("Message receive failure", "network", "warning"),
+            ("Socket timed out on send/recv operation", "network", "warning"),
+            ("Zero Bytes were transmitted or received", "network", "warning"),
+            ("Connection timed out establishing", "network", "warning"),
+            ("Connection timed out writing", "network", "warning"),
+            ("Connection timed out reading", "network", "warning"),
+            ("Header lengths are longer than data received", "network", "warning"),
+            # the step killed by the scheduler
+            ("Job killed due hitting max wall clock limit", "crash", "fatal"),
+            ("Kill task failed", "crash", "warning"),
+        ),
+        prefix=r"\b(?:srun|sbatch|salloc|slurmstepd|slurmd)(?:-[\w.-]+)?: error: .*?",
+        example_prefix="srun: error: Unable to allocate resources: ",
+        needle=": error: ",
+    ),
+    # Slurm's own step reports: src/slurmd/slurmstepd/req.c _handle_signal_container (code index, the 23.x-24.x text
+    #      "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***" with PREEMPTION and "NODE FAILURE, SEE SLURMCTLD LOG FOR
+    #      DETAILS"; the older "*** %s CANCELLED AT %s DUE TO TIME LIMIT ***" / "DUE TO NODE FAILURE ***", "Not really errors,
+    #      but we want messages displayed by default": printed with error()), and src/api/step_launch.c _launch_tasks
+    #      error("Task launch for %ps failed on node %s: %m") (code index; %ps is the step id, %m the slurm_strerror text,
+    #      which the `slurm-errno` rows name when one of theirs follows). The scheduler killed the job: at its time limit or
+    #      for a preempting job, crash (the process was stopped from outside); a node that failed under it, network. A
+    #      task launch that failed for a reason no `slurm-errno` row names is crash (the step's tasks never started).
+    #      The plain "CANCELLED AT %s ***" (scancel, a requeue by `rlaunch stop --save`) is no row: the launcher's own stop.
+    Family(
+        "slurm-step",
+        "SchedMD/slurm src/slurmd/slurmstepd/req.c _handle_signal_container, src/api/step_launch.c _launch_tasks "
+        "(code index)",
+        "Slurm stopped the job or step: its time limit (--time), a preempting job, or a node failure (slurmctld's log); "
+        "a failed task launch names the node",
+        (
+            ("*** %s ON %s CANCELLED AT %s DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***", "network", "fatal"),
+            ("*** %s CANCELLED AT %s DUE TO NODE FAILURE ***", "network", "fatal"),
+            ("*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***", "crash", "fatal"),
+            ("*** %s CANCELLED AT %s DUE TO TIME LIMIT ***", "crash", "fatal"),
+            ("*** %s ON %s CANCELLED AT %s DUE TO PREEMPTION ***", "crash", "fatal"),
+            ("Task launch for %s failed on node %s: %s", "crash", "fatal"),
+        ),
+        example_prefix="slurmstepd: error: ",
+        shared_needles=(" cancelled at ",),
+    ),
 )
 
 # fmt: on
@@ -2767,6 +3149,64 @@ def _hsa_rows() -> list[tuple[str, str, str, str]]:
 # turn 16 was written). A needle that starts with another character adds a branch the scan tries at every position
 # where that character is (a, e, m, p are in most words): the shell rows' needles start with one of these.
 _SCAN_FIRST = " scinutd"
+
+
+def _anchored_needles(
+    rows: tuple[tuple[str, str, str], ...], shared: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    """Each row's needle started where the scan's literals start (round 22's writers): one of `shared` (literals several
+    rows hold) if its literal parts hold one, else the longest tail of its longest literal part that begins with a
+    character of `_SCAN_FIRST` and keeps 8 characters or more (else the part itself). The rows of the argument-check
+    families begin with many letters (a, e, f, m, p, r): as their own needles they made those first characters common in
+    the scan (16 or more literals, `_COMMON_FIRST` in rules.py), so every literal starting with one stopped being
+    re-anchored, and the fast path cost a quarter more per line."""
+    needles = list(shared)
+    for fmt, _, _ in rows:
+        parts = [part.lower() for part in _CONVERSION.split(fmt)[::2]]
+        if any(literal in part for literal in shared for part in parts):
+            continue
+        part = format_needle(fmt)
+        tail = next(
+            (part[i:] for i in range(len(part)) if part[i] in _SCAN_FIRST and len(part) - i >= 8), part
+        )
+        needles.append(tail)
+    return tuple(dict.fromkeys(needles))
+
+
+_SHARED = {
+    "amdgpu-platform": (),
+    "deepspeed-config": (
+        " has to be greater than 0",
+        "deepspeedconfig: ",
+        "sum' is not supported with ",
+        " is only supported with zero stage 1, 2, or 3.",
+        " for torch autocast: ",
+        " is not supported on your device.",
+        "validation error",
+    ),
+    "llamafactory-args": (
+        "deepspeed zero-3",
+        " cannot be set as true except sft.",
+        " does not support lora reward model.",
+        "distributed training does not support layer-wise ",
+        "scripts/pissa_init.py to initialize pissa ",
+        " quantized model",
+    ),
+    "transformers-args": (
+        " must be an integer if bigger than 1:",
+        "load_best_model_at_end requires the sav",
+        " requires an eval strategy",
+        "at most one of fp16 and bf16 can be true",
+    ),
+}
+
+
+# The families whose rows' own needles start with uncommon letters take the anchored ones (dataclasses.replace: the
+# table above stays data)
+FAMILIES = tuple(
+    replace(f, shared_needles=_anchored_needles(f.rows, _SHARED[f.name])) if f.name in _SHARED else f
+    for f in FAMILIES
+)
 
 
 def _shell_signal_rows() -> list[tuple[str, str, str, str, str]]:
