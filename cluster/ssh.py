@@ -447,7 +447,7 @@ def raise_fd_limit(wanted: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
-MALLOC_ARENAS = 2  # glibc's M_ARENA_MAX for the head; MALLOC_ARENA_MAX in the environment wins
+MALLOC_ARENAS = 4  # glibc's M_ARENA_MAX for the head; MALLOC_ARENA_MAX in the environment wins
 
 
 def cap_malloc_arenas() -> None:
@@ -455,10 +455,12 @@ def cap_malloc_arenas() -> None:
 
     glibc gives a thread that finds the arenas busy an arena of its own, up to 8 per core, and keeps each one's
     high-water mark for the life of the process (mallopt(3) M_ARENA_MAX; sourceware.org/glibc/wiki/MallocInternals).
-    The head runs a paramiko reader thread per node and a thread pool of up to ssh.max_parallel, and the GIL lets
-    one of them allocate at a time anyway, so the extra arenas buy no speed, only resident memory: 128 simulated
-    nodes' `up --detach` peaked at 153-157 MiB with glibc's default and 123 MiB capped at 2 (odoo/odoo#42306 caps
-    its threaded Python server the same way). Called before the transport starts any thread; a no-op off glibc."""
+    The head runs a paramiko reader thread per node and a thread pool of up to ssh.max_parallel; most of their
+    allocations happen one at a time under the GIL, so the extra arenas buy little speed and much resident memory
+    (odoo/odoo#42306 caps its threaded Python server the same way). 128 simulated nodes' `up --detach` (turn 17, one
+    run each, noisy): glibc's default 150-156 MiB; capped at 2, 107-108 MiB but one run of two 25 % slower (the
+    crypto that runs without the GIL contends for two arenas); at 4, 109-110 MiB and no slower than the default. Called
+    before the transport starts any thread; a no-op off glibc."""
     import ctypes
 
     if "MALLOC_ARENA_MAX" in os.environ:
