@@ -219,7 +219,8 @@ def _vocabulary(*families: str) -> tuple[Rule, ...]:
 
 def _cascade(family: str) -> bool:
     """A family whose every message is a survivor's symptom (vocabulary.py `Family.cascade`)."""
-    return any(f.cascade for f in vocabulary.FAMILIES if f.name == family)
+    table = vocabulary.family_named(family)
+    return table is not None and table.cascade
 
 
 def _family_rules(family: str) -> list[list[Any]]:

@@ -3209,6 +3209,11 @@ FAMILIES = tuple(
 )
 
 
+def family_named(name: str) -> Family | None:
+    """The table's family of that name; None for the families generated from other tables (hip, hsa, shell-signals)."""
+    return next((f for f in FAMILIES if f.name == name), None)
+
+
 def _shell_signal_rows() -> list[tuple[str, str, str, str, str]]:
     """The translated signal reports of bash (SHELL_SIGNAL_TEXTS, SHELL_CORE_DUMPED) as rows (regex, needle, category,
     severity, example): the text after the pid of a non-interactive bash's job report (" %5ld ") or a job number
@@ -3379,7 +3384,8 @@ def family_rules(family: str) -> list[tuple[str, str, str, str, str, tuple[str, 
         groups.setdefault((category, severity), []).append((regex, needle))
     # The family's prefix ("NCCL WARN ", the exception header's "^\s*(?:module.)*") once before the alternation, not
     # in every branch: re tries a branch's prefix at every position of the line, so 25 branches cost 25 times one
-    prefix = next((f.prefix for f in FAMILIES if f.name == family), "")
+    table = family_named(family)
+    prefix = table.prefix if table else ""
     rules = []
     for (category, severity), members in groups.items():
         name = f"{family}-{category}" + ("" if severity == "fatal" else f"-{severity}")
