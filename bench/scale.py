@@ -80,10 +80,8 @@ def _proc_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _proc_peak_rss_mib(pid: object) -> float:
+def _proc_peak_rss_mib(pid: int) -> float:
     """The process's peak resident set so far (proc(5) /proc/PID/status VmHWM), 0 when it is gone."""
-    if not isinstance(pid, int):
-        return 0.0
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -213,11 +211,12 @@ def wait_for_view(home: Path, n: int, timeout: float = 600) -> Phase:
         if followed == n:
             break
         time.sleep(0.5)
-    cpu = (_proc_cpu(pid) or 0.0) if isinstance(pid, int) else 0.0
-    threads, fds = _proc_sample(pid) if isinstance(pid, int) else (0, 0)
+    cpu, rss, threads, fds = 0.0, 0.0, 0, 0
+    if isinstance(pid, int):
+        cpu, rss, (threads, fds) = _proc_cpu(pid) or 0.0, _proc_peak_rss_mib(pid), _proc_sample(pid)
     wall = time.perf_counter() - start
     return Phase(
-        "supervisor follows all", 0 if followed == n else 1, wall, cpu, _proc_peak_rss_mib(pid), threads, fds, -1,
+        "supervisor follows all", 0 if followed == n else 1, wall, cpu, rss, threads, fds, -1,
         f"{followed} of {n} nodes followed and heard from", load=os.getloadavg()[0],
     )  # fmt: skip
 
