@@ -122,7 +122,6 @@ def up(
     """Launch the inventory's job; with restarts per `restart:` (launcher/run/loop.py). Returns (run id, outcome).
     `on_attempt` hears each attempt's number before its first line (validation splits the output by it)."""
     from launcher.run.attempt import show_specs
-    from launcher.run.loop import RunContext, execute
 
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
@@ -178,43 +177,32 @@ def up(
             )
     except hostlock.HostBusy as exc:
         raise LaunchRefused(str(exc)) from None
+    if detach and transport is None:
+        # The supervisor launches and follows on one connection per node; this process reports how the launch went.
+        from launcher import supervise
+
+        try:
+            return run_id, supervise.launch(record, doctor=doctor, say=say)
+        finally:
+            record.close()
     own_transport = transport is None
     transport = transport or make_transport(inv)
     try:
-        if doctor:
-            say(f"doctor: fast checks on {len(plan.nodes)} nodes")
-            failed = preflight_doctor(inv, plan, transport)
-            if failed:
-                record.set_state(RunState.FAILED, reason="doctor preflight", ended_at=time.time())
-                raise LaunchError(
-                    "doctor preflight failed, nothing was started:\n"
-                    + "\n".join(f"  {line}" for line in failed)
-                    + "\n  (see `rlaunch doctor`; skip with --no-doctor)"
-                )
-        if inv.keep_runs is not None:
-            _collect_old_runs(inv, transport, run_id, say)
-        if inv.sync is not None:
-            _sync(inv, plan, transport, say)
-        if preempted:
-            say(
-                f"resuming from {resume_from}: run {preempted['run']} was stopped for preemption at step "
-                f"{preempted['step']} ({preempted['lost_steps'] or 0} step(s) lost)"
-            )
-        ctx = RunContext(
+        outcome = launch(
             inv,
             plan,
             record,
             transport,
             sources,
             head_env,
-            detach,
-            on_line,
-            on_event,
-            say,
+            detach=detach,
+            doctor=doctor,
+            say=say,
+            on_line=on_line,
+            on_event=on_event,
             on_attempt=on_attempt,
-            resume_from=resume_from,
+            preempted=preempted,
         )
-        outcome = execute(ctx)
         return run_id, (_leave_supervisor(record, say) if detach else outcome)
     finally:
         if not detach:
@@ -222,6 +210,67 @@ def up(
         record.close()
         if own_transport:
             transport.close()
+
+
+def launch(
+    inv: Inventory,
+    plan: planning.Plan,
+    record: records.RunRecord,
+    transport: Transport,
+    sources: Mapping[str, bytes],
+    head_env: Mapping[str, str],
+    *,
+    detach: bool,
+    doctor: bool,
+    say: Callable[[str], None],
+    on_line: LineSink | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_attempt: Callable[[int], None] | None = None,
+    on_runner: Callable[[Any], None] | None = None,
+    preempted: Mapping[str, Any] | None = None,
+    follow_launch: bool = False,
+) -> Outcome:
+    """Everything after the run's record exists: doctor's preflight, `keep_runs`, `sync:`, then the run loop.
+    A foreground `up` runs it; so does the supervisor of `up --detach` (`follow_launch`: it follows what it starts)."""
+    from launcher.run.loop import RunContext, execute
+
+    if doctor:
+        say(f"doctor: fast checks on {len(plan.nodes)} nodes")
+        failed = preflight_doctor(inv, plan, transport)
+        if failed:
+            record.set_state(RunState.FAILED, reason="doctor preflight", ended_at=time.time())
+            raise LaunchError(
+                "doctor preflight failed, nothing was started:\n"
+                + "\n".join(f"  {line}" for line in failed)
+                + "\n  (see `rlaunch doctor`; skip with --no-doctor)"
+            )
+    if inv.keep_runs is not None:
+        _collect_old_runs(inv, transport, record.run_id, say)
+    if inv.sync is not None:
+        _sync(inv, plan, transport, say)
+    resume_from = preempted["checkpoint"] if preempted else None
+    if preempted:
+        say(
+            f"resuming from {resume_from}: run {preempted['run']} was stopped for preemption at step "
+            f"{preempted['step']} ({preempted['lost_steps'] or 0} step(s) lost)"
+        )
+    ctx = RunContext(
+        inv,
+        plan,
+        record,
+        transport,
+        sources,
+        head_env,
+        detach,
+        on_line,
+        on_event,
+        say,
+        on_attempt=on_attempt,
+        on_runner=on_runner,
+        resume_from=resume_from,
+        follow_launch=follow_launch,
+    )
+    return execute(ctx)
 
 
 def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str], None]) -> Inventory:

@@ -38,6 +38,7 @@ from launcher.states import RunState, is_active
 
 SUPERVISOR_LOG = "supervisor.log"
 SUPERVISOR_LOCK = "supervisor.lock"
+LAUNCH_LOG = "launch.log"  # `up --detach`: the launch's progress lines, relayed by the CLI
 READY_TIMEOUT_S = 30.0
 OFFSETS_EVERY_S = 2.0
 
@@ -118,6 +119,82 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
             raise RuntimeError(f"supervisor {pid} exited at start: {tail.strip()}")
         time.sleep(0.1)
     raise RuntimeError(f"supervisor {pid} did not claim the run within {timeout:.0f} s")
+
+
+def launch(record: RunRecord, *, doctor: bool, say: Callable[[str], None]) -> Any:
+    """`up --detach`: the supervisor launches the run itself and follows what it started, so each node sees one SSH
+    connection per detached run (before turn 18 the CLI connected, pushed and started, then the supervisor connected
+    again to follow: twice the handshakes, the head's largest start-up cost per node, docs/scale.md). This process
+    relays the launch's progress lines and returns once every guard has started, or raises the launch's error as a
+    foreground `up` would (the same message and exit code). Ctrl-C stops the launch: SIGTERM to the supervisor,
+    which stops what it started (its Ctrl-C path)."""
+    from launcher.errors import LaunchError, LaunchRefused
+    from launcher.run.attempt import EXIT_OK, Outcome
+
+    record.update_state(launch={"doctor": doctor})
+    try:
+        pid = spawn(record.root)
+    except (RuntimeError, OSError, ValueError) as exc:
+        record.set_state(RunState.FAILED, reason=f"supervisor did not start: {exc}", ended_at=time.time())
+        raise LaunchError(f"the run's supervisor did not start, nothing was started: {exc}") from None
+    relay = _Relay(record.root / LAUNCH_LOG, say)
+    try:
+        while True:
+            relay()
+            state = record.read_state()
+            if state.get("state") != RunState.STARTING.value:
+                break
+            if not supervisor_alive(state):
+                break
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        say("interrupted: stopping the launch on every node")
+        stop(record.root, timeout=600)
+        relay()
+        raise Interrupted("interrupted: the launch was stopped on every node") from None
+    if state.get("plan_run_id"):  # it started (and may have ended since: the supervisor judges that)
+        relay()
+        return Outcome(EXIT_OK, f"started run {record.run_id} (detached, supervisor pid {pid})")
+    # The launch failed: wait for the supervisor to record why and exit, then say it as a foreground `up` would.
+    deadline = time.time() + 30
+    while time.time() < deadline and supervisor_alive(record.read_state()):
+        time.sleep(0.1)
+    relay()
+    state = record.read_state()
+    # The supervisor died mid-launch: stop whatever it started.
+    if state.get("state") == RunState.STARTING.value:
+        from launcher import lifecycle
+
+        tail = (record.root / SUPERVISOR_LOG).read_text(errors="replace")[-300:].strip()
+        with contextlib.suppress(RlaunchError, OSError, ValueError):
+            lifecycle.down(record.run_id)
+        record.set_state(
+            RunState.FAILED, reason=f"the supervisor exited while launching: {tail}", ended_at=time.time()
+        )
+        raise LaunchError(f"the run's supervisor exited while launching (stopped on every node): {tail}")
+    reason = str(state.get("reason") or "the launch failed")
+    if state.get("state") == RunState.STOPPED.value:
+        raise Interrupted(reason)
+    raise (LaunchRefused if state.get("error_code") == ExitCode.BAD_INPUT else LaunchError)(reason)
+
+
+class _Relay:
+    """New whole lines of a file, to `say`: the launch's progress lines as the supervisor writes them."""
+
+    def __init__(self, path: Path, say: Callable[[str], None]) -> None:
+        self.path, self.say, self.offset = path, say, 0
+
+    def __call__(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].decode("utf-8", "replace").splitlines():
+            self.say(line)
 
 
 def ensure(root: Path) -> tuple[int | None, bool]:
@@ -218,27 +295,38 @@ def run(run_id: str) -> None:
     sharer = threading.Thread(target=share_view, name="rlaunch-live-view", daemon=True)
     sharer.start()
     offsets = state.get("offsets", {}) if state.get("offsets_plan") == plan_json["run_id"] else {}
+    launching = state.get("launch")
+    if launching is not None:
+        # Claimed: a supervisor started later re-attaches, never launches again.
+        record.update_state(launch=None)
     try:
         with make_transport(inv) as transport:
-            ctx = RunContext(
-                inv,
-                watch_plan(plan_json),
-                record,
-                transport,
-                sources,
-                os.environ,
-                detach=True,
-                on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
-                say=_log,
-                first_attempt=int(state.get("attempt") or 0),
-                adopt=offsets,
-                on_runner=current.append,
-            )
-            outcome = execute(ctx)
+            if launching is not None:
+                outcome = _launch_and_follow(record, inv, plan_json, transport, launching, current.append)
+            else:
+                ctx = RunContext(
+                    inv,
+                    watch_plan(plan_json),
+                    record,
+                    transport,
+                    sources,
+                    os.environ,
+                    detach=True,
+                    on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+                    say=_log,
+                    first_attempt=int(state.get("attempt") or 0),
+                    adopt=offsets,
+                    on_runner=current.append,
+                )
+                outcome = execute(ctx)
     except (LaunchError, planning.PlanError) as exc:
-        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
+        record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time(), error_code=int(exc.code))
         _log(f"failed: {exc}")
         raise JobFailed(str(exc)) from exc
+    except KeyboardInterrupt:
+        if record.read_state().get("state") == RunState.STARTING.value:  # SIGTERM before anything started
+            record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
+        raise
     finally:
         finished.set()
         saver.join(timeout=5)
@@ -251,6 +339,64 @@ def run(run_id: str) -> None:
         record.close()
     _log(f"run ended: code {outcome.code}: {outcome.summary}")
     raise_for(outcome.code, outcome.summary)
+
+
+def _launch_and_follow(
+    record: RunRecord,
+    inv: Any,
+    plan_json: dict[str, Any],
+    transport: Any,
+    launching: dict[str, Any],
+    on_runner: Callable[[Any], None],
+) -> Any:
+    """`up --detach`'s launch, run here: doctor's preflight, push and start on the connections this supervisor then
+    follows on (launcher/lifecycle.py `launch`). The plan is built again from the recorded inventory and must be the
+    one `up` recorded (the same inputs give the same plan; the node files and secrets are not in plan.json)."""
+    from launcher import lifecycle
+    from launcher import plan as planning
+    from launcher.errors import LaunchError
+
+    log = open(record.root / LAUNCH_LOG, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole launch
+
+    def say(text: str) -> None:
+        _log(text)
+        with contextlib.suppress(OSError, ValueError):
+            log.write(text + "\n")
+            log.flush()
+
+    preempted = record.read_state().get("resumed_after_preemption") or None
+    try:
+        sources = planning.load_sources(inv)
+        plan = planning.build_plan(
+            inv,
+            run_id=record.run_id,
+            sources=sources,
+            head_env=os.environ,
+            detach=True,
+            resume_from=preempted["checkpoint"] if preempted else None,
+        )
+        if json.loads(json.dumps(plan.to_json())) != plan_json:  # as plan.json holds it (lists, not tuples)
+            raise LaunchError(
+                "the job's files or this environment changed between `up --detach` and its supervisor; "
+                "nothing was started: run `rlaunch up --detach` again"
+            )
+        return lifecycle.launch(
+            inv,
+            plan,
+            record,
+            transport,
+            sources,
+            os.environ,
+            detach=True,
+            doctor=bool(launching.get("doctor")),
+            say=say,
+            on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+            on_runner=on_runner,
+            preempted=preempted,
+            follow_launch=True,
+        )
+    finally:
+        log.close()
 
 
 def _save_teardown(record: RunRecord, runner: Any) -> None:

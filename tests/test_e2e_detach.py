@@ -241,3 +241,52 @@ def test_chatty_run_forwards_what_the_terminal_shows_and_logs_has_every_line(sim
         lifecycle.up(chatty(sim3, 1), ranks="node9:*")
     assert bad.value.code == 2 and "node9" in str(bad.value)
     assert_nothing_left(sim3)
+
+
+def test_the_cli_opens_no_connection_the_supervisor_launches_and_follows(
+    sim3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`up --detach` hands the whole launch to its supervisor (launcher/supervise.py `launch`): one connection per
+    node, which it follows on, instead of the CLI's and then the supervisor's (issue 23)."""
+
+    def no_connection(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the CLI side of `up --detach` connected to the nodes")
+
+    monkeypatch.setattr(lifecycle, "make_transport", no_connection)
+    said: list[str] = []
+    inv = from_mapping(two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"]))
+    run_id, started = lifecycle.up(inv, detach=True, on_status=said.append)
+    assert started.code == 0 and "supervisor pid" in started.summary, started.summary
+    assert "preflight + push to 2 nodes" in said and "starting" in said, said  # relayed from the supervisor
+    state = state_of(run_id)
+    assert state["state"] == "running" and "launch" not in {k for k, v in state.items() if v is not None}
+    assert supervise.supervisor_alive(state)
+    wait_for(lambda: worker_pid(sim3, "node2", 1), 90, "rank 3 on node2")
+    log = records.RunRecord.open(run_id).log_path("node1")
+    wait_for(lambda: log.exists() and "step=" in log.read_text(), 60, "training steps in the record")
+    _, results = lifecycle.down(run_id)
+    assert all(r.ok for r in results.values()), results
+    assert_nothing_left(sim3, timeout=10)
+    assert state_of(run_id)["state"] == "stopped"
+    wait_for(lambda: supervisor_gone(run_id), 30, "the supervisor to exit")
+
+
+def test_a_detached_launch_that_fails_says_why_as_the_foreground_does(sim3: Any) -> None:
+    """A launch that fails in the supervisor comes back to `up --detach` as the foreground's error: the same type,
+    exit code and message; the record says failed, the supervisor is gone, nothing runs."""
+    data = two_nodes(sim3, ["--steps", "100000", "--sleep", "0.05"])
+    data["python"] = "/nonexistent/python3"
+    with pytest.raises(LaunchError) as foreground:
+        lifecycle.up(from_mapping(data))
+    with pytest.raises(LaunchError) as detached:
+        run_id = records.new_run_id()
+        lifecycle.up(from_mapping(data), detach=True, run_id=run_id)
+    assert detached.value.code == foreground.value.code == 3
+    assert str(detached.value) == str(foreground.value).replace(records.list_run_ids()[-2], run_id), (
+        str(detached.value),
+        str(foreground.value),
+    )
+    state = state_of(run_id)
+    assert state["state"] == "failed" and state["reason"] == str(detached.value)
+    wait_for(lambda: supervisor_gone(run_id), 30, "the supervisor to exit")
+    assert_nothing_left(sim3, timeout=10)

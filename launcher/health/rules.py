@@ -76,7 +76,9 @@ def _pushed_index(directory: str) -> dict[str, dict[str, Any]]:
 def index_bytes() -> bytes:
     """What this load derived, for INDEX_FILE; only for a table loaded from its files as a node loads it (the head's
     launcher/plan.py loads the package's files so: `edge.load_rules`), whose digest names them."""
-    text = json.dumps({"digest": _source_digest(_HERE), "derived": _INDEX}, separators=(",", ":"))
+    # Sorted keys: the same table gives the same bytes in every process (a set's order follows the hash seed), so
+    # the pushed bundle, and the plan that names its digest, can be rebuilt and compared (launcher/supervise.py).
+    text = json.dumps({"digest": _source_digest(_HERE), "derived": _INDEX}, separators=(",", ":"), sort_keys=True)
     return gzip.compress(text.encode(), mtime=0)  # 240 kB of JSON, 58 kB pushed to each node
 
 

@@ -42,7 +42,8 @@ from launcher.states import RunState
 class RunContext:
     """One run, as the loop needs it. `adopt` (the detached supervisor): the plan's guards already run; follow them
     from these byte offsets instead of starting anything for attempt `first_attempt`. `detach` without `adopt`:
-    launch the first attempt and return, for a supervisor to take over."""
+    launch the first attempt and return, for a supervisor to take over; with `follow_launch` too (the supervisor of
+    `up --detach`, which launches itself: launcher/supervise.py) launch the detached guards and follow them."""
 
     inv: Inventory
     plan: planning.Plan
@@ -61,6 +62,7 @@ class RunContext:
     resume_from: str | None = (
         None  # the first attempt's checkpoint (a save made for preemption, docs/preemption.md)
     )
+    follow_launch: bool = False
 
 
 def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
@@ -87,7 +89,8 @@ def _attempts(ctx: RunContext) -> Outcome:
     attempt = ctx.first_attempt
     adopt = ctx.adopt
     supervising = adopt is not None
-    hand_over = ctx.detach and not supervising  # detached `up`: launch the first attempt, then return
+    # A detached run launched by the CLI (an injected transport): launch the first attempt, then return.
+    hand_over = ctx.detach and not supervising and not ctx.follow_launch
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from = ctx.resume_from
