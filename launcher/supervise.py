@@ -1,8 +1,9 @@
 """Supervision of detached runs: a daemonized head-side `rlaunch` per run that does what a foreground `up` does.
 
-`up --detach` pushes and starts the guards like a foreground `up`, then leaves this supervisor behind: it follows
-every guard (the same Runner: health watch, first-failure verdict, teardown, restart from the latest complete
-checkpoint) and writes events and the outcome into the run record. Its PID, start time and log are in the record
+`up --detach` writes the run's record and leaves the launch itself to this supervisor: doctor's preflight, push and
+start on the connections it then follows every guard on (the same Runner: health watch, first-failure verdict,
+teardown, restart from the latest complete checkpoint), writing events and the outcome into the run record. The CLI
+relays the launch's progress lines (launch.log) and returns once every guard has started (`launch` below). Its PID, start time and log are in the record
 (state.json: supervisor_pid, supervisor_starttime, supervisor_log), so `status` can tell a live supervisor from a
 dead one whose PID was reused.
 
@@ -134,6 +135,10 @@ def launch(record: RunRecord, *, doctor: bool, say: Callable[[str], None]) -> An
     record.update_state(launch={"doctor": doctor})
     try:
         pid = spawn(record.root)
+    except KeyboardInterrupt:
+        if not stop(record.root, timeout=600):  # not claimed yet: it finds the run stopped and leaves
+            record.set_state(RunState.STOPPED, reason="interrupted", ended_at=time.time())
+        raise Interrupted("interrupted: the launch was stopped") from None
     except (RuntimeError, OSError, ValueError) as exc:
         record.set_state(RunState.FAILED, reason=f"supervisor did not start: {exc}", ended_at=time.time())
         raise LaunchError(f"the run's supervisor did not start, nothing was started: {exc}") from None
