@@ -233,7 +233,11 @@ FAMILIES: tuple[Family, ...] = (
             ("%s - [Unsupported]", "version-mismatch", "warning"),
             ("%s - [Code object targetID is %s]", "version-mismatch", "warning"),
             ("Unable to find code object for all current devices", "version-mismatch", "fatal"),
-            ("Failed to load COMGR library", "version-mismatch", "fatal"),
+            # w2-r23: config (was version-mismatch): rocclr/device/comgrctx.cpp Comgr::LoadLib prints it when
+            # amd::Os::loadLibrary("libamd_comgr.so.2") fails: the code-object manager library of the installation is
+            # missing or not on the loader's path; a comgr without a function CLR needs is `clr-init`'s "Failed to load
+            # COMGR function %s" (version-mismatch)
+            ("Failed to load COMGR library", "config", "fatal"),
             ("Code object manager initialization failed for HSA device", "version-mismatch", "fatal"),
             ("has %u ISAs but can only support a single ISA", "version-mismatch", "fatal"),
             ("Error: cannot extract ISA from compiled binary", "version-mismatch", "fatal"),
@@ -2902,7 +2906,7 @@ FAMILIES: tuple[Family, ...] = (
         "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_gpu_agent.cpp, amd_topology.cpp, runtime.cpp, hsa.cpp, "
         "core/driver/driver.cpp, core/driver/kfd/amd_kfd_driver.cpp (commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9); "
         "ROCm/rocminfo rocminfo.cc (commit c6f7a17c); ROCm/rocprofiler src/util/hsa_rsrc_factory.h (01aa4c4f), "
-        "hsa_rsrc_factory.cpp (037f588c)",
+        "hsa_rsrc_factory.cpp (037f588c); ROCm/ROCT-Thunk-Interface src/openclose.c (06a9b94a)",
         "the ROCm runtime (ROCr) could not start: /dev/kfd missing or not accessible, the amdgpu driver not loaded, "
         "libdrm or a ROCm library missing from the installation, or a wrong HSA_* setting",
         (
@@ -2912,6 +2916,9 @@ FAMILIES: tuple[Family, ...] = (
             ("[hsa-runtime][%d] rocprofiler-register returned status code %d: %s", "config", "warning"),
             ("User specified scratch limit exceeds device limits (requested:%lu max:%lu)!", "config", "warning"),
             ("amdgpu_device_get_fd not available. Please update version of libdrm", "version-mismatch", "warning"),
+            # libhsakmt's copy of the same check (ROCm/ROCT-Thunk-Interface src/openclose.c, commit 06a9b94a, fetched):
+            # dlsym of amdgpu_device_get_fd in the installed libdrm_amdgpu failed
+            ("amdgpu_device_get_fd is not available: %s", "version-mismatch", "warning"),
             ("Loading 'libhsa-amd-aqlprofile64.so' failed, incompatible ver %d, current ver %d", "version-mismatch",
              "fatal"),
             ("Agent creation failed.", "config", "fatal"),
@@ -2935,12 +2942,15 @@ FAMILIES: tuple[Family, ...] = (
     #      device, which it reports itself: a warning).
     Family(
         "clr-init",
-        "ROCm/clr rocclr/device/rocm/rocdevice.cpp Device::init / Device::create, rocclr/device/device.cpp "
-        "(commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
+        "ROCm/clr rocclr/device/rocm/rocdevice.cpp Device::init / Device::create, rocclr/device/device.cpp, "
+        "rocclr/device/comgrctx.hpp (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
         "the HIP/OpenCL runtime (CLR) could not set up a GPU that ROCr reported: driver, /dev/kfd or ROCm install",
         (
             ("KFD is not installed", "config", "warning"),
             ("Unsupported HSA device %s (PCI ID %x) for ISA %s", "version-mismatch", "fatal"),
+            # rocclr/device/comgrctx.hpp's loader of each comgr entry point: the installed libamd_comgr lacks a function
+            # this CLR calls (another ROCm version's comgr)
+            ("Failed to load COMGR function %s", "version-mismatch", "fatal"),
             ("hsa_iterate_agents failed with %x", "config", "fatal"),
             ("Unable to get HSA device name", "config", "fatal"),
             ("Unable to get PCI ID of HSA device %s", "config", "fatal"),
@@ -2990,7 +3000,7 @@ FAMILIES: tuple[Family, ...] = (
     #      `miopen` family's catch-all, which named these version-mismatch.
     Family(
         "miopen-tools",
-        "ROCm/MIOpen src/ocl/gcn_asm_utils.cpp, src/expanduser.cpp, src/exec_utils.cpp "
+        "ROCm/MIOpen src/ocl/gcn_asm_utils.cpp, src/expanduser.cpp, src/exec_utils.cpp, src/ocl/convolutionocl.cpp "
         "(commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488)",
         "MIOpen cannot find or run a tool of the ROCm installation (assembler, compiler) or reach its database path: "
         "check the ROCm install and the MIOPEN_* path settings",
@@ -2999,6 +3009,8 @@ FAMILIES: tuple[Family, ...] = (
             ("Path to assembler is not provided. Expect performance degradation.", "config", "warning"),
             ("Specified assembler does not support AMDGPU. Expect performance degradation.", "config", "warning"),
             ("statfs('%s') rc = %d, '%s'", "config", "warning"),
+            # src/ocl/convolutionocl.cpp's tensor dump (MIOPEN_DUMP_TENSOR_PATH): the directory set there is missing
+            ("Directory does not exists : %s", "config", "warning"),
             ("miopen::exec::Run(): popen(%s, %s) failed", "config", "fatal"),
         ),
         shared_needles=(". expect performance degradation.",),
@@ -3341,7 +3353,7 @@ def _anchored_needles(
 _SHARED = {
     "amdgpu-platform": (),
     "rocr-init": ("hsa_status_error", " agent creation failed.", "sa-amd-aqlprofile64.so' failed"),
-    "clr-init": (" for hsa device ",),
+    "clr-init": (" for hsa device ", "to load comgr function "),
     "opencl-platform": (" icd trace at ",),
     "miopen-tools": (". expect performance degradation.",),
     "cxx-filesystem": (" cannot open directory: ",),
