@@ -411,6 +411,16 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-insufficient-driver", r"driver version is insufficient for (CUDA )?runtime version|cudaErrorInsufficientDriver"
           r"|hipErrorInsufficientDriver", "version-mismatch", "fatal",
           "the amdgpu kernel driver is older than the ROCm runtime needs"),
+    # w2-r23: hipBLASLt's library/src/amd_detail/rocblaslt/src/tensile_host.cpp (7d9fb683, fetched) looks for
+    # <path>/TensileLibrary_lazy_<gfx>.dat in a lazy-loading build and for the one <path>/TensileLibrary.dat (every target)
+    # otherwise, and prints "rocblaslt error: Cannot read <path>: <strerror>" when it is not there, then goes on
+    # (rocblaslt_abort() is commented out). The generic file's absence is the installation's (hipblaslt/library missing,
+    # or HIPBLASLT_TENSILE_LIBPATH wrong): config, a warning; the per-target lazy file stays the `blas` family's
+    # version-mismatch (no library for this GPU's target). rocBLAS's "Cannot read" always names the generic file after
+    # the per-target ones were not found, so it stays `rocblas-tensile-missing` (docs/health-rules.md, w2-r23)
+    _rule("tensile-library-missing-lt", r"rocblaslt error: Cannot read \S*/TensileLibrary\.(?:dat|yaml): ",
+          "config", "warning", "hipBLASLt's Tensile library file is not where it looks: the ROCm install "
+          "(hipblaslt/library) or HIPBLASLT_TENSILE_LIBPATH", needles=("tensilelibrary.dat: ", "tensilelibrary.yaml: ")),
     # Round 21's cause audit (rocBLAS b520bc83 tensile_host.cpp): "Could not initialize Tensile host: No devices found"
     # is the blas family's config row (hipGetDeviceCount failed: no GPU visible), not a missing library
     _rule("rocblas-tensile-missing",
@@ -564,6 +574,11 @@ RULES: tuple[Rule, ...] = (
     # ROCR hsa_status_string: "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid." (and the
     # invalid code object / ISA name ones): the kernels were built for another GPU, e.g. a wrong HSA_OVERRIDE_GFX_VERSION
     # ROCr's full hsa_status_t list, each status named by what it means (version-mismatch, oom, config, gpu-fault)
+    # w2-r23 (issue 26, installation and initialisation are config; vocabulary.py): ROCr's start-up (hsa_init's
+    # OUT_OF_RESOURCES is /dev/kfd, not memory), CLR's device set-up, the OpenCL ICD loader's missing platform, MIOpen's
+    # tools and paths, libstdc++'s missing directory. Before the `hsa` family (whose status rows would name "Call returned
+    # HSA_STATUS_ERROR_OUT_OF_RESOURCES" oom) and before `miopen-logged-error` and `cxx-exception-what`
+    *_vocabulary("rocr-init", "clr-init", "opencl-platform", "miopen-tools", "cxx-filesystem"),
     *_vocabulary("hsa"),
     _rule("hsa-status-error", r"HSA_STATUS_ERROR\w*", "gpu-fault", "fatal",
           "the HSA runtime aborted a queue (an HSA status not in the table above, or the generic HSA_STATUS_ERROR)"),
