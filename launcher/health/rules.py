@@ -700,6 +700,9 @@ RULES: tuple[Rule, ...] = (
     # warning and "AssertionError: ..." a crash warning
     *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "llamafactory-args",
                   "transformers-args", "slurm-errno", "slurm-step"),
+    # w3-r23 (before round 23; vocabulary.py): amdkfd's memory manager and queue managers behind "kfd2kgd: " / "amdgpu: "
+    # (before the last resort, which named the "kfd2kgd: " lines unclassified), and HCC's "Unknown Error Code" status
+    *_vocabulary("amdkfd-gpuvm", "hcc-status"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
