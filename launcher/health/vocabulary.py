@@ -2886,7 +2886,8 @@ FAMILIES: tuple[Family, ...] = (
         "geohot/amdgpu-dkms amdgpu/amd/amdgpu/amdgpu_amdkfd_gpuvm.c, amdgpu_amdkfd.c, amdgpu_amdkfd_gfx_v9.c, "
         "amdgpu_amdkfd_gfx_v10.c, amdkfd/kfd_device_queue_manager.c, kfd_process_queue_manager.c, kfd_kernel_queue.c, "
         "kfd_mqd_manager.c, kfd_packet_manager.c (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef); a 4.19-era "
-        "amdgpu_amdkfd_gpuvm.c with pr_fmt \"kfd2kgd: \" (code index)",
+        "amdgpu_amdkfd_gpuvm.c with pr_fmt \"kfd2kgd: \" (code index); Yohello1/drm-kmod-rocm amdgpu_amdkfd_gpuvm.c "
+        "(commit 1ea2e8495705414c903c0416ecf6ec29367f65e3, a 6.x tree, code index)",
         "the amdgpu driver's compute side (amdkfd) could not map, pin or restore a process's GPU memory, or its queues: "
         "dmesg on that node; an allocation or limit message means the GPU's or the host's memory ran out",
         (
@@ -2932,6 +2933,11 @@ FAMILIES: tuple[Family, ...] = (
             ("Error in Pinning BO to domain: %d", "gpu-fault", "warning"),
             ("Reserve gws bo failed %d", "gpu-fault", "warning"),
             ("GWS BO validate failed %d", "gpu-fault", "warning"),
+            # the 6.x restore worker's reservation of the page directories and BOs (drm_exec), read in
+            # Yohello1/drm-kmod-rocm drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c (commit
+            # 1ea2e8495705414c903c0416ecf6ec29367f65e3, a FreeBSD port of a 6.x tree, code index): the restore is retried
+            ("Locking VM PD failed, ret: %d", "gpu-fault", "warning"),
+            ("drm_exec_prepare_obj failed, ret: %d", "gpu-fault", "warning"),
             ("%s: Failed to resume KFD", "gpu-fault", "fatal"),
             # queues: the hardware scheduler, the HIQ / kernel queue, MQDs, checkpoint-restore
             ("CP HQD dequeue request time out", "gpu-fault", "fatal"),
