@@ -289,37 +289,68 @@ _FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines aro
 # MIOpen or rocBLAS error on a GPU names the GPU too), the GPU stack, the collectives, the store, the network,
 # configuration, the launchers. Searched only after a last-resort match, never on the lines that pass (a lookahead
 # per area in every last-resort regex cost 1 ms on a long healthy line).
-_AREAS: tuple[tuple[str, str, str], ...] = (
-    ("oom", r"out of memory|\boom\b|oom-kill|cannot allocate memory|memory allocation failed|failed to allocate"
-            r"|alloc(?:ation)? failed|insufficient memory|not enough memory",
+# An area is (name, category, words, hint); the rule is `last-resort-<name>`. w3-r23 (issue 26's category meanings,
+# before round 23): two areas before the libraries and the GPU stack, each kept only where agg.py's pending rounds rose
+# with the committed gate unchanged. `config-files`: a missing or unreadable file, path, library or setting of the
+# installation (permission denied, no such file, an unset environment variable, "cannot open the file ...", "missing"
+# where the line names no symbol, kernel, code object or gfx target), config even when the line names the GPU stack or a
+# library ("failed to open the file /opt/rocm/...": the installation, not the GPU). `crash-call`: a call the program or
+# framework made wrongly (an invalid argument / value / parameter / handle / pointer, a NULL pointer, an assertion, a
+# library's "failed, rc = 0x..."), or a signal that killed it, unless the line also names a device fault (fault, illegal
+# address / instruction, hang, ECC): a HIP or BLAS call rejected for its arguments is the caller's bug, not the GPU's;
+# and the device-fault words themselves (memory access fault, page fault, illegal address / instruction) name the
+# `gpu-fault` area, so such a line no longer falls through to `config`'s "argument". Measured and left out
+# (docs/health-rules.md, "Areas"): "not found" and "file/path/library ... does not exist / is missing" (one committed
+# version-mismatch line each for one pending config line), "no GPU / device found", "cannot initialise the device /
+# agent / platform", "/dev/kfd", "not installed" and the wrong-state words (no line moved), C++'s "terminate called" /
+# "std::" / "what()" (one pending line each way).
+_AREAS: tuple[tuple[str, str, str, str], ...] = (
+    ("oom", "oom", r"out of memory|\boom\b|oom-kill|cannot allocate memory|memory allocation failed|failed to allocate"
+                   r"|alloc(?:ation)? failed|insufficient memory|not enough memory",
      "memory running out: device memory (batch size, sequence length) or the host's"),
-    ("divergence", r"\bnan\b|\binf\b|non-?finite|overflow|loss scale|diverg",
+    ("divergence", "divergence", r"\bnan\b|\binf\b|non-?finite|overflow|loss scale|diverg",
      "non-finite values: the training diverged or overflowed"),
-    ("version-mismatch", r"miopen|rocblas|hipblas|tensile|comgr|hiprtc|code ?object|\bisa\b|\bgfx\d|undefined symbol"
-                         r"|incompatible|\bversion\b|not compiled|no binary|no kernel image|\.hsaco|\bsupported\b",
+    ("config-files", "config",
+     r"permission denied|no such file or directory|environment variable|\bis not set\b|\bnot set in\b"
+     r"|(?:cannot|can't|could not|couldn't|unable to|failed to) (?:open|read|find|load|access|stat|locate) (?:the |a )?"
+     r"(?:file|path|directory|folder|library|config)"
+     r"|^(?!.*(?:symbol|kernel|code ?object|\bgfx\d|\bisa\b|hsaco|binary for)).*\bmissing\b",
+     "the installation or the environment: the named file, path, library, permission or variable"),
+    ("crash-call", "crash",
+     r"^(?!.*(?:fault|illegal (?:address|instruction|memory)|\bhang|\bhung\b|\becc\b))(?=.*(?:"
+     r"invalid (?:argument|value|parameter|handle|resource handle|pointer)|null ?pointer|nullptr"
+     r"|bad (?:parameter|argument)|assert(?:ion)?\b|\brc ?= ?(?:0x|-?\d)"
+     r"|\bsegfault|segmentation fault|core dumped|\bsig(?:segv|abrt|bus|ill|fpe)\b))",
+     "the program's own call or state: an invalid argument, a NULL pointer or handle, a failed assertion, a signal"),
+    ("version-mismatch", "version-mismatch",
+     r"miopen|rocblas|hipblas|tensile|comgr|hiprtc|code ?object|\bisa\b|\bgfx\d|undefined symbol"
+     r"|incompatible|\bversion\b|not compiled|no binary|no kernel image|\.hsaco|\bsupported\b",
      "a ROCm library (MIOpen, rocBLAS, hipBLASLt, comgr) or the build: the gfx targets and library versions"),
-    ("gpu-fault", r"amdgpu|amdkfd|\bkfd\b|gfxhub|mmhub|\bhsa\b|hsa_|\bhip\b|hiperror|\brocr\b|\bgpu\b|\bcuda\b"
-                  r"|\brocm\b|\bdrm\b|\bring \w|xgmi|\bras\b|\becc\b|device-side|\bsmu\b|\bpsp\b|\bmes\b",
+    ("gpu-fault", "gpu-fault",
+     r"amdgpu|amdkfd|\bkfd\b|gfxhub|mmhub|\bhsa\b|hsa_|\bhip\b|hiperror|\brocr\b|\bgpu\b|\bcuda\b"
+     r"|\brocm\b|\bdrm\b|\bring \w|xgmi|\bras\b|\becc\b|device-side|\bsmu\b|\bpsp\b|\bmes\b"
+     r"|memory access fault|page fault|illegal (?:address|instruction|memory access)",
      "the GPU, its driver or its runtime (HIP, HSA): dmesg and amd-smi on that node"),
-    ("comm-error", r"\bnccl|\brccl|processgroup|collective|all_?reduce|all_?gather|reduce_?scatter|broadcast"
-                   r"|all_?to_?all|\bgloo\b|mscclpp",
+    ("comm-error", "comm-error", r"\bnccl|\brccl|processgroup|collective|all_?reduce|all_?gather|reduce_?scatter|broadcast"
+                                 r"|all_?to_?all|\bgloo\b|mscclpp",
      "the collectives (RCCL/NCCL, gloo, ProcessGroup): the first rank to fail names the cause"),
-    ("rendezvous", r"c10d|tcpstore|\bstore\b|rendezvous|master_addr|master_port|init_process_group|process group",
+    ("rendezvous", "rendezvous", r"c10d|tcpstore|\bstore\b|rendezvous|master_addr|master_port|init_process_group"
+                                 r"|process group",
      "the rendezvous or the c10d store: MASTER_ADDR/MASTER_PORT, the master node up, every rank started"),
-    ("network", r"socket|connection (?:refused|reset|closed|aborted|timed out)|\bibv_|infiniband|\brdma\b|\broce\b"
-                r"|mlx5|\bnet/|network|unreachable|\bdns\b|hostname",
+    ("network", "network", r"socket|connection (?:refused|reset|closed|aborted|timed out)|\bibv_|infiniband|\brdma\b"
+                           r"|\broce\b|mlx5|\bnet/|network|unreachable|\bdns\b|hostname",
      "the network between nodes: interfaces (NCCL_SOCKET_IFNAME), firewall, the fabric"),
-    ("config", r"config|\.ya?ml\b|\.json\b|argument|permission denied|no such file or directory|environment variable"
-               r"|\bis not set\b|invalid value",
+    # (its file, permission and variable words are `config-files`' now, "invalid value" `crash-call`'s)
+    ("config", "config", r"config|\.ya?ml\b|\.json\b|argument",
      "the job's configuration or files: the named argument, path or setting"),
-    ("crash", r"torchrun|\belastic\b|deepspeed|launcher|subprocess|\bworker|segfault|segmentation|signal|traceback"
-              r"|exit(?:ed)? (?:with )?(?:status|code)|return code|core dump|died|terminat",
+    ("crash", "crash", r"torchrun|\belastic\b|deepspeed|launcher|subprocess|\bworker|segfault|segmentation|signal"
+                       r"|traceback|exit(?:ed)? (?:with )?(?:status|code)|return code|core dump|died|terminat",
      "a process of the job died or was stopped: its own last lines say why"),
 )
 _AREA_RULES: tuple[Rule, ...] = tuple(
-    Rule(f"last-resort-{category}", re.compile(words, re.IGNORECASE), category, "warning",
+    Rule(f"last-resort-{area}", re.compile(words, re.IGNORECASE), category, "warning",
          f"an error-shaped line no rule knows; it points at {hint}", needles=None)
-    for category, words, hint in _AREAS
+    for area, category, words, hint in _AREAS
 )
 FALLBACK_RULES: tuple[Rule, ...] = (
     Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
@@ -717,6 +748,9 @@ RULES: tuple[Rule, ...] = (
     # warning and "AssertionError: ..." a crash warning
     *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "llamafactory-args",
                   "transformers-args", "slurm-errno", "slurm-step"),
+    # w3-r23 (before round 23; vocabulary.py): amdkfd's memory manager and queue managers behind "kfd2kgd: " / "amdgpu: "
+    # (before the last resort, which named the "kfd2kgd: " lines unclassified), and HCC's "Unknown Error Code" status
+    *_vocabulary("amdkfd-gpuvm", "hcc-status"),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 

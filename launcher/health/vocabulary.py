@@ -3034,6 +3034,166 @@ FAMILIES: tuple[Family, ...] = (
         ),
         shared_needles=(" cannot open directory: ",),
     ),
+    # ---- w3-r23 (before round 23), issue 26: amdkfd's memory manager on the amdgpu side and the queue managers, as the
+    #      kernel logs them. geohot/amdgpu-dkms (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef, the ROCm 5.5.1 DKMS tree,
+    #      fetched) amdgpu/amd/amdgpu/amdgpu_amdkfd_gpuvm.c, amdgpu_amdkfd.c, amdgpu_amdkfd_gfx_v9.c / _gfx_v10.c,
+    #      amdkfd/kfd_device_queue_manager.c, kfd_process_queue_manager.c, kfd_kernel_queue.c, kfd_mqd_manager.c,
+    #      kfd_packet_manager.c: every pr_err / pr_warn / pr_info / dev_err format the `amdgpu`, `amdgpu-kernel`, `amdkfd`,
+    #      `amdkfd-device` families and the hand-written amdgpu rules did not already name; and a 4.19-era
+    #      amdgpu_amdkfd_gpuvm.c (read through the code index), whose pr_fmt is "kfd2kgd: " (the 5.x/6.x trees print
+    #      amdgpu.h's "amdgpu: " instead) and whose texts differ ("Failed to map radeon bo to gpuvm", "failed to validate PD",
+    #      "Failed to allocate pts, err=%d", "Insufficient system memory"). The prefix is required: "kfd2kgd: ", "amdgpu: "
+    #      or a dev_err's "amdgpu 0000:03:00.0: [amdgpu: ]", after dmesg's time stamp. Without the family a "kfd2kgd: ..."
+    #      line was an `unclassified` error-words warning and an "amdgpu: ..." one the last resort's gpu-fault area.
+    #      Categories by meaning (issue 26's convention): memory the driver could not allocate or the KFD memory limit
+    #      (amdgpu_amdkfd_reserve_mem_limit's -ENOMEM, "Insufficient memory") is oom; a mapping, page-table, user-page,
+    #      reservation, queue or preemption failure is gpu-fault; an invalid argument from user space or a wrong state of
+    #      the caller (an invalid BO type or VA, a queue id no queue has, a debugger trap id) is crash; a chip larger than
+    #      the driver's tables, or CRIU on a GPU without queue dumps, version-mismatch; the scheduling-policy module
+    #      parameter config. Severity: the ioctl paths return the error to ROCr, which reports it to the program (it may
+    #      free memory and retry): warnings; the restore worker retries by itself ("If validation failed, reschedule
+    #      another attempt"): warnings; fatal only where the source says there is no recovery ("%s: Failed to resume KFD":
+    #      "No recovery from this failure. Probably the CP is hanging"), a queue the CP could not dequeue (hqd_destroy's
+    #      "CP HQD dequeue request time out", as the older `amdgpu-queue-preemption` names "cp queue preemption time
+    #      out"), and device set-up that leaves no compute queues (the HIQ, the kernel queue, the SDMA MQD buffer).
+    #      "kfd_packet_manager.c"'s "Failed to allocate buffer on kernel queue" is gpu-fault, not oom: it is
+    #      kq_acquire_packet_buffer failing, no room left in the HIQ ring the scheduler firmware did not drain.
+    Family(
+        "amdkfd-gpuvm",
+        "geohot/amdgpu-dkms amdgpu/amd/amdgpu/amdgpu_amdkfd_gpuvm.c, amdgpu_amdkfd.c, amdgpu_amdkfd_gfx_v9.c, "
+        "amdgpu_amdkfd_gfx_v10.c, amdkfd/kfd_device_queue_manager.c, kfd_process_queue_manager.c, kfd_kernel_queue.c, "
+        "kfd_mqd_manager.c, kfd_packet_manager.c (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef); a 4.19-era "
+        "amdgpu_amdkfd_gpuvm.c with pr_fmt \"kfd2kgd: \" (code index); Yohello1/drm-kmod-rocm amdgpu_amdkfd_gpuvm.c "
+        "(commit 1ea2e8495705414c903c0416ecf6ec29367f65e3, a 6.x tree, code index)",
+        "the amdgpu driver's compute side (amdkfd) could not map, pin or restore a process's GPU memory, or its queues: "
+        "dmesg on that node; an allocation or limit message means the GPU's or the host's memory ran out",
+        (
+            # memory: allocations and the KFD memory limit
+            ("Insufficient memory", "oom", "warning"),
+            ("Insufficient system memory", "oom", "warning"),
+            ("Failed to create BO on domain %s. ret %d", "oom", "warning"),
+            ("Error in creating DMA mappable SG BO on domain: %d", "oom", "warning"),
+            ("%s: Failed to allocate pages array", "oom", "warning"),
+            ("%s: Failed to allocate PD BO list entries", "oom", "warning"),
+            ("Failed to allocate pts, err=%d", "oom", "warning"),
+            ("Failed to create eviction fence", "oom", "warning"),
+            ("failed to allocate BO for amdkfd (%d)", "oom", "warning"),
+            ("failed to allocate gws BO for amdkfd (%d)", "oom", "warning"),
+            ("Failed to allocate hiq sdma mqd trunk buffer", "oom", "fatal"),
+            # mapping, page tables, user pages, reservations (the ioctl paths and the restore / evict workers)
+            ("failed to validate PT BOs", "gpu-fault", "warning"),
+            ("failed to validate PD", "gpu-fault", "warning"),
+            ("failed to kmap PD, ret=%d", "gpu-fault", "warning"),
+            ("validate_pt_pd_bos() failed", "gpu-fault", "warning"),
+            ("Failed to add BO object to VM. ret == %d", "gpu-fault", "warning"),
+            ("Failed init vm ret %d", "gpu-fault", "warning"),
+            ("%s: Failed to set userptr: %d", "gpu-fault", "warning"),
+            ("%s: Failed to register MMU notifier: %d", "gpu-fault", "warning"),
+            ("%s: Failed to get user pages: %d", "gpu-fault", "warning"),
+            ("%s: Failed to reserve BO", "gpu-fault", "warning"),
+            ("%s: failed to validate BO", "gpu-fault", "warning"),
+            ("%s: Failed to invalidate userptr BO", "gpu-fault", "warning"),
+            ("%s: update PTE failed", "gpu-fault", "warning"),
+            ("DMA map userptr failed: %d", "gpu-fault", "warning"),
+            ("Failed to reserve buffers in ttm", "gpu-fault", "warning"),
+            ("amdgpu_vm_bo_update failed", "gpu-fault", "warning"),
+            ("Failed to map VA 0x%llx in vm. ret %d", "gpu-fault", "warning"),
+            ("update_gpuvm_pte() failed", "gpu-fault", "warning"),
+            ("Failed to map radeon bo to gpuvm", "gpu-fault", "warning"),
+            ("Failed to map bo to gpuvm", "gpu-fault", "warning"),
+            ("Failed to update page directories", "gpu-fault", "warning"),
+            ("failed to unmap VA 0x%llx", "gpu-fault", "warning"),
+            ("Failed to reserve bo. ret %d", "gpu-fault", "warning"),
+            ("Failed to pin bo. ret %d", "gpu-fault", "warning"),
+            ("Failed to bind bo to GART. ret %d", "gpu-fault", "warning"),
+            ("Failed to map bo to kernel. ret %d", "gpu-fault", "warning"),
+            ("Error in Pinning BO to domain: %d", "gpu-fault", "warning"),
+            ("Reserve gws bo failed %d", "gpu-fault", "warning"),
+            ("GWS BO validate failed %d", "gpu-fault", "warning"),
+            # the 6.x restore worker's reservation of the page directories and BOs (drm_exec), read in
+            # Yohello1/drm-kmod-rocm drivers/gpu/drm/amd/amdgpu/amdgpu_amdkfd_gpuvm.c (commit
+            # 1ea2e8495705414c903c0416ecf6ec29367f65e3, a FreeBSD port of a 6.x tree, code index): the restore is retried
+            ("Locking VM PD failed, ret: %d", "gpu-fault", "warning"),
+            ("drm_exec_prepare_obj failed, ret: %d", "gpu-fault", "warning"),
+            ("%s: Failed to resume KFD", "gpu-fault", "fatal"),
+            # queues: the hardware scheduler, the HIQ / kernel queue, MQDs, checkpoint-restore
+            ("CP HQD dequeue request time out", "gpu-fault", "fatal"),
+            ("CP HQD IQ timer status time out", "gpu-fault", "warning"),
+            ("SDMA RLC not idle in %s", "gpu-fault", "warning"),
+            ("Failed to alloc KIQ (%d).", "gpu-fault", "warning"),
+            ("Failed to flush TC", "gpu-fault", "warning"),
+            ("Failed to read SDMA queue counter for queue: %d", "gpu-fault", "warning"),
+            ("unmap queue failed", "gpu-fault", "warning"),
+            ("destroy mqd failed", "gpu-fault", "warning"),
+            ("failed to execute runlist", "gpu-fault", "warning"),
+            ("Failed to reset grace period", "gpu-fault", "warning"),
+            ("Failed to resume process queues", "gpu-fault", "warning"),
+            ("Failed to initialize doorbell", "gpu-fault", "warning"),
+            ("Failed to init pq queues size %d", "gpu-fault", "warning"),
+            ("Failed to acquire packet buffer", "gpu-fault", "warning"),
+            ("Failed to allocate buffer on kernel queue", "gpu-fault", "warning"),
+            ("Failed to init kernel queue", "gpu-fault", "fatal"),
+            ("Failed to initialize HIQ", "gpu-fault", "fatal"),
+            # the pqm_create_queue / pqm_destroy_queue texts before the "type" and "0x" forms the `amdkfd` / `amdgpu`
+            # rows hold (kfd_process_queue_manager.c before 2020: "Pasid %d DQM create queue %d failed. ret %d")
+            ("Pasid %d DQM create queue %d failed. ret %d", "gpu-fault", "warning"),
+            ("Pasid %d destroy queue %d failed, ret %d", "gpu-fault", "fatal"),
+            ("Failed to get queue dump info (%d)", "gpu-fault", "warning"),
+            ("Failed checkpoint queue_mqd (%d)", "gpu-fault", "warning"),
+            ("Failed to restore queue (%d)", "gpu-fault", "warning"),
+            ("Failed to create new queue err:%d", "gpu-fault", "warning"),
+            # the caller's arguments or state (user space through the ioctls, or kfd's own call)
+            ("%s: Invalid BO type %#x", "crash", "warning"),
+            ("Invalid VA when adding BO to VM", "crash", "warning"),
+            ("Invalid BO when mapping memory to GPU", "crash", "warning"),
+            ("userptr can't be mapped to kernel", "crash", "warning"),
+            ("Invalid engine in IB submission: %d", "crash", "warning"),
+            ("Cannot create new queue because requested qid(%u) is in use", "crash", "warning"),
+            ("Queue id does not match any known queue", "crash", "warning"),
+            ("Process device data doesn't exist", "crash", "warning"),
+            ("SDMA queue already in use", "crash", "warning"),
+            ("Unsupported queue type (%d)", "crash", "warning"),
+            ("Trap debug id already reserved", "crash", "warning"),
+            ("Trap debug id is not reserved", "crash", "warning"),
+            # a GPU larger than the driver's tables; CRIU on a GPU whose MQD manager cannot dump queues
+            ("Exceeded KFD_MAX_NUM_SE, chip reports %d", "version-mismatch", "warning"),
+            ("Exceeded KFD_MAX_NUM_SH, chip reports %d", "version-mismatch", "warning"),
+            ("amdkfd: queue dumping not supported on this device", "version-mismatch", "warning"),
+            # the sched_policy module parameter (HWS off: no debugger, or an unknown policy)
+            ("Invalid scheduling policy %d", "config", "warning"),
+            ("Unsupported on sched_policy: %i", "config", "warning"),
+        ),
+        prefix=r"(?:\bkfd2kgd|\bamdgpu(?: [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d)?): (?:amdgpu: )?",
+        example_prefix="[  374.529847] kfd2kgd: ",
+    ),
+    # ---- w3-r23 (before round 23), issue 26: HCC's own check of every HSA call (the HCC-era runtime under HIP before
+    #      ROCm 3.5). ROCm-Developer-Tools/HCC lib/hsa/mcwamp_hsa.cpp (code index): STATUS_CHECK, STATUS_CHECK_SYMBOL and
+    #      STATUS_CHECK_Q print "### HCC STATUS_CHECK[_SYMBOL|_Q] Error: %s (0x%x) ..." with getHSAErrorString's name of
+    #      the status, then abort(). A status name takes the HSA table's row (the `hsa` family already matches the name
+    #      anywhere: HSA_STATUS_ERROR_OUT_OF_RESOURCES stays oom); getHSAErrorString knows the statuses up to
+    #      HSA_STATUS_ERROR_EXCEPTION and says "Unknown Error Code" for the others, whose number follows: the
+    #      code-object ones (INVALID_CODE_SYMBOL 0x1018, INVALID_EXECUTABLE_SYMBOL 0x1019, INVALID_FILE 0x1020,
+    #      INVALID_CODE_OBJECT_READER 0x1021) and AMD's OUT_OF_REGISTERS (45 = 0x2d, ROCR hsa_ext_amd.h) are
+    #      version-mismatch, as their HSA rows; every other (INVALID_CACHE ... FATAL 0x1022-0x1026, AMD's memory pool,
+    #      aperture violation, illegal instruction, memory fault 0x28-0x2b) is gpu-fault. Fatal: HCC aborts.
+    Family(
+        "hcc-status",
+        "ROCm-Developer-Tools/HCC lib/hsa/mcwamp_hsa.cpp getHSAErrorString and the STATUS_CHECK macros (code index); "
+        "ROCm/ROCR-Runtime hsa.h / hsa_ext_amd.h status numbers",
+        "HCC (the HIP runtime of ROCm before 3.5) aborted on an HSA status its table does not name: the number says "
+        "which (a code-object status means the build's GPU targets, the others a GPU fault)",
+        (
+            ("Unknown Error Code (0x1018)", "version-mismatch", "fatal"),
+            ("Unknown Error Code (0x1019)", "version-mismatch", "fatal"),
+            ("Unknown Error Code (0x1020)", "version-mismatch", "fatal"),
+            ("Unknown Error Code (0x1021)", "version-mismatch", "fatal"),
+            ("Unknown Error Code (0x2d)", "version-mismatch", "fatal"),
+            ("Unknown Error Code (0x%x)", "gpu-fault", "fatal"),
+        ),
+        prefix=r"### HCC STATUS_CHECK(?:_SYMBOL|_Q)? Error: ",
+        example_prefix="### HCC STATUS_CHECK Error: ",
+        needle=" status_check",
+    ),
 )
 
 # fmt: on
@@ -3357,6 +3517,7 @@ _SHARED = {
     "opencl-platform": (" icd trace at ",),
     "miopen-tools": (". expect performance degradation.",),
     "cxx-filesystem": (" cannot open directory: ",),
+    "amdkfd-gpuvm": (),
     "deepspeed-config": (
         " has to be greater than 0",
         "deepspeedconfig: ",
