@@ -78,7 +78,9 @@ def index_bytes() -> bytes:
     launcher/plan.py loads the package's files so: `edge.load_rules`), whose digest names them."""
     # Sorted keys: the same table gives the same bytes in every process (a set's order follows the hash seed), so
     # the pushed bundle, and the plan that names its digest, can be rebuilt and compared (launcher/supervise.py).
-    text = json.dumps({"digest": _source_digest(_HERE), "derived": _INDEX}, separators=(",", ":"), sort_keys=True)
+    text = json.dumps(
+        {"digest": _source_digest(_HERE), "derived": _INDEX}, separators=(",", ":"), sort_keys=True
+    )
     return gzip.compress(text.encode(), mtime=0)  # 240 kB of JSON, 58 kB pushed to each node
 
 
