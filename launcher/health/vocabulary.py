@@ -90,84 +90,103 @@ def instantiate(fmt: str) -> str:
 #      too: PyTorch's ROCm build raises torch.AcceleratorError with the hipified C10_CUDA_CHECK text "CUDA error: <text>".
 #      hipErrorFileNotFound is version-mismatch: HIP returns it when a code object or library file it loads is missing
 #      (added after round 9, where "CUDA error: file not found" was a missing hipBLASLt library).
-#      The stream-capture errors (hipErrorStreamCapture*, hipErrorCapturedEvent) are config (after round 12): the program
-#      or a setting (CUDA/HIP graphs, torch.compile's reduce-overhead mode) issued an operation graph capture forbids;
+#      The stream-capture errors (hipErrorStreamCapture*, hipErrorCapturedEvent) were config after round 12 (crash since
+#      issue 26's misuse pass, below): the program or a setting (CUDA/HIP graphs, torch.compile's reduce-overhead mode) issued an operation graph capture forbids;
 #      the GPU did not fault.
 #      The launch-configuration errors (hipErrorInvalidConfiguration, hipErrorLaunchOutOfResources,
 #      hipErrorCooperativeLaunchTooLarge) are crash (after round 17): HIP mirrors CUDA's runtime, whose reference
 #      (CUDA Runtime API, cudaError) says they mean a kernel launch asked for more threads, blocks, shared memory or
 #      registers than the device can ever give: the launching code (or a shape past its kernel's limits) is at fault,
 #      not the node's configuration and not the GPU.
+#      Issue 26, "a caller's misuse is a crash" (before round 23): every status that says the caller passed a bad argument,
+#      pointer, handle, context, symbol, pitch or copy direction, or called an API in a state that forbids it, is crash:
+#      hipErrorInvalidValue ("invalid argument"), InvalidPitchValue, InvalidSymbol (CUDA Runtime API: "the symbol
+#      name/identifier passed to the API call is not a valid name"), InvalidDevicePointer, InvalidMemcpyDirection,
+#      InvalidHandle ("invalid resource handle"), InvalidContext, InvalidGraphicsContext, MissingConfiguration (a launch
+#      not configured), ContextAlreadyCurrent, ContextIsDestroyed, SetOnActiveProcess (a device flag set after the
+#      device is in use), IllegalState, the mapping states (ArrayIsMapped, AlreadyMapped, AlreadyAcquired, NotMapped*),
+#      the host registration states (HostMemoryAlreadyRegistered / NotRegistered), PeerAccessAlreadyEnabled (warning) /
+#      NotEnabled, the profiler's start/stop states, GraphExecUpdateFailure (the update broke the instantiated graph's
+#      constraints), and the stream-capture errors (config since round 12: what the program issued during capture
+#      is the program's misuse of the API, not the node's set-up); hipErrorAssert ("device-side assert triggered") is a
+#      failed assert() in a kernel's own code, so crash like a host assert. Kept: hipErrorInvalidDeviceFunction
+#      (version-mismatch: HIP returns it when the kernel has no code for this gfx target, the older rule
+#      hip-invalid-device-function), InsufficientDriver (version-mismatch: a driver older than the runtime), NoDevice /
+#      InvalidDevice / NotInitialized / ContextAlreadyInUse / OperatingSystem (config), the device's own failures
+#      (LaunchFailure, PriorLaunchFailure, IllegalAddress, LaunchTimeOut, ECC, Map/UnmapFailed, RuntimeMemory/Other:
+#      gpu-fault), ProfilerDisabled (config: an external profiling tool holds the profiler). Meanings from the hipError_t
+#      enum (ROCm/HIP include/hip/hip_runtime_api.h, commit 00904d4a) and the CUDA Runtime API's cudaError reference it
+#      mirrors, as for round 17's launch-configuration errors.
 HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
-    ("hipErrorInvalidValue", "invalid argument", "gpu-fault", "fatal"),
+    ("hipErrorInvalidValue", "invalid argument", "crash", "fatal"),
     ("hipErrorOutOfMemory", "out of memory", "oom", "fatal"),
     ("hipErrorNotInitialized", "initialization error", "config", "fatal"),
     ("hipErrorDeinitialized", "driver shutting down", "crash", "warning"),
-    ("hipErrorProfilerDisabled", "profiler disabled while using external profiling tool", "gpu-fault", "fatal"),
-    ("hipErrorProfilerNotInitialized", "profiler is not initialized", "gpu-fault", "fatal"),
-    ("hipErrorProfilerAlreadyStarted", "profiler already started", "gpu-fault", "fatal"),
-    ("hipErrorProfilerAlreadyStopped", "profiler already stopped", "gpu-fault", "fatal"),
+    ("hipErrorProfilerDisabled", "profiler disabled while using external profiling tool", "config", "fatal"),
+    ("hipErrorProfilerNotInitialized", "profiler is not initialized", "crash", "fatal"),
+    ("hipErrorProfilerAlreadyStarted", "profiler already started", "crash", "fatal"),
+    ("hipErrorProfilerAlreadyStopped", "profiler already stopped", "crash", "fatal"),
     ("hipErrorInvalidConfiguration", "invalid configuration argument", "crash", "fatal"),
-    ("hipErrorInvalidPitchValue", "invalid pitch argument", "gpu-fault", "fatal"),
-    ("hipErrorInvalidSymbol", "invalid device symbol", "version-mismatch", "fatal"),
-    ("hipErrorInvalidDevicePointer", "invalid device pointer", "gpu-fault", "fatal"),
-    ("hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy", "gpu-fault", "fatal"),
+    ("hipErrorInvalidPitchValue", "invalid pitch argument", "crash", "fatal"),
+    ("hipErrorInvalidSymbol", "invalid device symbol", "crash", "fatal"),
+    ("hipErrorInvalidDevicePointer", "invalid device pointer", "crash", "fatal"),
+    ("hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy", "crash", "fatal"),
     ("hipErrorInsufficientDriver", "driver version is insufficient for runtime version", "version-mismatch", "fatal"),
-    ("hipErrorMissingConfiguration", "__global__ function call is not configured", "config", "fatal"),
+    ("hipErrorMissingConfiguration", "__global__ function call is not configured", "crash", "fatal"),
     ("hipErrorPriorLaunchFailure", "unspecified launch failure in prior launch", "gpu-fault", "fatal"),
     ("hipErrorInvalidDeviceFunction", "invalid device function", "version-mismatch", "fatal"),
     ("hipErrorNoDevice", "no ROCm-capable device is detected", "config", "fatal"),
     ("hipErrorInvalidDevice", "invalid device ordinal", "config", "fatal"),
     ("hipErrorInvalidImage", "device kernel image is invalid", "version-mismatch", "fatal"),
-    ("hipErrorInvalidContext", "invalid device context", "gpu-fault", "fatal"),
-    ("hipErrorContextAlreadyCurrent", "context is already current context", "gpu-fault", "fatal"),
+    ("hipErrorInvalidContext", "invalid device context", "crash", "fatal"),
+    ("hipErrorContextAlreadyCurrent", "context is already current context", "crash", "fatal"),
     ("hipErrorMapFailed", "mapping of buffer object failed", "gpu-fault", "fatal"),
     ("hipErrorUnmapFailed", "unmapping of buffer object failed", "gpu-fault", "fatal"),
-    ("hipErrorArrayIsMapped", "array is mapped", "gpu-fault", "fatal"),
-    ("hipErrorAlreadyMapped", "resource already mapped", "gpu-fault", "fatal"),
+    ("hipErrorArrayIsMapped", "array is mapped", "crash", "fatal"),
+    ("hipErrorAlreadyMapped", "resource already mapped", "crash", "fatal"),
     ("hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device", "version-mismatch", "fatal"),
-    ("hipErrorAlreadyAcquired", "resource already acquired", "gpu-fault", "fatal"),
-    ("hipErrorNotMapped", "resource not mapped", "gpu-fault", "fatal"),
-    ("hipErrorNotMappedAsArray", "resource not mapped as array", "gpu-fault", "fatal"),
-    ("hipErrorNotMappedAsPointer", "resource not mapped as pointer", "gpu-fault", "fatal"),
+    ("hipErrorAlreadyAcquired", "resource already acquired", "crash", "fatal"),
+    ("hipErrorNotMapped", "resource not mapped", "crash", "fatal"),
+    ("hipErrorNotMappedAsArray", "resource not mapped as array", "crash", "fatal"),
+    ("hipErrorNotMappedAsPointer", "resource not mapped as pointer", "crash", "fatal"),
     ("hipErrorECCNotCorrectable", "uncorrectable ECC error encountered", "gpu-fault", "fatal"),
     ("hipErrorUnsupportedLimit", "limit is not supported on this architecture", "version-mismatch", "fatal"),
     ("hipErrorContextAlreadyInUse", "exclusive-thread device already in use by a different thread", "config", "fatal"),
     ("hipErrorPeerAccessUnsupported", "peer access is not supported between these two devices", "config", "fatal"),
     ("hipErrorInvalidKernelFile", "invalid kernel file", "version-mismatch", "fatal"),
-    ("hipErrorInvalidGraphicsContext", "invalid OpenGL or DirectX context", "gpu-fault", "fatal"),
+    ("hipErrorInvalidGraphicsContext", "invalid OpenGL or DirectX context", "crash", "fatal"),
     ("hipErrorInvalidSource", "device kernel image is invalid", "version-mismatch", "fatal"),
     ("hipErrorFileNotFound", "file not found", "version-mismatch", "fatal"),
     ("hipErrorSharedObjectSymbolNotFound", "shared object symbol not found", "version-mismatch", "fatal"),
     ("hipErrorSharedObjectInitFailed", "shared object initialization failed", "version-mismatch", "fatal"),
     ("hipErrorOperatingSystem", "OS call failed or operation not supported on this OS", "config", "fatal"),
-    ("hipErrorInvalidHandle", "invalid resource handle", "gpu-fault", "fatal"),
-    ("hipErrorIllegalState", "the operation cannot be performed in the present state", "gpu-fault", "fatal"),
+    ("hipErrorInvalidHandle", "invalid resource handle", "crash", "fatal"),
+    ("hipErrorIllegalState", "the operation cannot be performed in the present state", "crash", "fatal"),
     ("hipErrorNotFound", "named symbol not found", "version-mismatch", "fatal"),
     ("hipErrorNotReady", "device not ready", "gpu-fault", "warning"),
     ("hipErrorIllegalAddress", "an illegal memory access was encountered", "gpu-fault", "fatal"),
     ("hipErrorLaunchOutOfResources", "too many resources requested for launch", "crash", "fatal"),
     ("hipErrorLaunchTimeOut", "the launch timed out and was terminated", "gpu-fault", "fatal"),
-    ("hipErrorPeerAccessAlreadyEnabled", "peer access is already enabled", "gpu-fault", "warning"),
-    ("hipErrorPeerAccessNotEnabled", "peer access has not been enabled", "gpu-fault", "fatal"),
-    ("hipErrorSetOnActiveProcess", "cannot set while device is active in this process", "config", "fatal"),
-    ("hipErrorContextIsDestroyed", "context is destroyed", "gpu-fault", "fatal"),
-    ("hipErrorAssert", "device-side assert triggered", "gpu-fault", "fatal"),
-    ("hipErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped", "gpu-fault", "fatal"),
-    ("hipErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region", "gpu-fault", "fatal"),
+    ("hipErrorPeerAccessAlreadyEnabled", "peer access is already enabled", "crash", "warning"),
+    ("hipErrorPeerAccessNotEnabled", "peer access has not been enabled", "crash", "fatal"),
+    ("hipErrorSetOnActiveProcess", "cannot set while device is active in this process", "crash", "fatal"),
+    ("hipErrorContextIsDestroyed", "context is destroyed", "crash", "fatal"),
+    ("hipErrorAssert", "device-side assert triggered", "crash", "fatal"),
+    ("hipErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped", "crash", "fatal"),
+    ("hipErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region", "crash", "fatal"),
     ("hipErrorLaunchFailure", "unspecified launch failure", "gpu-fault", "fatal"),
     ("hipErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch", "crash", "fatal"),
     ("hipErrorNotSupported", "operation not supported", "config", "fatal"),
-    ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "config", "fatal"),
-    ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "config", "fatal"),
-    ("hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", "config", "fatal"),
-    ("hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", "config", "fatal"),
-    ("hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", "config", "fatal"),
-    ("hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", "config", "fatal"),
-    ("hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", "config", "fatal"),
-    ("hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", "config", "fatal"),
-    ("hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", "config", "fatal"),
-    ("hipErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update", "gpu-fault", "fatal"),
+    ("hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", "crash", "fatal"),
+    ("hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", "crash", "fatal"),
+    ("hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", "crash", "fatal"),
+    ("hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", "crash", "fatal"),
+    ("hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", "crash", "fatal"),
+    ("hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", "crash", "fatal"),
+    ("hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", "crash", "fatal"),
+    ("hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", "crash", "fatal"),
+    ("hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", "crash", "fatal"),
+    ("hipErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update", "crash", "fatal"),
     ("hipErrorRuntimeMemory", "runtime memory call returned error", "gpu-fault", "fatal"),
     ("hipErrorRuntimeOther", "runtime call other than memory returned error", "gpu-fault", "fatal"),
 )
