@@ -2876,6 +2876,21 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix="slurmstepd: error: ",
         shared_needles=(" cancelled at ",),
     ),
+    # ---- issue 26, "a caller's misuse is a crash" (before round 23): HIP's device-side assert. ROCm/clr
+    #      hipamd/include/hip/amd_detail/hip_assert.h (commit 5f436f87869a9ce9c21943cbd58465de9a46f9a9, read through the
+    #      code index): a kernel's failed assert() calls the device __assert_fail, which prints "%s:%u: %s: Device-side
+    #      assertion `%s' failed.\n" (file, line, function, condition) to stderr through the hostcall printf and traps;
+    #      the same format is in the LLVM / ROCm device libraries' __assert_fail that HIP's headers use. The kernel's own
+    #      check failed (an index out of range in PyTorch's indexing kernels, a library's own invariant): crash, as a host
+    #      assert (glibc's "Assertion `%s' failed.", the older rule assertion-failed); fatal: the wave traps, the queue is
+    #      aborted and the next HIP call returns hipErrorAssert ("device-side assert triggered", crash in HIP_ERRORS).
+    Family(
+        "hip-device-assert",
+        "ROCm/clr hipamd/include/hip/amd_detail/hip_assert.h __assert_fail (commit 5f436f87869a9ce9c21943cbd58465de9a46f9a9)",
+        "a kernel's assert() failed on the GPU (the program's or a library's own check, e.g. an index out of range): the "
+        "file, line, function and condition say which; rerun with AMD_SERIALIZE_KERNEL=3 to find the launch",
+        (("%s:%u: %s: Device-side assertion `%s' failed.", "crash", "fatal"),),
+    ),
 )
 
 # fmt: on
