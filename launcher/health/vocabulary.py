@@ -854,13 +854,21 @@ FAMILIES: tuple[Family, ...] = (
         "library/include/hipblaslt.h, library/src/amd_detail/rocblaslt/src/tensile_host.cpp (7d9fb683)",
         "the BLAS library failed: no kernels (Tensile / hipBLASLt) for this gfx arch, device memory, or a GPU fault",
         (
-            ("rocblas_status_invalid_handle", "gpu-fault", "fatal"),
+            # issue 26, "a caller's misuse is a crash" (before round 23), by each status's meaning in rocBLAS
+            # library/include/internal/rocblas-types.h (b520bc83) and hipBLAS / hipBLASLt hipblasStatus_t (7d9fb683): an
+            # invalid handle, pointer, size, value or enum, or a null handle, is the caller's bug; an internal error is
+            # the library's own (crash, as a host assert); not implemented / not supported / arch mismatch /
+            # excluded from build stay version-mismatch, alloc failed / memory error oom, execution failed and mapping
+            # error gpu-fault (the GPU did not run the kernel or map the memory). NOT_INITIALIZED stays oom: PyTorch
+            # creates the handle itself (cublasCreate / hipblasCreate in CublasHandlePool.cpp), and it fails there when
+            # device memory is exhausted, not through the caller's misuse
+            ("rocblas_status_invalid_handle", "crash", "fatal"),
             ("rocblas_status_not_implemented", "version-mismatch", "fatal"),
-            ("rocblas_status_invalid_pointer", "gpu-fault", "fatal"),
-            ("rocblas_status_invalid_size", "gpu-fault", "fatal"),
+            ("rocblas_status_invalid_pointer", "crash", "fatal"),
+            ("rocblas_status_invalid_size", "crash", "fatal"),
             ("rocblas_status_memory_error", "oom", "fatal"),
-            ("rocblas_status_internal_error", "gpu-fault", "fatal"),
-            ("rocblas_status_invalid_value", "gpu-fault", "fatal"),
+            ("rocblas_status_internal_error", "crash", "fatal"),
+            ("rocblas_status_invalid_value", "crash", "fatal"),
             ("rocblas_status_check_numerics_fail", "divergence", "fatal"),
             ("rocblas_status_excluded_from_build", "version-mismatch", "fatal"),
             ("rocblas_status_arch_mismatch", "version-mismatch", "fatal"),
@@ -912,22 +920,22 @@ FAMILIES: tuple[Family, ...] = (
             ("rocblaslt error: Could not initialize Tensile library", "version-mismatch", "warning"),
             ("HIPBLAS_STATUS_NOT_INITIALIZED", "oom", "fatal"),
             ("HIPBLAS_STATUS_ALLOC_FAILED", "oom", "fatal"),
-            ("HIPBLAS_STATUS_INVALID_VALUE", "gpu-fault", "fatal"),
+            ("HIPBLAS_STATUS_INVALID_VALUE", "crash", "fatal"),
             ("HIPBLAS_STATUS_MAPPING_ERROR", "gpu-fault", "fatal"),
             ("HIPBLAS_STATUS_EXECUTION_FAILED", "gpu-fault", "fatal"),
-            ("HIPBLAS_STATUS_INTERNAL_ERROR", "gpu-fault", "fatal"),
+            ("HIPBLAS_STATUS_INTERNAL_ERROR", "crash", "fatal"),
             ("HIPBLAS_STATUS_NOT_SUPPORTED", "version-mismatch", "fatal"),
             ("HIPBLAS_STATUS_ARCH_MISMATCH", "version-mismatch", "fatal"),
-            ("HIPBLAS_STATUS_HANDLE_IS_NULLPTR", "gpu-fault", "fatal"),
-            ("HIPBLAS_STATUS_INVALID_ENUM", "gpu-fault", "fatal"),
+            ("HIPBLAS_STATUS_HANDLE_IS_NULLPTR", "crash", "fatal"),
+            ("HIPBLAS_STATUS_INVALID_ENUM", "crash", "fatal"),
             ("HIPBLAS_STATUS_UNKNOWN", "gpu-fault", "fatal"),
             ("CUBLAS_STATUS_NOT_INITIALIZED", "oom", "fatal"),
             ("CUBLAS_STATUS_ALLOC_FAILED", "oom", "fatal"),
-            ("CUBLAS_STATUS_INVALID_VALUE", "gpu-fault", "fatal"),
+            ("CUBLAS_STATUS_INVALID_VALUE", "crash", "fatal"),
             ("CUBLAS_STATUS_ARCH_MISMATCH", "version-mismatch", "fatal"),
             ("CUBLAS_STATUS_MAPPING_ERROR", "gpu-fault", "fatal"),
             ("CUBLAS_STATUS_EXECUTION_FAILED", "gpu-fault", "fatal"),
-            ("CUBLAS_STATUS_INTERNAL_ERROR", "gpu-fault", "fatal"),
+            ("CUBLAS_STATUS_INTERNAL_ERROR", "crash", "fatal"),
             ("CUBLAS_STATUS_NOT_SUPPORTED", "version-mismatch", "fatal"),
         ),
         shared_needles=("rocblas_status_", "hipblas_status_", "cublas_status_", "rocblas error"),
@@ -2918,6 +2926,79 @@ FAMILIES: tuple[Family, ...] = (
         ),
         example_prefix="slurmstepd: error: ",
         shared_needles=(" cancelled at ",),
+    ),
+    # ---- issue 26, "a caller's misuse is a crash" (before round 23): the status names of the sparse and FFT libraries,
+    #      as their callers print them (PyTorch's hipified sparse / FFT checks, a program's own HIPSPARSE / HIPFFT check
+    #      macros, cuSPARSE / cuFFT names in hipified code). ROCm/hipSPARSE library/include/hipsparse-types.h (commit
+    #      8f3f015a1f3aa69c246b5afe3a8f5c31eb26d52c) hipsparseStatus_t, whose names and meanings follow cuSPARSE's
+    #      cusparseStatus_t; ROCm/hipFFT library/include/hipfft/hipfft.h (commit daaef4ac64950848edc2ddc0051b5d378b578143,
+    #      code index) hipfftResult, cuFFT's cufftResult names. Each by its header's meaning: an invalid value, plan,
+    #      type, size, device (a plan run on another GPU than it was made on), missing parameters or workspace, a
+    #      handle never created (NOT_INITIALIZED) and the library's internal errors are crash; alloc failed /
+    #      insufficient resources oom; arch mismatch, matrix type / operation not supported and not implemented
+    #      version-mismatch; mapping error and execution failed ("GPU program failed to execute") gpu-fault; hipFFT's
+    #      SETUP_FAILED ("hipFFT failed to initialize": the runtime under it did not start) config.
+    #      HIPSPARSE_STATUS_ZERO_PIVOT is not a row (a numerical result the caller queries with *_zeroPivot); INVALID_TYPE
+    #      and UNALIGNED_DATA ("No longer used") are, for the older versions that returned them. Names only.
+    Family(
+        "rocm-math-status",
+        "ROCm/hipSPARSE library/include/hipsparse-types.h (commit 8f3f015a1f3aa69c246b5afe3a8f5c31eb26d52c); ROCm/hipFFT "
+        "library/include/hipfft/hipfft.h (commit daaef4ac64950848edc2ddc0051b5d378b578143, code index)",
+        "a sparse or FFT library call failed: an invalid argument, plan or handle (crash), device memory (oom), an "
+        "operation or GPU the library does not support (version-mismatch), or the GPU failed to run it (gpu-fault)",
+        (
+            ("HIPSPARSE_STATUS_NOT_INITIALIZED", "crash", "fatal"),
+            ("HIPSPARSE_STATUS_ALLOC_FAILED", "oom", "fatal"),
+            ("HIPSPARSE_STATUS_INVALID_VALUE", "crash", "fatal"),
+            ("HIPSPARSE_STATUS_ARCH_MISMATCH", "version-mismatch", "fatal"),
+            ("HIPSPARSE_STATUS_MAPPING_ERROR", "gpu-fault", "fatal"),
+            ("HIPSPARSE_STATUS_EXECUTION_FAILED", "gpu-fault", "fatal"),
+            ("HIPSPARSE_STATUS_INTERNAL_ERROR", "crash", "fatal"),
+            ("HIPSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED", "version-mismatch", "fatal"),
+            ("HIPSPARSE_STATUS_NOT_SUPPORTED", "version-mismatch", "fatal"),
+            ("HIPSPARSE_STATUS_INSUFFICIENT_RESOURCES", "oom", "fatal"),
+            ("CUSPARSE_STATUS_NOT_INITIALIZED", "crash", "fatal"),
+            ("CUSPARSE_STATUS_ALLOC_FAILED", "oom", "fatal"),
+            ("CUSPARSE_STATUS_INVALID_VALUE", "crash", "fatal"),
+            ("CUSPARSE_STATUS_ARCH_MISMATCH", "version-mismatch", "fatal"),
+            ("CUSPARSE_STATUS_MAPPING_ERROR", "gpu-fault", "fatal"),
+            ("CUSPARSE_STATUS_EXECUTION_FAILED", "gpu-fault", "fatal"),
+            ("CUSPARSE_STATUS_INTERNAL_ERROR", "crash", "fatal"),
+            ("CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED", "version-mismatch", "fatal"),
+            ("CUSPARSE_STATUS_NOT_SUPPORTED", "version-mismatch", "fatal"),
+            ("CUSPARSE_STATUS_INSUFFICIENT_RESOURCES", "oom", "fatal"),
+            ("HIPFFT_INVALID_PLAN", "crash", "fatal"),
+            ("HIPFFT_ALLOC_FAILED", "oom", "fatal"),
+            ("HIPFFT_INVALID_TYPE", "crash", "fatal"),
+            ("HIPFFT_INVALID_VALUE", "crash", "fatal"),
+            ("HIPFFT_INTERNAL_ERROR", "crash", "fatal"),
+            ("HIPFFT_EXEC_FAILED", "gpu-fault", "fatal"),
+            ("HIPFFT_SETUP_FAILED", "config", "fatal"),
+            ("HIPFFT_INVALID_SIZE", "crash", "fatal"),
+            ("HIPFFT_UNALIGNED_DATA", "crash", "fatal"),
+            ("HIPFFT_INCOMPLETE_PARAMETER_LIST", "crash", "fatal"),
+            ("HIPFFT_INVALID_DEVICE", "crash", "fatal"),
+            ("HIPFFT_PARSE_ERROR", "crash", "fatal"),
+            ("HIPFFT_NO_WORKSPACE", "crash", "fatal"),
+            ("HIPFFT_NOT_IMPLEMENTED", "version-mismatch", "fatal"),
+            ("HIPFFT_NOT_SUPPORTED", "version-mismatch", "fatal"),
+            ("CUFFT_INVALID_PLAN", "crash", "fatal"),
+            ("CUFFT_ALLOC_FAILED", "oom", "fatal"),
+            ("CUFFT_INVALID_TYPE", "crash", "fatal"),
+            ("CUFFT_INVALID_VALUE", "crash", "fatal"),
+            ("CUFFT_INTERNAL_ERROR", "crash", "fatal"),
+            ("CUFFT_EXEC_FAILED", "gpu-fault", "fatal"),
+            ("CUFFT_SETUP_FAILED", "config", "fatal"),
+            ("CUFFT_INVALID_SIZE", "crash", "fatal"),
+            ("CUFFT_UNALIGNED_DATA", "crash", "fatal"),
+            ("CUFFT_INCOMPLETE_PARAMETER_LIST", "crash", "fatal"),
+            ("CUFFT_INVALID_DEVICE", "crash", "fatal"),
+            ("CUFFT_PARSE_ERROR", "crash", "fatal"),
+            ("CUFFT_NO_WORKSPACE", "crash", "fatal"),
+            ("CUFFT_NOT_IMPLEMENTED", "version-mismatch", "fatal"),
+            ("CUFFT_NOT_SUPPORTED", "version-mismatch", "fatal"),
+        ),
+        shared_needles=("sparse_status_", "fft_alloc_failed", "fft_exec_failed", "fft_incomplete_parameter_list", "fft_internal_error", "fft_invalid_", "fft_no_workspace", "fft_not_implemented", "fft_not_supported", "fft_parse_error", "fft_setup_failed", "fft_unaligned_data"),
     ),
     # ---- issue 26, "a caller's misuse is a crash" (before round 23): HIP's device-side assert. ROCm/clr
     #      hipamd/include/hip/amd_detail/hip_assert.h (commit 5f436f87869a9ce9c21943cbd58465de9a46f9a9, read through the
