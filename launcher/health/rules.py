@@ -736,8 +736,8 @@ RULES: tuple[Rule, ...] = (
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
     # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
     # JAX's coordination service (vocabulary.py: each family's source and commit).
-    *_vocabulary("rccl-tests", "hip", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
-                  "rccl-warn", "ck", "miopen-ocl", "miopen-throw", "miopen", "blas", "rocblas-internal", "bitsandbytes", "horovod",
+    *_vocabulary("rccl-tests", "hip", "hip-device-assert", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
+                  "rccl-warn", "ck", "miopen-ocl", "miopen-throw", "miopen", "blas", "rocm-math-status", "rocblas-internal", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
     # Before round 21 (turn 16; vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
     # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
