@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher import records
-from launcher.errors import ExitCode, Infra, Interrupted, JobFailed, RlaunchError, raise_for
+from launcher.errors import ExitCode, Infra, Interrupted, JobFailed, LaunchError, RlaunchError, raise_for
 from launcher.records import RunRecord
 from launcher.states import RunState, is_active
 
@@ -166,21 +166,17 @@ def launch(record: RunRecord, *, doctor: bool, say: Callable[[str], None]) -> An
         time.sleep(0.1)
     relay()
     state = record.read_state()
-    # The supervisor died mid-launch: stop whatever it started.
-    if state.get("state") == RunState.STARTING.value:
-        from launcher import lifecycle
-
+    if state.get("state") == RunState.STARTING.value:  # it died mid-launch: the caller stops what it started
         tail = (record.root / SUPERVISOR_LOG).read_text(errors="replace")[-300:].strip()
-        with contextlib.suppress(RlaunchError, OSError, ValueError):
-            lifecycle.down(record.run_id)
-        record.set_state(
-            RunState.FAILED, reason=f"the supervisor exited while launching: {tail}", ended_at=time.time()
-        )
-        raise LaunchError(f"the run's supervisor exited while launching (stopped on every node): {tail}")
+        raise SupervisorLost(f"the run's supervisor exited while launching: {tail}")
     reason = str(state.get("reason") or "the launch failed")
     if state.get("state") == RunState.STOPPED.value:
         raise Interrupted(reason)
     raise (LaunchRefused if state.get("error_code") == ExitCode.BAD_INPUT else LaunchError)(reason)
+
+
+class SupervisorLost(LaunchError):
+    """The supervisor of `up --detach` exited before every guard had started (launcher/lifecycle.py stops the run)."""
 
 
 class _Relay:
@@ -357,9 +353,9 @@ def _launch_and_follow(
     """`up --detach`'s launch, run here: doctor's preflight, push and start on the connections this supervisor then
     follows on (launcher/lifecycle.py `launch`). The plan is built again from the recorded inventory and must be the
     one `up` recorded (the same inputs give the same plan; the node files and secrets are not in plan.json)."""
-    from launcher import lifecycle
     from launcher import plan as planning
     from launcher.errors import LaunchError
+    from launcher.run.launch import launch
 
     log = open(record.root / LAUNCH_LOG, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole launch
 
@@ -385,7 +381,7 @@ def _launch_and_follow(
                 "the job's files or this environment changed between `up --detach` and its supervisor; "
                 "nothing was started: run `rlaunch up --detach` again"
             )
-        return lifecycle.launch(
+        return launch(
             inv,
             plan,
             record,

@@ -466,13 +466,23 @@ def test_no_import_circles_but_the_two_lazy_factories() -> None:
 
 def test_the_run_loop_lives_in_launcher_run() -> None:
     """Issue 22: one attempt, the restart loop, forensics and signal handling each have one room in launcher/run/;
-    lifecycle and the supervisor call `execute()`, and nobody else builds a restart loop or a Runner."""
+    lifecycle and the supervisor launch through `launch()` (launcher/run/launch.py, which calls `execute()`; the
+    supervisor re-attaching calls `execute()` itself), and nobody else builds a restart loop or a Runner."""
     run = ROOT / "launcher" / "run"
-    assert {p.name for p in run.glob("*.py")} >= {"attempt.py", "loop.py", "forensics.py", "signals.py"}
+    assert {p.name for p in run.glob("*.py")} >= {
+        "attempt.py",
+        "loop.py",
+        "launch.py",
+        "forensics.py",
+        "signals.py",
+    }
     assert not (ROOT / "launcher" / "run.py").exists() and not (ROOT / "launcher" / "hangs.py").exists()
-    for name in ("lifecycle.py", "supervise.py"):
+    assert "execute(" in (run / "launch.py").read_text()
+    for name, calls in (("lifecycle.py", ("launch(",)), ("supervise.py", ("launch(", "execute("))):
         text = (ROOT / "launcher" / name).read_text()
-        assert "execute(" in text and "Runner(" not in text and "Policy.from_config" not in text, name
+        assert all(c in text for c in calls) and "Runner(" not in text and "Policy.from_config" not in text, (
+            name
+        )
     outside = [
         line
         for line in _launcher_lines(r"\bRunner\(|restart_policy\.Policy\b|signal\.signal\(")

@@ -40,11 +40,21 @@ def detached(cluster: Any) -> str:
         info = lifecycle.status(run_id)
         view = info.get("view") or {}
         heard = all(node.get("last_heard_age_s") is not None for node in info["nodes"].values())
+        # The job's processes, not only the guard's first procs record: the supervisor follows from the start, so
+        # that record may come before the job's shell has started.
+        job = all(
+            any("tick" in p["cmd"] or "sh" in p["cmd"] for p in node.get("descendants") or ())
+            for node in info["nodes"].values()
+        )
         return (
-            view.get("source") == "supervisor" and not view.get("asked") and len(info["nodes"]) == 3 and heard
+            view.get("source") == "supervisor"
+            and not view.get("asked")
+            and len(info["nodes"]) == 3
+            and heard
+            and job
         )
 
-    # Followed, and each follower's first procs record in (the job's processes are in the view).
+    # Followed, and each follower's procs record shows the job's processes.
     wait_for(every_node_in_view, 60, "the supervisor's live view of every node")
     return run_id
 

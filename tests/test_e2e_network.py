@@ -18,6 +18,7 @@ from cluster.transport import make_transport
 from launcher import doctor, lifecycle
 from launcher.nodecall import node_script
 from launcher.plan import build_plan, load_sources
+from launcher.run.launch import preflight_doctor
 
 pytestmark = pytest.mark.usefixtures("run_home")
 
@@ -59,7 +60,7 @@ def test_doctor_names_the_node_that_has_no_such_interface(renamed: simnodes.SimC
         )
         # up's fast checks refuse to start, naming the node.
         plan = build_plan(inv, run_id="t", sources=load_sources(inv), head_env={})
-        failed = lifecycle.preflight_doctor(inv, plan, transport)
+        failed = preflight_doctor(inv, plan, transport)
     checks = {c.name: c for c in report.checks}
     text = doctor.format_report(report)
     assert checks["master_route"].message == "the master is routed through node1: eth0, node2: ens5", text
