@@ -335,7 +335,10 @@ def run_sim(
                     (sim.thaw if how == "freeze" else sim.heal)(node)
                 broken.clear()
             if name == "status" and "up-detach" in wanted:
+                before = sshd_logins(sim)
                 out.append(wait_for_view(Path(tmp, "home"), n))
+                # Logins while the supervisor came to follow every node (before turn 18 it connected again here).
+                out[-1].logins = sshd_logins(sim) - before
                 print(f"{n} nodes: {out[-1].tail} after {out[-1].wall_s:.1f}s", file=sys.stderr, flush=True)
             logins = sshd_logins(sim)
             phase = measure(name, argv, pdsh_env if name.startswith("pdsh") else env)
