@@ -47,7 +47,7 @@ def _private_dir(path: Path) -> None:
         path.mkdir(mode=0o700, exist_ok=True)
 
 
-def _open_private(path: Path) -> TextIO:
+def open_private(path: Path) -> TextIO:
     """Append-open a record file, created 0600."""
     return open(
         os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600), "a", encoding="utf-8"
@@ -375,7 +375,7 @@ class RunRecord:
     def append_event(self, event: dict[str, Any]) -> None:
         with self._lock:
             if self._events is None:
-                self._events = _open_private(self.events_path)
+                self._events = open_private(self.events_path)
             self._events.write(json.dumps(event, sort_keys=True) + "\n")
             self._events.flush()
 
@@ -389,7 +389,7 @@ class RunRecord:
         with self._lock:
             f = self._logs.get(host)
             if f is None:
-                f = self._logs[host] = _open_private(self.log_path(host))
+                f = self._logs[host] = open_private(self.log_path(host))
             f.write(line + "\n")
             f.flush()
 
@@ -398,7 +398,7 @@ class RunRecord:
         with self._lock:
             path = self.gpu_path(host)
             _private_dir(path.parent)
-            with _open_private(path) as f:
+            with open_private(path) as f:
                 f.write(json.dumps(snapshot, sort_keys=True) + "\n")
 
     def artifact_path(self, host: str, rel: object) -> Path | None:

@@ -124,8 +124,9 @@ def spawn(root: Path, timeout: float = READY_TIMEOUT_S) -> int:
 
 def launch(record: RunRecord, *, doctor: bool, say: Callable[[str], None]) -> Any:
     """`up --detach`: the supervisor launches the run itself and follows what it started, so each node sees one SSH
-    connection per detached run (before turn 18 the CLI connected, pushed and started, then the supervisor connected
-    again to follow: twice the handshakes, the head's largest start-up cost per node, docs/scale.md). This process
+    connection per detached run and the run is followed from its start (before turn 18 the CLI connected, pushed and
+    started, then the supervisor connected again to follow: two logins per node, and up to a minute at 250 nodes in
+    which only the guards' own rules watched the run; docs/scale.md "A detached launch connects once"). This process
     relays the launch's progress lines and returns once every guard has started, or raises the launch's error as a
     foreground `up` would (the same message and exit code). Ctrl-C stops the launch: SIGTERM to the supervisor,
     which stops what it started (its Ctrl-C path)."""
@@ -357,7 +358,9 @@ def _launch_and_follow(
     from launcher.errors import LaunchError
     from launcher.run.launch import launch
 
-    log = open(record.root / LAUNCH_LOG, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole launch
+    log = records.open_private(
+        record.root / LAUNCH_LOG
+    )  # 0600, as every record file; open for the whole launch
 
     def say(text: str) -> None:
         _log(text)

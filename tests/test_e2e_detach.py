@@ -258,6 +258,8 @@ def test_the_cli_opens_no_connection_the_supervisor_launches_and_follows(
     run_id, started = lifecycle.up(inv, detach=True, on_status=said.append)
     assert started.code == 0 and "supervisor pid" in started.summary, started.summary
     assert "preflight + push to 2 nodes" in said and "starting" in said, said  # relayed from the supervisor
+    launch_log = records.RunRecord.open(run_id).root / supervise.LAUNCH_LOG
+    assert launch_log.stat().st_mode & 0o777 == 0o600 and "starting" in launch_log.read_text()
     state = state_of(run_id)
     assert state["state"] == "running" and "launch" not in {k for k, v in state.items() if v is not None}
     assert supervise.supervisor_alive(state)
