@@ -122,7 +122,6 @@ def up(
     """Launch the inventory's job; with restarts per `restart:` (launcher/run/loop.py). Returns (run id, outcome).
     `on_attempt` hears each attempt's number before its first line (validation splits the output by it)."""
     from launcher.run.attempt import show_specs
-    from launcher.run.launch import launch
 
     say = on_status or (lambda text: None)
     head_env = os.environ if head_env is None else head_env
@@ -178,9 +177,8 @@ def up(
             )
     except hostlock.HostBusy as exc:
         raise LaunchRefused(str(exc)) from None
-    if detach:
-        # The supervisor launches and follows on one connection per node (its own: a transport given here is this
-        # process's); this process reports how the launch went.
+    if detach and transport is None:
+        # The supervisor launches and follows on one connection per node; this process reports how the launch went.
         from launcher import supervise
 
         try:
@@ -194,6 +192,8 @@ def up(
             record.close()
     own_transport = transport is None
     transport = transport or make_transport(inv)
+    from launcher.run.launch import launch
+
     try:
         outcome = launch(
             inv,
@@ -202,7 +202,7 @@ def up(
             transport,
             sources,
             head_env,
-            detach=False,
+            detach=detach,
             doctor=doctor,
             say=say,
             on_line=on_line,
@@ -210,9 +210,10 @@ def up(
             on_attempt=on_attempt,
             preempted=preempted,
         )
-        return run_id, outcome
+        return run_id, (_leave_supervisor(record, say) if detach else outcome)
     finally:
-        attempts.settle(record)
+        if not detach:
+            attempts.settle(record)
         record.close()
         if own_transport:
             transport.close()
@@ -228,8 +229,18 @@ def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str
         return netauto.resolve(inv, own, script, say)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# down / status / logs
+def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
+    """`up --detach`: hand the started run to a daemonized supervisor (launcher/supervise.py) and return."""
+    from launcher import supervise
+    from launcher.run.attempt import EXIT_OK, Outcome
+
+    try:
+        pid = supervise.spawn(record.root)
+    except (RuntimeError, OSError, ValueError) as exc:
+        # The job runs (its guards end it on a local failure); only the head's watch is missing.
+        say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
+        return Outcome(EXIT_OK, f"started run {record.run_id} (detached, unsupervised)")
+    return Outcome(EXIT_OK, f"started run {record.run_id} (detached, supervisor pid {pid})")
 
 
 def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[str, GuardReply]]:
