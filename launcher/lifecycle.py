@@ -177,8 +177,9 @@ def up(
             )
     except hostlock.HostBusy as exc:
         raise LaunchRefused(str(exc)) from None
-    if detach and transport is None:
-        # The supervisor launches and follows on one connection per node; this process reports how the launch went.
+    if detach:
+        # The supervisor launches and follows on one connection per node (an injected `transport` is only this
+        # process's, for `net: auto` above); this process reports how the launch went.
         from launcher import supervise
 
         try:
@@ -202,7 +203,7 @@ def up(
             transport,
             sources,
             head_env,
-            detach=detach,
+            detach=False,
             doctor=doctor,
             say=say,
             on_line=on_line,
@@ -210,10 +211,9 @@ def up(
             on_attempt=on_attempt,
             preempted=preempted,
         )
-        return run_id, (_leave_supervisor(record, say) if detach else outcome)
+        return run_id, outcome
     finally:
-        if not detach:
-            attempts.settle(record)
+        attempts.settle(record)
         record.close()
         if own_transport:
             transport.close()
@@ -229,18 +229,8 @@ def _resolve_net(inv: Inventory, transport: Transport | None, say: Callable[[str
         return netauto.resolve(inv, own, script, say)
 
 
-def _leave_supervisor(record: records.RunRecord, say: Callable[[str], None]) -> Outcome:
-    """`up --detach`: hand the started run to a daemonized supervisor (launcher/supervise.py) and return."""
-    from launcher import supervise
-    from launcher.run.attempt import EXIT_OK, Outcome
-
-    try:
-        pid = supervise.spawn(record.root)
-    except (RuntimeError, OSError, ValueError) as exc:
-        # The job runs (its guards end it on a local failure); only the head's watch is missing.
-        say(f"the job runs UNSUPERVISED: {exc}; start one with `rlaunch supervise {record.run_id}`")
-        return Outcome(EXIT_OK, f"started run {record.run_id} (detached, unsupervised)")
-    return Outcome(EXIT_OK, f"started run {record.run_id} (detached, supervisor pid {pid})")
+# ---------------------------------------------------------------------------------------------------------
+# down / status / logs
 
 
 def down(run_id: str | None, *, grace: float | None = None) -> tuple[str, dict[str, GuardReply]]:

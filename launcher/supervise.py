@@ -3,9 +3,9 @@
 `up --detach` writes the run's record and leaves the launch itself to this supervisor: doctor's preflight, push and
 start on the connections it then follows every guard on (the same Runner: health watch, first-failure verdict,
 teardown, restart from the latest complete checkpoint), writing events and the outcome into the run record. The CLI
-relays the launch's progress lines (launch.log) and returns once every guard has started (`launch` below). Its PID, start time and log are in the record
-(state.json: supervisor_pid, supervisor_starttime, supervisor_log), so `status` can tell a live supervisor from a
-dead one whose PID was reused.
+relays the launch's progress lines (launch.log) and returns once every guard has started (`launch` below). Its PID,
+start time and log are in the record (state.json: supervisor_pid, supervisor_starttime, supervisor_log), so `status`
+can tell a live supervisor from a dead one whose PID was reused.
 
 What survives what: detached guards run with heartbeat_timeout 0, so the supervisor dying (or the head
 rebooting) leaves the job running; the guards' own edge health rules (guard.py) still end it on its first failure.
@@ -143,7 +143,12 @@ def launch(record: RunRecord, *, doctor: bool, say: Callable[[str], None]) -> An
     except (RuntimeError, OSError, ValueError) as exc:
         record.set_state(RunState.FAILED, reason=f"supervisor did not start: {exc}", ended_at=time.time())
         raise LaunchError(f"the run's supervisor did not start, nothing was started: {exc}") from None
-    relay = _Relay(record.root / LAUNCH_LOG, say)
+    tail = _Tail(record.root / LAUNCH_LOG)
+
+    def relay() -> None:
+        for line in tail.lines():
+            say(line)
+
     try:
         while True:
             relay()
@@ -168,8 +173,8 @@ def launch(record: RunRecord, *, doctor: bool, say: Callable[[str], None]) -> An
     relay()
     state = record.read_state()
     if state.get("state") == RunState.STARTING.value:  # it died mid-launch: the caller stops what it started
-        tail = (record.root / SUPERVISOR_LOG).read_text(errors="replace")[-300:].strip()
-        raise SupervisorLost(f"the run's supervisor exited while launching: {tail}")
+        last = (record.root / SUPERVISOR_LOG).read_text(errors="replace")[-300:].strip()
+        raise SupervisorLost(f"the run's supervisor exited while launching: {last}")
     reason = str(state.get("reason") or "the launch failed")
     if state.get("state") == RunState.STOPPED.value:
         raise Interrupted(reason)
@@ -180,23 +185,22 @@ class SupervisorLost(LaunchError):
     """The supervisor of `up --detach` exited before every guard had started (launcher/lifecycle.py stops the run)."""
 
 
-class _Relay:
-    """New whole lines of a file, to `say`: the launch's progress lines as the supervisor writes them."""
+class _Tail:
+    """The new whole lines of one file since the last call (a partial last line waits for its newline)."""
 
-    def __init__(self, path: Path, say: Callable[[str], None]) -> None:
-        self.path, self.say, self.offset = path, say, 0
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path, self.offset = path, offset
 
-    def __call__(self) -> None:
+    def lines(self) -> list[str]:
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
                 data = f.read()
         except FileNotFoundError:
-            return
+            return []
         end = data.rfind(b"\n") + 1
         self.offset += end
-        for line in data[:end].decode("utf-8", "replace").splitlines():
-            self.say(line)
+        return data[:end].decode("utf-8", "replace").splitlines()
 
 
 def ensure(root: Path) -> tuple[int | None, bool]:
@@ -234,6 +238,10 @@ def stop(root: Path, timeout: float) -> bool:
 def _log(text: str) -> None:
     sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} supervisor[{os.getpid()}]: {text}\n")
     sys.stderr.flush()
+
+
+def _log_event(event: dict[str, Any]) -> None:
+    _log(f"event {json.dumps(event, sort_keys=True)[:500]}")
 
 
 def run(run_id: str) -> None:
@@ -304,7 +312,9 @@ def run(run_id: str) -> None:
     try:
         with make_transport(inv) as transport:
             if launching is not None:
-                outcome = _launch_and_follow(record, inv, plan_json, transport, launching, current.append)
+                outcome = _launch_and_follow(
+                    record, inv, plan_json, transport, sources, launching, current.append
+                )
             else:
                 ctx = RunContext(
                     inv,
@@ -314,7 +324,7 @@ def run(run_id: str) -> None:
                     sources,
                     os.environ,
                     detach=True,
-                    on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+                    on_event=_log_event,
                     say=_log,
                     first_attempt=int(state.get("attempt") or 0),
                     adopt=offsets,
@@ -348,6 +358,7 @@ def _launch_and_follow(
     inv: Any,
     plan_json: dict[str, Any],
     transport: Any,
+    sources: Any,
     launching: dict[str, Any],
     on_runner: Callable[[Any], None],
 ) -> Any:
@@ -370,7 +381,7 @@ def _launch_and_follow(
 
     preempted = record.read_state().get("resumed_after_preemption") or None
     try:
-        sources = planning.load_sources(inv)
+        sources = sources or planning.load_sources(inv)  # empty: run() could not read them; raise why here
         plan = planning.build_plan(
             inv,
             run_id=record.run_id,
@@ -394,10 +405,9 @@ def _launch_and_follow(
             detach=True,
             doctor=bool(launching.get("doctor")),
             say=say,
-            on_event=lambda event: _log(f"event {json.dumps(event, sort_keys=True)[:500]}"),
+            on_event=_log_event,
             on_runner=on_runner,
             preempted=preempted,
-            follow_launch=True,
         )
     finally:
         log.close()
@@ -487,21 +497,13 @@ def tail_record(
     Returns the final state.json. KeyboardInterrupt propagates: the caller detaches, the run goes on."""
     from launcher.health.classify import parse_rank_prefix
 
-    offsets: dict[Path, int] = {}
+    tails: dict[Path, _Tail] = {}
     first_rank: dict[str, int] = {}
 
     def read_new(path: Path) -> list[str]:
-        if path not in offsets:
-            offsets[path] = 0 if from_start else (path.stat().st_size if path.exists() else 0)
-        try:
-            with open(path, "rb") as f:
-                f.seek(offsets[path])
-                data = f.read()
-        except FileNotFoundError:
-            return []
-        end = data.rfind(b"\n") + 1
-        offsets[path] += end
-        return data[:end].decode("utf-8", "replace").splitlines()
+        if path not in tails:
+            tails[path] = _Tail(path, 0 if from_start else (path.stat().st_size if path.exists() else 0))
+        return tails[path].lines()
 
     events = RunRecord(root).events_path
     read_new(events)  # events: only new ones, whatever from_start says (the summary covers the past)

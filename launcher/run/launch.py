@@ -36,10 +36,9 @@ def launch(
     on_attempt: Callable[[int], None] | None = None,
     on_runner: Callable[[Any], None] | None = None,
     preempted: Mapping[str, Any] | None = None,
-    follow_launch: bool = False,
 ) -> Outcome:
     """Everything after the run's record exists: doctor's preflight, `keep_runs`, `sync:`, then the run loop.
-    A foreground `up` runs it; so does the supervisor of `up --detach` (`follow_launch`: it follows what it starts)."""
+    A foreground `up` runs it; so does the supervisor of `up --detach` (`detach`), which follows what it starts."""
     if doctor:
         say(f"doctor: fast checks on {len(plan.nodes)} nodes")
         failed = preflight_doctor(inv, plan, transport)
@@ -74,7 +73,6 @@ def launch(
         on_attempt=on_attempt,
         on_runner=on_runner,
         resume_from=resume_from,
-        follow_launch=follow_launch,
     )
     return execute(ctx)
 
@@ -128,7 +126,3 @@ def preflight_doctor(inv: Inventory, plan: planning.Plan, transport: Transport) 
         for c in report.failed
         if c.severity == "error"
     ]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# down / status / logs

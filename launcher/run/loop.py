@@ -41,9 +41,9 @@ from launcher.states import RunState
 @dataclass
 class RunContext:
     """One run, as the loop needs it. `adopt` (the detached supervisor): the plan's guards already run; follow them
-    from these byte offsets instead of starting anything for attempt `first_attempt`. `detach` without `adopt`:
-    launch the first attempt and return, for a supervisor to take over; with `follow_launch` too (the supervisor of
-    `up --detach`, which launches itself: launcher/supervise.py) launch the detached guards and follow them."""
+    from these byte offsets instead of starting anything for attempt `first_attempt`. `detach` without `adopt`: the
+    supervisor of `up --detach` (launcher/supervise.py), which launches the detached guards itself and follows them
+    (since turn 18 nothing launches a detached run and hands it over: the CLI of `up --detach` opens no connection)."""
 
     inv: Inventory
     plan: planning.Plan
@@ -62,7 +62,6 @@ class RunContext:
     resume_from: str | None = (
         None  # the first attempt's checkpoint (a save made for preemption, docs/preemption.md)
     )
-    follow_launch: bool = False
 
 
 def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt: int = 0) -> None:
@@ -74,7 +73,7 @@ def save_targets(record: records.RunRecord, targets: list[GuardTarget], attempt:
 
 
 def execute(ctx: RunContext) -> Outcome:
-    """Start, watch, restart: the run's outcome once no restart follows (or, detached, once it started)."""
+    """Start, watch, restart: the run's outcome once no restart follows."""
     try:
         return _attempts(ctx)
     except KeyboardInterrupt:
@@ -88,9 +87,6 @@ def _attempts(ctx: RunContext) -> Outcome:
     inv, plan, record, transport, say = ctx.inv, ctx.plan, ctx.record, ctx.transport, ctx.say
     attempt = ctx.first_attempt
     adopt = ctx.adopt
-    supervising = adopt is not None
-    # A detached run launched by the CLI (an injected transport): launch the first attempt, then return.
-    hand_over = ctx.detach and not supervising and not ctx.follow_launch
     # A supervisor taking over mid-run: nodes left out of the current plan were excluded by an earlier restart.
     excluded: frozenset[str] = frozenset({n.host for n in inv.nodes} - set(plan.hosts) if adopt else ())
     resume_from = ctx.resume_from
@@ -108,7 +104,6 @@ def _attempts(ctx: RunContext) -> Outcome:
         runner = Runner(plan, transport, record, on_line=on_line, on_event=ctx.on_event, ranks=ranks)
         if ctx.on_runner is not None:
             ctx.on_runner(runner)
-        handed_over = False  # detached: the supervisor follows the guards from here
         # From the first start sent, a signal takes the teardown path: one that came between the guards' start and
         # the watch loop once left the job running on every node (the launcher exited 130; turn 8).
         try:
@@ -125,10 +120,7 @@ def _attempts(ctx: RunContext) -> Outcome:
                     resume_from=resume_from,
                 )
                 # A run followed from here on starts each guard on its follower's channel (Runner.start).
-                _launch(runner, plan, record, attempt, say, follow=not hand_over)
-            if hand_over:
-                handed_over = True
-                return Outcome(EXIT_OK, f"started run {record.run_id} (detached)")
+                _launch(runner, plan, record, attempt, say)
             runner.attach()
             outcome = runner.watch()
             if outcome.code != EXIT_OK:
@@ -147,8 +139,7 @@ def _attempts(ctx: RunContext) -> Outcome:
                 EXIT_INTERRUPTED, "interrupted: job stopped on every node", nodes=runner.outcome().nodes
             )
         finally:
-            if not handed_over:
-                runner.detach_followers()
+            runner.detach_followers()
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {outcome.summary}", code=outcome.code)
         failed_node = (outcome.root_cause or {}).get("node")
         # `rlaunch stop` (docs/preemption.md): the job's exit answers the request, never a node's fault.
@@ -306,8 +297,6 @@ def _launch(
     record: records.RunRecord,
     attempt: int,
     say: Callable[[str], None],
-    *,
-    follow: bool = False,
 ) -> None:
     say(f"preflight + push to {len(plan.nodes)} nodes")
     # Recorded before anything starts: a `down` or `status` from another terminal must reach a starting guard.
@@ -318,7 +307,9 @@ def _launch(
         say("starting")
 
     try:
-        runner.launch(between, follow=follow)  # under Slurm: push, checks and guards in one job step
+        # Each guard starts on its follower's channel (start-follow); under Slurm push, checks and guards share one
+        # job step.
+        runner.launch(between, follow=True)
     except LaunchError as exc:
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
