@@ -161,6 +161,8 @@ class SSHTransport(Transport):
         self._host_locks: dict[str, threading.Lock] = {h: threading.Lock() for h in endpoints}
         self._known_hosts_lock = threading.Lock()
         self._parsed_keys: dict[str, tuple[tuple[int, int, int], paramiko.HostKeys]] = {}
+        self._identities: dict[str, tuple[tuple[int, int, int], paramiko.PKey]] = {}
+        self._identities_lock = threading.Lock()
         # Connection attempts that timed out and were tried again (ssh.connection_attempts).
         self.retried_connects = 0
 
@@ -246,6 +248,7 @@ class SSHTransport(Transport):
                 "ssh.host_key_policy accept-new needs a known_hosts file to remember keys in (set ssh.known_hosts)",
                 HOST_KEY,
             )
+        identity = self._identity(ep.identity_file) if ep.identity_file else None
         sock = _tcp_socket(ep)
         client = paramiko.SSHClient()
         # paramiko trusts the system file's keys for a node first and the user's only where it has none; both
@@ -276,7 +279,8 @@ class SSHTransport(Transport):
                 ep.address,
                 port=ep.port,
                 username=ep.user or _local_user(),
-                key_filename=ep.identity_file,
+                pkey=identity,
+                key_filename=None if identity else ep.identity_file,
                 # Only the configured key when one is given; paramiko's defaults (agent, ~/.ssh/id_*) otherwise.
                 look_for_keys=ep.identity_file is None,
                 allow_agent=ep.identity_file is None,
@@ -341,6 +345,27 @@ class SSHTransport(Transport):
         assert transport is not None
         transport.set_keepalive(max(1, round(ep.keepalive)))
         return client
+
+    def _identity(self, path: str) -> paramiko.PKey | None:
+        """ssh.identity_file's key, read once per transport while the file is unchanged: given the file name, paramiko
+        parses it again for every connection, trying each key class in turn (three parses per connection for an
+        ed25519 key, ~0.9 ms of a 4-6 ms handshake; bench/scale.py). None where it cannot be read here (a passphrase,
+        an unknown format): paramiko then reads the file itself and says why it cannot."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._identities_lock:
+            cached = self._identities.get(path)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            try:
+                key = paramiko.PKey.from_path(path)
+            except (OSError, ValueError, paramiko.SSHException):
+                return None
+            self._identities[path] = (stamp, key)
+            return key
 
     def _host_keys(self, path: str) -> paramiko.HostKeys:
         """The file's keys, parsed once per transport while the file stays the same (inode, size, mtime).
