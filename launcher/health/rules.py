@@ -485,6 +485,15 @@ RULES: tuple[Rule, ...] = (
           "PyTorch could not allocate host memory (c10 alloc_cpu.cpp): host RAM or the job's memory limit is exhausted"),
     _rule("rank-sigkill", r"exitcode\s*:?\s*-9\b|Signal 9 \(SIGKILL\)", "crash", "fatal",
           "killed by SIGKILL: the OOM killer if the kernel log or the cgroup says so, else an external kill"),
+    # Slurm's srun reports a task that died of a signal as "<hosts>: task(s) <list>: <strsignal text>[ (core dumped)]"
+    # (src/plugins/launch/slurm/launch_slurm.c _task_finish; the strings of Slurm 22.05.8's launch_slurm.so, Debian
+    # slurm-wlm-basic-plugins 22.05.8-4+deb12u3: "%s: %s %s: Exited with exit code %d", "%s: %s %s: Out Of Memory" and
+    # the signal's "%s: %s: %s: %s %s: %s%s", plugin and function first); SIGKILL and SIGABRT are the two the other
+    # rules do not name ("Segmentation fault", "Bus error", "Illegal instruction" and "(core dumped)" are theirs;
+    # SIGTERM is srun's own teardown of the other tasks, left to the last resort) (turn 19, after round 23's sight)
+    _rule("srun-task-signal", r"\bsrun: error: (?:[^:]+: )*tasks? [\d,\-]+: (?:Killed|Aborted)\s*$", "crash", "fatal",
+          "srun says a task died of SIGKILL or SIGABRT: the OOM killer if the kernel log or the cgroup says so, else an "
+          "external kill (a time limit, scancel) or an abort; the task's own output above says which"),
     _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ (Killed\b|已杀死)|\]\s*Killed\s*$|^\s*已杀死\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
     # bash jobs.c reports a foreground child that died of a signal as "<script>: line N: <pid> <strsignal text>  <cmd>"
