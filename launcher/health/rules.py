@@ -762,6 +762,21 @@ RULES: tuple[Rule, ...] = (
     # w3-r23 (before round 23; vocabulary.py): amdkfd's memory manager and queue managers behind "kfd2kgd: " / "amdgpu: "
     # (before the last resort, which named the "kfd2kgd: " lines unclassified), and HCC's "Unknown Error Code" status
     *_vocabulary("amdkfd-gpuvm", "hcc-status"),
+    # Issue 26 (turn 19, after round 23's sight): the HIP table's device-failure texts (ROCm/clr hipamd/src/hip_error.cpp,
+    # f9f995c6: hipErrorLaunchFailure, PriorLaunchFailure, IllegalAddress, LaunchTimeOut, Map/UnmapFailed,
+    # RuntimeMemory, RuntimeOther; CUDA's cudaGetErrorString has the same words) as a program's own check macro prints
+    # them, without "HIP error: " before ("hipStreamSynchronize: <text> (719)"): the device failed wherever the words
+    # are printed. "out of memory" only after a hip* call's name: alone, the words are every allocator's.
+    _rule("hip-fault-text", r"unspecified launch failure|an illegal memory access was encountered"
+          r"|the launch timed out and was terminated|\b(?:un)?mapping of buffer object failed"
+          r"|runtime memory call returned error|runtime call other than memory returned error", "gpu-fault", "fatal",
+          "the GPU failed running a kernel (HIP's own words): rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel",
+          needles=("unspecified launch failure", " illegal memory access was encountered",
+                   "the launch timed out and was terminated", " of buffer object failed", " memory call returned error",
+                   " call other than memory returned error")),
+    _rule("hip-call-oom", r"\bhip[A-Z]\w*(?:\([^)]*\))?: out of memory\b", "oom", "fatal",
+          "a HIP allocation found the GPU's memory full (hipErrorOutOfMemory's text after the call's name)",
+          needles=("out of memory",)),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
