@@ -777,6 +777,19 @@ RULES: tuple[Rule, ...] = (
     _rule("hip-call-oom", r"\bhip[A-Z]\w*(?:\([^)]*\))?: out of memory\b", "oom", "fatal",
           "a HIP allocation found the GPU's memory full (hipErrorOutOfMemory's text after the call's name)",
           needles=("out of memory",)),
+    # Issue 26 (turn 19): amdgpu_discovery_init's dev_err texts (torvalds/linux drivers/gpu/drm/amd/amdgpu/
+    # amdgpu_discovery.c, commit 502cc061): the GPU's IP discovery table, read from VRAM (or amdgpu/ip_discovery.bin
+    # with amdgpu_discovery=2), is unreadable or corrupt; init returns -EINVAL and the GPU does not come up ("Fatal error
+    # during GPU init" follows). The firmware's table, like a PSP failure: gpu-fault. validate_ip's "Unexpected ... from
+    # ip discovery blob" skips one IP block and goes on: a warning.
+    _rule("amdgpu-ip-discovery", r"failed to read ip discovery binary from file|get invalid ip discovery binary signature"
+          r"|invalid ip discovery (?:binary checksum|data table (?:signature|checksum)|(?:gc|harvest|vcn|mall) table"
+          r" (?:id|signature))|invalid (?:gc|harvest|vcn|mall) data table checksum", "gpu-fault", "fatal",
+          "amdgpu could not read the GPU's IP discovery table (VRAM or amdgpu/ip_discovery.bin): the board's firmware, "
+          "or a driver too old for this GPU", needles=("ip discovery ", " data table checksum")),
+    _rule("amdgpu-ip-discovery-blob", r"Unexpected (?:instance_number|hw_id) \(\d+\) from ip discovery blob",
+          "gpu-fault", "warning", "amdgpu skipped an IP block its discovery table describes oddly (the driver goes on)",
+          needles=(" from ip discovery blob",)),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
