@@ -224,11 +224,13 @@ def heldout_score() -> tuple[dict[str, tuple[int, int, int]], list[str]]:
                 if match is not None and match.severity == "fatal":
                     fatal_healthy.append(f"{path.name}: {line}")
                 continue
-            category = expect.split("/")[0]
-            counts = score.setdefault(category, [0, 0, 0])
+            # From round 24 a label may name two accepted categories, the labeller's preferred first
+            # ("config|rendezvous/fatal", ROUND24-SELECTION.md); the line counts under the first.
+            accepted = expect.split("/")[0].split("|")
+            counts = score.setdefault(accepted[0], [0, 0, 0])
             counts[0] += 1
             counts[1] += match is not None
-            counts[2] += match is not None and match.category == category
+            counts[2] += match is not None and match.category in accepted
     return {c: (n, f, r) for c, (n, f, r) in score.items()}, fatal_healthy
 
 
