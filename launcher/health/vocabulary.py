@@ -366,6 +366,12 @@ FAMILIES: tuple[Family, ...] = (
             # agent node-%u (Agent handle: %p) on address %p. Reason: Memory in use. ") and std::abort()
             ("Memory critical error by agent node-%u (Agent handle: %p) on address %p. Reason: Memory in use.", "gpu-fault", "fatal"),
             ("No AMD GPUs specified", "config", "warning"),
+            # turn 19 (after round 23's sight): rocm-smi's listDevices / get_all_devices when /sys/class/drm has no
+            # card (ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py, code search: "Unable to get devices, /sys/class/drm
+            # is empty or missing"), then its main's "ERROR: No DRM devices available. Exiting" and exit 1: no amdgpu
+            # device in this node or container (the driver not loaded, /dev/dri not given): config, as amd-smi's above
+            ("Unable to get devices, /sys/class/drm is empty or missing", "config", "fatal"),
+            ("No DRM devices available. Exiting", "config", "fatal"),
             # round 21's cause audit, ROCm/rocminfo rocminfo.cc (commit c6f7a17c85e0cdd75bf062e7a3490e831c87eb94,
             # fetched) CheckInitialState: every red line there is followed by return -1 and main() exits 1 before
             # hsa_init, so each is fatal; /dev/kfd that cannot be opened read-write (then the group diagnosis) and the
