@@ -248,7 +248,8 @@ HEALTHY = re.compile(
     # `self._handle_nccl_error(e)`): a Python statement keyword, or a call / assignment of a dotted name, after at least
     # four spaces (after round 11, generalised from one `raise` line; a JSON or message line starts with a quote or a word
     # and a colon)
-    r"|^ {4,}(?:(?:raise|assert|return|yield|await|del|import|from|if|elif|while|for|with|except|try|def|class)\b"
+    # (not a shell's signal report pasted with an indent: "    Aborted (core dumped)" is bash's, jobs.c; round 24)
+    r"|^ {4,}(?!.*\(core dumped\))(?:(?:raise|assert|return|yield|await|del|import|from|if|elif|while|for|with|except|try|def|class)\b"
     r"(?![:=(])|[A-Za-z_][\w.]*(?:\[[^\]]*\])*\s*(?:\(|[-+*/%|&]?=(?!=)))"
     # PyTorch's fixed help suffix under a CUDA/HIP error (c10/cuda/CUDAMiscFunctions.cpp get_cuda_async_error_suffix,
     # pytorch/pytorch 0ac83aeb; after round 14): advice, on its own line below the error line that names the status
@@ -494,6 +495,14 @@ RULES: tuple[Rule, ...] = (
     _rule("srun-task-signal", r"\bsrun: error: (?:[^:]+: )*tasks? [\d,\-]+: (?:Killed|Aborted)\s*$", "crash", "fatal",
           "srun says a task died of SIGKILL or SIGABRT: the OOM killer if the kernel log or the cgroup says so, else an "
           "external kill (a time limit, scancel) or an abort; the task's own output above says which"),
+    # srun's own words when its step is being stopped from outside (scancel, a time limit, a node failure, another task's
+    # failure under --kill-on-bad-exit): "Job step aborted: Waiting up to %d seconds for job step to finish." and "Force
+    # Terminated %ps" (the strings of Slurm 22.05.8's srun and libslurmfull, as above; %ps is "job N" or "StepId=N.M").
+    # A survivor's symptom: the cause is the slurmstepd CANCELLED line or a task's own failure (turn 19, after round 24)
+    _rule("srun-step-aborted", r"\bsrun: (?:Job step aborted: Waiting up to \d+ seconds for job step to finish\."
+          r"|Force Terminated \S+)", "crash", "warning",
+          "srun is stopping the step from outside (scancel, the time limit, a node failure, another task's failure): "
+          "the line before it says which", cascade=True, needles=("job step aborted", "force terminated")),
     _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ (Killed\b|已杀死)|\]\s*Killed\s*$|^\s*已杀死\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
     # bash jobs.c reports a foreground child that died of a signal as "<script>: line N: <pid> <strsignal text>  <cmd>"
