@@ -799,6 +799,13 @@ RULES: tuple[Rule, ...] = (
     _rule("amdgpu-ip-discovery-blob", r"Unexpected (?:instance_number|hw_id) \(\d+\) from ip discovery blob",
           "gpu-fault", "warning", "amdgpu skipped an IP block its discovery table describes oddly (the driver goes on)",
           needles=(" from ip discovery blob",)),
+    # XLA's GPU backend (openxla/xla and TensorFlow's copy, xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc
+    # LinkWithBitcodeVector, code search): LOG(ERROR) "bitcode module is required by this HLO module but was not found at
+    # <path>", then the status "bitcode module not found at <path>": on ROCm the device libraries (ocml, ockl, opencl.bc)
+    # are not where XLA looks (the ROCm install, ROCM_PATH): config (turn 19, after round 24)
+    _rule("xla-bitcode-missing", r"bitcode module (?:is required by this HLO module but was )?not found at ", "config",
+          "fatal", "XLA cannot find the ROCm device libraries (ocml/ockl bitcode): the ROCm install or ROCM_PATH",
+          needles=("bitcode module ",)),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 

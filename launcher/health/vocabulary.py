@@ -195,21 +195,30 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
 #      c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9, 2024-10-23). CLR's queue callback (ROCm/clr rocclr/device/rocm/
 #      rocdevice.cpp and rocvirtual.cpp callbackQueue, commit f9f995c6) prints "Callback: Queue %p aborting with error :
 #      <status string> code: 0x%x" and aborts; OUT_OF_RESOURCES gets "Aborting ... Available Free mem : %zu MB".
+# Turn 19 (after round 24's sight), issue 26's "a caller's misuse is a crash" applied to this table as W1 applied it to
+#      HIP's: hsa_status_string's texts (hsa.cpp, c7785a6d) for INVALID_ARGUMENT ("One of the actual arguments does not
+#      meet a precondition stated in the documentation of the corresponding formal argument"), INVALID_ALLOCATION (a
+#      pointer the runtime did not allocate, freed or registered: ROCr's FreeMemory "Can't find address in allocation
+#      map" precedes it), INVALID_REGION, INVALID_SIGNAL, INVALID_SIGNAL_GROUP, INVALID_MEMORY_POOL, INVALID_INDEX,
+#      INCOMPATIBLE_ARGUMENTS, REFCOUNT_OVERFLOW (hsa_init called too often) and RESOURCE_FREE (hsa_shut_down with
+#      resources still held) say the caller passed a bad handle or argument or called in a state that forbids it:
+#      crash, not gpu-fault (the device did nothing) and not oom (INVALID_ALLOCATION was oom; running out of memory is
+#      OUT_OF_RESOURCES).
 HSA_STATUS: tuple[tuple[str, str, str], ...] = (
-    ("HSA_STATUS_ERROR_INVALID_ARGUMENT", "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_ARGUMENT", "crash", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_QUEUE_CREATION", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_ALLOCATION", "oom", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_ALLOCATION", "crash", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_AGENT", "config", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_REGION", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_SIGNAL", "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_REGION", "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_SIGNAL", "crash", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_QUEUE", "gpu-fault", "fatal"),
     ("HSA_STATUS_ERROR_OUT_OF_RESOURCES", "oom", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_RESOURCE_FREE", "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_RESOURCE_FREE", "crash", "fatal"),
     ("HSA_STATUS_ERROR_NOT_INITIALIZED", "config", "fatal"),
-    ("HSA_STATUS_ERROR_REFCOUNT_OVERFLOW", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_INDEX", "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_REFCOUNT_OVERFLOW", "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS", "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_INDEX", "crash", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_ISA", "version-mismatch", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_ISA_NAME", "version-mismatch", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_CODE_OBJECT", "version-mismatch", "fatal"),
@@ -225,13 +234,13 @@ HSA_STATUS: tuple[tuple[str, str, str], ...] = (
     ("HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER", "version-mismatch", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_CACHE", "gpu-fault", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_WAVEFRONT", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP", "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP", "crash", "fatal"),
     ("HSA_STATUS_ERROR_INVALID_RUNTIME_STATE", "gpu-fault", "fatal"),
     ("HSA_STATUS_ERROR_FATAL", "gpu-fault", "fatal"),
     ("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", "gpu-fault", "fatal"),
     ("HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", "gpu-fault", "fatal"),
     ("HSA_STATUS_ERROR_MEMORY_FAULT", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_MEMORY_POOL", "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_MEMORY_POOL", "crash", "fatal"),
     ("HSA_STATUS_ERROR_OUT_OF_REGISTERS", "version-mismatch", "fatal"),
 )
 
