@@ -806,6 +806,14 @@ RULES: tuple[Rule, ...] = (
     _rule("xla-bitcode-missing", r"bitcode module (?:is required by this HLO module but was )?not found at ", "config",
           "fatal", "XLA cannot find the ROCm device libraries (ocml/ockl bitcode): the ROCm install or ROCM_PATH",
           needles=("bitcode module ",)),
+    # onnxruntime's Python session (microsoft/onnxruntime onnxruntime/python/onnxruntime_inference_collection.py,
+    # _create_inference_session, code search): warnings.warn("Specified provider '{}' is not in available provider
+    # names.Available providers: '{}'") when the installed build lacks the requested execution provider (ROCm, MIGraphX,
+    # CUDA): the session falls back to what it has, so the GPU job runs on the CPU. The wheel installed is the fix:
+    # config, a warning (turn 19, after round 24)
+    _rule("onnxruntime-provider-missing", r"Specified provider '[^']+' is not in available provider names", "config",
+          "warning", "this onnxruntime build lacks the requested execution provider (install onnxruntime-rocm / "
+          "-migraphx): the session falls back to the CPU", needles=("not in available provider names",)),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
