@@ -795,7 +795,7 @@ RULES: tuple[Rule, ...] = (
           r"|invalid ip discovery (?:binary checksum|data table (?:signature|checksum)|(?:gc|harvest|vcn|mall) table"
           r" (?:id|signature))|invalid (?:gc|harvest|vcn|mall) data table checksum", "gpu-fault", "fatal",
           "amdgpu could not read the GPU's IP discovery table (VRAM or amdgpu/ip_discovery.bin): the board's firmware, "
-          "or a driver too old for this GPU", needles=("ip discovery ", " data table checksum")),
+          "or a driver too old for this GPU", needles=("invalid ip discovery", "ip discovery binary", " data table checksum")),
     _rule("amdgpu-ip-discovery-blob", r"Unexpected (?:instance_number|hw_id) \(\d+\) from ip discovery blob",
           "gpu-fault", "warning", "amdgpu skipped an IP block its discovery table describes oddly (the driver goes on)",
           needles=(" from ip discovery blob",)),
