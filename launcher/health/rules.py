@@ -814,6 +814,14 @@ RULES: tuple[Rule, ...] = (
     _rule("onnxruntime-provider-missing", r"Specified provider '[^']+' is not in available provider names", "config",
           "warning", "this onnxruntime build lacks the requested execution provider (install onnxruntime-rocm / "
           "-migraphx): the session falls back to the CPU", needles=("not in available provider names",)),
+    # ROCr's Runtime::FreeMemory (ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/runtime.cpp, code search, several
+    # versions): debug_warning / assert(false && "Can't find address in allocation map") before it returns
+    # HSA_STATUS_ERROR_INVALID_ALLOCATION (a free of a pointer the runtime did not allocate: a double free or a foreign
+    # pointer), and "Can't release imported memory with free.": the caller's misuse, a crash warning, as the HSA table's
+    # INVALID_ALLOCATION (turn 19, after round 24)
+    _rule("rocr-free-unknown", r"Can't find address in allocation map|Can't release imported memory with free", "crash",
+          "warning", "the program freed GPU memory the HSA runtime did not allocate (a double free or a foreign pointer)",
+          needles=("t find address in allocation map", "t release imported memory with free")),
     _rule("hip-runtime-error", r"HIP error: |hipError\w+", "gpu-fault", "fatal",
           "HIP runtime error; rerun with AMD_SERIALIZE_KERNEL=3 to locate the kernel"),
 
