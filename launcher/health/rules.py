@@ -503,6 +503,22 @@ RULES: tuple[Rule, ...] = (
           r"|Force Terminated \S+)", "crash", "warning",
           "srun is stopping the step from outside (scancel, the time limit, a node failure, another task's failure): "
           "the line before it says which", cascade=True, needles=("job step aborted", "force terminated")),
+    # Open MPI's mpirun and TCP BTL (the help texts of Open MPI 4.1.4, Debian openmpi-common 4.1.4-3:
+    # help-orterun.txt [orterun:proc-aborted] / [proc-aborted-strsignal] "%s noticed that process rank %lu with PID %lu
+    # on node %s exited on signal %d (%s).", [orterun:non-zero-exit] "%s detected that one or more processes exited with
+    # non-zero status, thus causing / the job to be terminated. ...", help-mpi-btl-tcp.txt [peer hung up] "An MPI
+    # communication peer process has unexpectedly disconnected.  This / usually indicates a failure in the peer
+    # process"): a rank died of a signal, a rank exited non-zero (the launcher's report after the rank's own error), a
+    # survivor whose peer went away (comm-error, the peer's failure is the cause) (turn 19, after round 25)
+    _rule("openmpi-proc-aborted", r"\bnoticed that process rank \d+ with PID \d+ on node \S+ exited on signal \d+",
+          "crash", "fatal", "mpirun says a rank died of a signal (9: killed, the OOM killer if the kernel log says so)",
+          needles=("noticed that process rank",)),
+    _rule("openmpi-non-zero-exit", r"\bdetected that one or more processes exited with non-zero status, thus causing",
+          "crash", "fatal", "mpirun stopped the job because a rank exited non-zero: that rank's own error is above",
+          cascade=True, needles=("detected that one or more processes exited",)),
+    _rule("openmpi-peer-hung-up", r"An MPI communication peer process has unexpectedly disconnected", "comm-error",
+          "fatal", "an MPI peer process went away (it crashed or exited without MPI_Finalize): look at that peer's log",
+          cascade=True, needles=("mpi communication peer process",)),
     _rule("shell-killed", r"^\s*Killed\s*$|\bline \d+: +\d+ (Killed\b|已杀死)|\]\s*Killed\s*$|^\s*已杀死\s*$", "crash", "fatal",
           "the shell reports a child killed by SIGKILL (the OOM killer, or an external kill)"),
     # bash jobs.c reports a foreground child that died of a signal as "<script>: line N: <pid> <strsignal text>  <cmd>"

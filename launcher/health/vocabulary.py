@@ -1781,6 +1781,16 @@ FAMILIES: tuple[Family, ...] = (
             ("Terminating remaining workers after failure of Process %d.", "crash", "warning"),
             ("Job has been shutdown, see above error messages for details.", "crash", "warning"),
             ("Failed to execute discovery script: %s. Exit code: %d", "config", "fatal"),
+            # turn 19 (after round 25's sight): Horovod's stall inspector (horovod/common/operations.cc
+            # CheckForStalledTensors in the 0.16.4 sdist, horovod/common/stall_inspector.cc in the 0.19.5 and 0.28.1
+            # sdists from PyPI): LOG(WARNING) when some ranks submitted a collective the others have not for
+            # HOROVOD_STALL_CHECK_TIME_SECONDS, LOG(ERROR) with "Will shutdown." once a rank passes
+            # HOROVOD_STALL_SHUTDOWN_TIME_SECONDS: a collective waiting on missing ranks, collective-timeout (the warning
+            # while it waits, fatal when Horovod shuts down). common.h SHUT_DOWN_ERROR, the status every later collective
+            # returns after a shutdown, is a crash after the first failure (its own text says the cause is above).
+            ("One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than %d seconds.", "collective-timeout", "warning"),
+            ("One or more rank (marked by \"!\") is stalled for longer than %d seconds. Will shutdown.", "collective-timeout", "fatal"),
+            ("Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.", "crash", "warning"),
         ),
         shared_needles=("-> stop running",),
     ),
