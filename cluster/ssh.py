@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import paramiko
 
@@ -45,6 +45,8 @@ from cluster.transport import (
     timed_out,
     zip_hosts,
 )
+
+_T = TypeVar("_T")
 
 # Run by the node's sh with positional arguments only (never spliced user data): make the directory if needed,
 # write a temp file next to the destination, rename it into place, print its sha256. Only cat, mv and sha256sum
@@ -352,20 +354,9 @@ class SSHTransport(Transport):
         ed25519 key, ~0.9 ms of a 4-6 ms handshake; bench/scale.py). None where it cannot be read here (a passphrase,
         an unknown format): paramiko then reads the file itself and says why it cannot."""
         try:
-            st = os.stat(path)
-        except OSError:
+            return self._parsed_once(self._identities, self._identities_lock, path, paramiko.PKey.from_path)
+        except (OSError, ValueError, paramiko.SSHException):
             return None
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        with self._identities_lock:
-            cached = self._identities.get(path)
-            if cached is not None and cached[0] == stamp:
-                return cached[1]
-            try:
-                key = paramiko.PKey.from_path(path)
-            except (OSError, ValueError, paramiko.SSHException):
-                return None
-            self._identities[path] = (stamp, key)
-            return key
 
     def _host_keys(self, path: str) -> paramiko.HostKeys:
         """The file's keys, parsed once per transport while the file stays the same (inode, size, mtime).
@@ -373,13 +364,23 @@ class SSHTransport(Transport):
         paramiko's `load_host_keys` parses the whole file for every connection: a known_hosts that names every
         node made connecting N nodes cost O(N²) key parses (~35 ms each connection at 250 nodes, bench/ssh_reuse.py).
         Keys accept-new adds change the file's stat, so the next connection reads it again."""
+        return self._parsed_once(self._parsed_keys, self._known_hosts_lock, path, paramiko.HostKeys)
+
+    @staticmethod
+    def _parsed_once(
+        cache: dict[str, tuple[tuple[int, int, int], _T]],
+        lock: threading.Lock,
+        path: str,
+        parse: Callable[[str], _T],
+    ) -> _T:
+        """`parse(path)`, kept in `cache` while the file's inode, size and mtime stay the same."""
         st = os.stat(path)
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-        with self._known_hosts_lock:
-            cached = self._parsed_keys.get(path)
+        with lock:
+            cached = cache.get(path)
             if cached is None or cached[0] != stamp:
-                cached = (stamp, paramiko.HostKeys(path))
-                self._parsed_keys[path] = cached
+                cached = (stamp, parse(path))
+                cache[path] = cached
             return cached[1]
 
     # ---------------------------------------------------------------------------------------------- commands

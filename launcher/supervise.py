@@ -369,9 +369,8 @@ def _launch_and_follow(
     from launcher.errors import LaunchError
     from launcher.run.launch import launch
 
-    log = records.open_private(
-        record.root / LAUNCH_LOG
-    )  # 0600, as every record file; open for the whole launch
+    # 0600, as every record file; open for the whole launch
+    log = records.open_private(record.root / LAUNCH_LOG)
 
     def say(text: str) -> None:
         _log(text)

@@ -170,9 +170,10 @@ class Runner:
         group = self.transport.run_all(self.plan.hosts, argv_for, stdin_for=payload, timeout=PUSH_TIMEOUT_S)
         return self._pushed(group)
 
-    def launch(self, between: Callable[[], None] | None = None, *, follow: bool = False) -> None:
-        """Preflight + push, then `between` (checks that need the pushed files), then start: every node or none
-        (`follow`: a run followed at once, see `start`).
+    def launch(self, between: Callable[[], None] | None = None) -> None:
+        """Preflight + push, then `between` (checks that need the pushed files), then start: every node or none, each
+        guard on the channel that then follows it (`start`'s `follow`: the foreground run and the supervisor of
+        `up --detach` both follow what they start).
         Attached guards (Slurm) do all three in the guards' own job step: the push is its first act on every
         node, and `between` runs while the nodes hold before starting (cluster/slurm.py `start_all`), so a
         launch costs one step whatever the node count instead of a push step and a guards' step."""
@@ -180,7 +181,7 @@ class Runner:
         if not self.transport.guard_attached:
             self.push()
             between()
-            self.start(follow=follow)
+            self.start(follow=True)
             return
         argv_for, payload = self._push_call()
 
@@ -219,8 +220,9 @@ class Runner:
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
     def start(self, follow: bool = False) -> None:
-        """Start the guard on every node, or on none. `follow` (a run this runner follows at once, not a detached
-        `up`): each guard is started on the channel that then follows it (`_start_following`)."""
+        """Start the guard on every node, or on none. `follow` (a run this runner follows at once; `launch` always
+        does): each guard is started on the channel that then follows it (`_start_following`). Without it, a plain
+        `start` per node, followed later by `attach` (the tests that start guards and attach to them themselves)."""
         if self.transport.guard_attached:
             self._start_attached()
             return

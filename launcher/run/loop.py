@@ -309,7 +309,7 @@ def _launch(
     try:
         # Each guard starts on its follower's channel (start-follow); under Slurm push, checks and guards share one
         # job step.
-        runner.launch(between, follow=True)
+        runner.launch(between)
     except LaunchError as exc:
         attempts.mark(record, attempt, "end", f"attempt {attempt}: {exc}", code=exc.code)
         record.set_state(RunState.FAILED, reason=str(exc), ended_at=time.time())
