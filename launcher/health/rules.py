@@ -499,10 +499,17 @@ RULES: tuple[Rule, ...] = (
     # failure under --kill-on-bad-exit): "Job step aborted: Waiting up to %d seconds for job step to finish." and "Force
     # Terminated %ps" (the strings of Slurm 22.05.8's srun and libslurmfull, as above; %ps is "job N" or "StepId=N.M").
     # A survivor's symptom: the cause is the slurmstepd CANCELLED line or a task's own failure (turn 19, after round 24)
+    # The same strings hold launch_slurm.so's "%s: %s: Terminating %ps" and "%s: %s: Terminating job step %ps" (plugin and
+    # function first: "srun: launch/slurm: _step_signal: Terminating StepId=N.M"; older sruns print "srun: Terminating
+    # StepId=N.M" without them) and "%s: %s: First task exited. Terminating job in %ds" (srun --wait): srun stopping the
+    # step's other tasks (turn 20, after round 25).
     _rule("srun-step-aborted", r"\bsrun: (?:Job step aborted: Waiting up to \d+ seconds for job step to finish\."
-          r"|Force Terminated \S+)", "crash", "warning",
+          r"|Force Terminated \S+"
+          r"|(?:[\w/]+: )*(?:Terminating (?:job step )?(?:StepId=\d|job \d)|First task exited\. Terminating job in \d+s))",
+          "crash", "warning",
           "srun is stopping the step from outside (scancel, the time limit, a node failure, another task's failure): "
-          "the line before it says which", cascade=True, needles=("job step aborted", "force terminated")),
+          "the line before it says which", cascade=True,
+          needles=("job step aborted", "force terminated", "terminating stepid", "terminating job", "first task exited")),
     # Open MPI's mpirun and TCP BTL (the help texts of Open MPI 4.1.4, Debian openmpi-common 4.1.4-3:
     # help-orterun.txt [orterun:proc-aborted] / [proc-aborted-strsignal] "%s noticed that process rank %lu with PID %lu
     # on node %s exited on signal %d (%s).", [orterun:non-zero-exit] "%s detected that one or more processes exited with
@@ -588,6 +595,28 @@ RULES: tuple[Rule, ...] = (
     # columns of "nan"; two in a row is what no healthy row has
     _rule("loss-columns-not-finite", r"\bnan {2,}nan\b", "divergence", "warning",
           "a progress row shows NaN losses: training is diverging", needles=("nan  ",)),
+    # transformers trainer_callback.py ProgressCallback.on_log / PrinterCallback: the log dict printed as a Python dict
+    # ("{'loss': 0.31, 'grad_norm': ..., 'learning_rate': ..., 'epoch': ...}"; TRL adds 'rewards/chosen', 'logps/...'),
+    # transformers 4.x (.venv). A metric of it that is NaN or Inf ("'rewards/chosen': nan") means the numbers went wrong
+    # even where the loss still prints (DPO's loss stays 0.0 when its rewards are NaN): a warning, as the other
+    # non-finite metrics (turn 20, after round 25)
+    _rule("trainer-metric-not-finite", r"^\s*\{'[\w/.-]+': .*?'[\w/.-]+': (?:nan|-?inf)\b", "divergence", "warning",
+          "a metric of the trainer's log is NaN or Inf: training is diverging (look at the learning rate, the loss "
+          "scale, the data)", needles=(": nan", ": inf", ": -inf")),
+    # Kernel libraries' own verification against a host reference: MIOpen's driver (ROCm/MIOpen driver/*_driver.hpp,
+    # commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, fetched: "Forward Convolution FAILED: " << error << " > " <<
+    # tolerance, "Backward Convolution Weights FAILED: ...", "Forward GEMM FAILED: " << error, the older drivers'
+    # "... Failed: " << error) and composable_kernel's check_err (ROCm/composable_kernel library/include/ck/library/
+    # utility/check_err.hpp, commit 8e22e1ae31bbf7086f69d8724e027676791d351a, fetched: msg, by default "Error: Incorrect
+    # results!", then " out[i] != ref[i]: o != r", and "max err: " after the mismatches). The GPU's result is wrong:
+    # divergence (the house's "the numbers went wrong"), a warning (the tool goes on and reports; a wrong kernel on a
+    # node is the reason to look at its driver, firmware or library build). The error is a float, so a count of failed
+    # tests ("failed: 3") is not one of them.
+    _rule("kernel-verification-failed", r"\b(?:FAILED|Failed): [-+]?(?:\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+|inf|nan)"
+          r"(?: > \S+)?\s*$|\b(?:FAILED|Failed): [-+]?\d+ > [\d.e+-]+\s*$"
+          r"|\bout\[\d+\] != ref\[\d+\]: \S+ != \S+", "divergence", "warning",
+          "a kernel library's check against the host reference failed: this GPU computed a wrong result (library "
+          "build, driver or firmware; rerun on another node to compare)", needles=("failed: ", "] != ref[")),
     # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
     # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
     # (added after round 9)
@@ -905,6 +934,17 @@ RULES: tuple[Rule, ...] = (
           "rendezvous", "fatal", "the TCPStore socket broke (c10d tcputil prints only the errno text): the store's "
           "host (rank 0's agent) died or the network to it failed", cascade=True,
           needles=("connection reset by peer", "broken pipe", "connection timed out")),
+    # NCCL/RCCL misc/socket.cc WARN texts relayed without "NCCL WARN": PyTorch's DistBackendError ends with "Last
+    # error:\n<the last WARN text>" (ProcessGroupNCCL's getNcclErrorDetailStr adds ncclGetLastError), so the socket
+    # layer's own words arrive on a line of their own, e.g. "socketPollConnect poll() returned %d%s" (NCCL misc/socket.cc,
+    # code index: ", no POLLOUT events" when the connect did not complete). Network: a peer's address that does not
+    # answer (turn 20, after round 25).
+    _rule("nccl-socket-last-error", r"^\W*socket(?:PollConnect|StartConnect|ProgressOpt|Progress|TryAccept|FinalizeAccept"
+          r"|Connect|Accept|Wait)\b:? .*?(?:returned|failed|exceeded|[Ee]rror|closed|wrong magic)", "network", "fatal",
+          "the collective library's socket layer failed to reach or talk to a peer (NCCL_SOCKET_IFNAME, firewalls, a peer "
+          "that died)", cascade=True,
+          needles=("socketpollconnect", "socketstartconnect", "socketprogress", "sockettryaccept",
+                   "socketfinalizeaccept", "socketconnect", "socketaccept", "socketwait")),
     _rule("gloo-connect-full-mesh", r"connectFullMesh failed", "rendezvous", "fatal",
           "gloo could not connect all ranks: GLOO_SOCKET_IFNAME or an unreachable interface"),
 
@@ -923,6 +963,13 @@ RULES: tuple[Rule, ...] = (
           r"|would have terminated the process", "collective-timeout", "fatal",
           "PyTorch's heartbeat monitor is aborting the rank after a collective timeout or watchdog hang",
           cascade=True),
+    # ProcessGroupNCCL.cpp WorkNCCL::printTraceback (code index, torch 2.5-2.8): the watchdog's LOG(ERROR) for a failed or
+    # timed-out work, "Stack trace of the failed collective: \n<frames>" with the flight recorder on, "Stack trace of
+    # the failed collective not found, potentially because FlightRecorder is disabled. ..." with it off; the timeout's
+    # own line comes first (turn 20, after round 25)
+    _rule("nccl-failed-collective-trace", r"Stack trace of the failed collective(?::| not found)", "collective-timeout",
+          "warning", "the watchdog's trace of the failed or timed-out collective (the line before names it); "
+          "TORCH_NCCL_TRACE_BUFFER_SIZE > 0 records where it was called", cascade=True),
     _rule("nccl-dump-signal", r"Received a dump signal due to a collective timeout"
           r"|Observed flight recorder dump signal from another rank|ProcessGroupNCCL preparing to dump debug info"
           r"|First PG on this rank (that detected no heartbeat|to signal dumping)",
@@ -1117,8 +1164,22 @@ RULES: tuple[Rule, ...] = (
           "torchrun reports a failed worker; the root cause is the first failure listed", cascade=True),
     # elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE "  exitcode  : ${exitcode} (pid: ${pid})"; the
     # signal exit codes are matched above (segfault, abort, SIGKILL ...)
-    _rule("elastic-failure-exitcode", r"^\s*exitcode\s*: -?\d+ \(pid: \d+\)", "crash", "fatal",
-          "torchrun's failure summary: a worker exited non-zero; its own output says why", cascade=True),
+    _rule("elastic-failure-exitcode", r"^\s*exitcode\s*: -?\d+ \(pid: \d+\)|^\s*exitcode {2}: -?\d+\s*$", "crash", "fatal",
+          "torchrun's failure summary: a worker exited non-zero; its own output says why", cascade=True,
+          needles=("exitcode",)),
+    # The same template's other fields, each on its own line under "[${idx}]:": "  time      : ${time}" (strftime
+    # "%Y-%m-%d_%H:%M:%S"), "  host      : ${hostname}", "  rank      : ${rank} (local_rank: ${local_rank})",
+    # "  error_file: ${error_file}", "  traceback : ${message}", and _MSG_FORMAT_TEMPLATE's "Root Cause (first observed
+    # failure):" (torch 2.13.0, .venv). They exist only in a failure summary, but they name no cause: info, so a line
+    # from the summary is named with its failed worker while the verdict stays on the worker's own error (turn 20,
+    # after round 25, where the summary's detail lines went unflagged). The field padding is the template's, so a
+    # healthy "host: x" line stays out.
+    _rule("elastic-failure-detail", r"^\s*(?:time {6}: \d{4}-\d\d-\d\d_\d\d:\d\d:\d\d|host {6}: \S+\s*$"
+          r"|rank {6}: \d+ \(local_rank: \d+\)|error_file: \S|traceback : \S)"
+          r"|^\s*Root Cause \(first observed failure\):", "crash", "info",
+          "a line of torchrun's failure summary: the worker's own error is above it, the exit code beside it",
+          cascade=True, needles=("time      :", "host      :", "rank      :", "error_file:", "traceback :",
+                                 "root cause (first observed failure)")),
     # deepspeed/launcher/launch.py sigkill_handler: logger.error(f"{cmd} exits with return code = {last_return_code}")
     # once a rank has exited non-zero. Its "Killing subprocess {pid}" lines before it stay unflagged: the handler also
     # runs on SIGINT/SIGTERM to the launcher (our own teardown), and they name no failure.

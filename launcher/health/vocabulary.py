@@ -714,13 +714,24 @@ FAMILIES: tuple[Family, ...] = (
     #      its profilers, examples and the libraries built on it (flash-attention's CK backend, MIOpen's CK solvers)
     #      report a refusal as "<op type string> does not support this problem" (code search: profiler/include/profiler/
     #      profile_gemm_impl.hpp and the examples' std::runtime_error): no kernel instance for this GPU and shape.
+    #      Turn 20 (after round 25, where a profiler's bare line was fatal on a healthy run), from ROCm/composable_kernel
+    #      commit 8e22e1ae31bbf7086f69d8724e027676791d351a (fetched): the profilers and client examples loop over every
+    #      instance and print `op_name << " does not support this problem"` for each one that does not fit, then go on to
+    #      the next (a sweep prints dozens on a healthy run): a warning; the examples throw std::runtime_error("wrong! ...
+    #      does not support this GEMM problem" / "... this device_op instance does not support this problem"), and a
+    #      framework that raises the refusal ("RuntimeError: <op> does not support this problem", flash-attention's CK
+    #      backend) has no other kernel to run: fatal.
     Family(
         "ck",
-        "ROCm/composable_kernel profiler/include/profiler/profile_gemm_impl.hpp, example/*.cpp IsSupportedArgument checks "
-        "(code search)",
+        "ROCm/composable_kernel profiler/include/profiler/profile_*_impl.hpp, example/*.cpp IsSupportedArgument checks "
+        "(commit 8e22e1ae31bbf7086f69d8724e027676791d351a)",
         "composable_kernel has no kernel instance for this GPU and problem shape: check the gfx target the library was built for",
-        (("%s does not support this problem", "version-mismatch", "fatal"),),
-        example_prefix="RuntimeError: ",
+        (
+            ("wrong! %s not support this %s", "version-mismatch", "fatal"),
+            ("Error: %s does not support this problem", "version-mismatch", "fatal"),
+            ("%s does not support this problem", "version-mismatch", "warning"),
+        ),
+        shared_needles=("not support this",),
     ),
     # ---- MIOpen's performance / find databases (added after round 12): ROCm/MIOpen src/sqlite_db.cpp (code search): the
     #      user and system databases are SQLite files (~/.config/miopen, ~/.cache/miopen); on a shared or network file system
