@@ -462,7 +462,7 @@ RULES: tuple[Rule, ...] = (
           "version-mismatch", "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
     _rule("hip-missing-code-object", r"Cannot find CO in the bundle|Missing CO for these ISAs",
           "version-mismatch", "warning", "a library lacks code objects for this ISA (AMD_LOG_LEVEL trace)"),
-    _rule("illegal-instruction", r"Illegal instruction(?! in command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
+    _rule("illegal-instruction", r"Illegal instruction(?! in (?:SDMA )?command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
           "version-mismatch", "fatal", "a binary uses CPU instructions this host lacks (build for another CPU)"),
 
     # ---- oom: device memory (PyTorch, HIP, RCCL) and host memory (the kernel's OOM killer, Slurm's cgroup)
@@ -684,7 +684,9 @@ RULES: tuple[Rule, ...] = (
           "a GPU job timed out and the driver recovered it without a reset"),
     _rule("amdgpu-ring-timeout", r"ring \S+ timeout, signaled seq=|ring \S+ timeout\b|Ring \S+ reset fail|ring \S+ test failed",
           "gpu-fault", "fatal", "amdgpu job timeout on a ring: the GPU stopped responding"),
-    _rule("amdgpu-bad-command-stream", r"Illegal (opcode|register access|instruction) in command stream", "gpu-fault", "fatal",
+    # sdma_v4_0.c sdma_v4_0_process_illegal_inst_irq: DRM_ERROR("Illegal instruction in SDMA command stream\n") (geohot/
+    # amdgpu-dkms commit 6153aa4c, fetched): the SDMA engine's own packet fault, not the CPU's SIGILL (turn 20)
+    _rule("amdgpu-bad-command-stream", r"Illegal (opcode|register access|instruction) in (?:SDMA )?command stream", "gpu-fault", "fatal",
           "the GPU's command processor hit an illegal packet or register access (a ring timeout and reset follow)"),
     # mes_v12_0.c names the pipe: "MES(%d) failed to respond to msg=%s (%s)" (added before round 12)
     # after round 15 (after-sight): a legacy queue that MES could not (un)map or reset is the consequence of the MES
@@ -1214,6 +1216,36 @@ RULES: tuple[Rule, ...] = (
     # libstdc++ vterminate.cc (the verbose terminate handler): "terminate called after throwing an instance of '%s'"
     # then "  what():  %s". The message line after an uncaught C++ exception; a specific rule above names it when the
     # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
+    # googletest src/gtest.cc FormatCxxExceptionMessage (code index): a test that threw reports "C++ exception with
+    # description \"%s\" thrown in %s." with what() and the place ("the test body", "SetUp()" ...); ROCm's libraries
+    # (MIOpen, rocBLAS, hipBLASLt, RCCL's unit tests) run their GPU tests under it. The exception's own text says what
+    # failed: std::bad_alloc ("std::bad_alloc", "bad allocation") is host memory, oom; any other is the test's crash
+    # (turn 20, after round 25)
+    _rule("gtest-exception-bad-alloc", r"C\+\+ exception with description \"(?:std::bad_alloc|bad allocation|bad_alloc)\" thrown in",
+          "oom", "fatal", "a test ran out of host memory (std::bad_alloc): the node's RAM or the job's memory limit",
+          needles=("c++ exception with description",)),
+    _rule("gtest-exception", r"C\+\+ exception with description \".*\" thrown in |\bUnknown C\+\+ exception thrown in ",
+          "crash", "fatal", "a test threw a C++ exception: its description says what failed",
+          needles=("c++ exception with description", "unknown c++ exception thrown in")),
+    # AMDMIGraphX src/targets/gpu/gemm_impl.cpp rocblas_invoke (commit f729a52faf, fetched): MIGRAPHX_THROW("rocblas_invoke:
+    # rocBLAS call failed with status " + std::to_string(status)) for any status but success, invalid_value and
+    # perf_degraded: the number is a rocblas_status (ROCm/rocBLAS library/include/internal/rocblas-types.h, commit
+    # b520bc83fa67045bed4544f33ba83ce3a7c39c44: 2 not_implemented, 14 excluded_from_build, 15 arch_mismatch: a build
+    # without this function or target, version-mismatch; 5 memory_error, oom; 13 check_numerics_fail, divergence; the
+    # invalid handle / pointer / size, internal error and size-query states, crash), as the `blas` family names the
+    # statuses (turn 20, after round 25)
+    _rule("rocblas-status-number-version-mismatch", r"rocBLAS call failed with status (?:2|14|15)\b", "version-mismatch",
+          "fatal", "rocBLAS has no kernel for this call in this build or GPU target (rocblas_status 2/14/15): the "
+          "library's gfx targets and version", needles=("rocblas call failed with status",)),
+    _rule("rocblas-status-number-oom", r"rocBLAS call failed with status 5\b", "oom", "fatal",
+          "rocBLAS could not allocate device memory (rocblas_status_memory_error)",
+          needles=("rocblas call failed with status",)),
+    _rule("rocblas-status-number-divergence", r"rocBLAS call failed with status 13\b", "divergence", "fatal",
+          "rocBLAS's numerics check found NaN or Inf in an input (rocblas_status_check_numerics_fail)",
+          needles=("rocblas call failed with status",)),
+    _rule("rocblas-status-number-crash", r"rocBLAS call failed with status (?:1|3|4|6|8|9|10|12)\b", "crash", "fatal",
+          "rocBLAS refused the call: an invalid handle, pointer or size, or an internal error (rocblas_status)",
+          needles=("rocblas call failed with status",)),
     _rule("cxx-exception-what", r"^\s*what\(\):\s", "crash", "warning",
           "the message of an uncaught C++ exception that aborted the process", needles=("what():",)),
     # An exception header whose message no rule above knows: its class says where to look (vocabulary.py,

@@ -323,7 +323,7 @@ FAMILIES: tuple[Family, ...] = (
     #      node-%u" are older rules; these add ROCr's init failures as printed by rocminfo and the runtime.
     Family(
         "rocr",
-        "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp (commit "
+        "ROCm/ROCR-Runtime runtime/hsa-runtime/core/runtime/amd_aql_queue.cpp, runtime.cpp, queue.cpp (commit "
         "c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9), rocrtst/samples/rocrinfo/rocrinfo.cc; ROCm/rocminfo rocminfo.cc "
         "(commit 792d1354; c6f7a17c for CheckInitialState's /dev/kfd and group-list lines)",
         "the ROCm runtime could not open the GPU: driver not loaded, /dev/kfd permissions, or a ROCm install mismatch",
@@ -387,6 +387,11 @@ FAMILIES: tuple[Family, ...] = (
             # group list that cannot be read are the node's permissions: config
             ("Unable to open /dev/kfd read-write: %s", "config", "fatal"),
             ("Failed to get user group list", "config", "fatal"),
+            # turn 20 (after round 25): core/runtime/queue.cpp Queue::DefaultErrorHandler (the same commit): with no
+            # handler of the program's own, a queue's async error prints "Queue at %p inactivated due to async
+            # error:\n\t%s\n" (the HSA status text on the next line, the `hsa` family's) and abort(): the GPU failed the
+            # queue's work, fatal
+            ("Queue at %p inactivated due to async error:", "gpu-fault", "fatal"),
         ),
     ),
     # ---- the SMI libraries (turn 11, before round 19): ROCm/amdsmi src/amd_smi/amd_smi.cc amdsmi_status_code_to_string
@@ -528,7 +533,8 @@ FAMILIES: tuple[Family, ...] = (
         "amdgpu_device.c, amdgpu_gfx.c, amdgpu_ib.c, amdgpu_ras.c, amdgpu_ras_eeprom.c, amdgpu_psp.c, amdgpu_virt.c, "
         "amdgpu_xgmi.c, amdgpu_ih.c, amdgpu_gmc.c, amdgpu_discovery.c, aqua_vanjaram.c, gfx_v9_4_2.c, gfx_v9_4_3.c, "
         "gfx_v10_0.c, gmc_v6_0.c, gmc_v7_0.c, gmc_v9_0.c, imu_v11_0.c, mxgpu_ai.c, mxgpu_nv.c, psp_v13_0.c, "
-        "pm/swsmu/amdgpu_smu.c, smu_v11_0.c, smu_v13_0.c, aldebaran_ppt.c, powerplay smu9_smumgr.c, vega10_smumgr.c",
+        "pm/swsmu/amdgpu_smu.c, smu_v11_0.c, smu_v13_0.c, aldebaran_ppt.c, powerplay smu9_smumgr.c, vega10_smumgr.c; "
+        "geohot/amdgpu-dkms amdgpu/amd/amdgpu/sdma_v4_0.c (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef)",
         "the amdgpu kernel driver reports a GPU, firmware, RAS or partition problem: dmesg and amd-smi on that node",
         (
             # hangs and timeouts of the GPU's engines and of the SR-IOV host
@@ -603,6 +609,15 @@ FAMILIES: tuple[Family, ...] = (
             ("Invalid compute partition mode requested, requested: %s, available memory partitions: %d", "config", "warning"),
             ("Mismatch in compute partition mode - reported : %d derived : %d", "config", "warning"),
             ("NPS config mismatch - expected ranges: %d discovery - nps mode: %d, nps ranges: %d", "config", "warning"),
+            # turn 20 (after round 25): sdma_v4_0.c's interrupt handlers for the SDMA engine's own error sources
+            # (geohot/amdgpu-dkms amdgpu/amd/amdgpu/sdma_v4_0.c, commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef,
+            # fetched): dev_dbg_ratelimited reports of a bad packet, address or doorbell, after which the handler returns
+            # and the engine goes on (the illegal-instruction handler's DRM_ERROR is `amdgpu-bad-command-stream`'s):
+            # warnings, a GPU-side fault of the copy engine
+            ("SDMA gets an Register Write SRBM_WRITE command in non-privilege command buffer", "gpu-fault", "warning"),
+            ("SDMA received a doorbell from BIF with byte_enable !=0xff", "gpu-fault", "warning"),
+            ("Polling register/memory timeout executing POLL_REG/MEM with finite timer", "gpu-fault", "warning"),
+            ("MC or SEM address in VM hole", "gpu-fault", "warning"),
         ),
         example_prefix="[ 4518.220312] amdgpu 0000:c1:00.0: amdgpu: ",
     ),
@@ -3174,6 +3189,9 @@ FAMILIES: tuple[Family, ...] = (
         "the amdgpu driver's compute side (amdkfd) could not map, pin or restore a process's GPU memory, or its queues: "
         "dmesg on that node; an allocation or limit message means the GPU's or the host's memory ran out",
         (
+            # turn 20 (after round 25): kfd_mem_dmaunmap_sg_bo's pr_err (the same file and commit) when a DOORBELL / MMIO
+            # BO it unmaps has no scatter-gather table: the driver's own state is inconsistent, it skips the unmap
+            ("SG Table of BO is UNEXPECTEDLY NULL", "gpu-fault", "warning"),
             # memory: allocations and the KFD memory limit
             ("Insufficient memory", "oom", "warning"),
             ("Insufficient system memory", "oom", "warning"),
