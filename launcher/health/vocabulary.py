@@ -2990,6 +2990,39 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix="slurmstepd: error: ",
         shared_needles=(" cancelled at ",),
     ),
+    # ---- turn 20 (while round 26 is collected): PyTorch's own checks of a program's tensors, the RuntimeErrors a training
+    #      script raises most, from torch 2.13.0 in the .venv: the TORCH_CHECK texts in lib/libtorch_cpu.so (`strings`:
+    #      "Expected all tensors to be on the same device, but ...", "shape '...' is invalid for input of size ",
+    #      "mat1 and mat2 shapes cannot be multiplied (", "Input type (... ) and weight type (...) should be the same",
+    #      "expected scalar type ... but found ...", autograd's "element %d of tensors does not require grad and does not
+    #      have a grad_fn", "Trying to backward through the graph a second time", "one of the variables needed for
+    #      gradient computation has been modified by an inplace operation", the DDP reducer's "Expected to mark a variable ready
+    #      only once" (its "Expected to have finished reduction ..." is a `python-stack` row, config),
+    #      "DDP expects same model across all ranks") and torch/nn/modules/module.py load_state_dict ("size mismatch for
+    #      {key}: copying a param with shape ... from checkpoint"). Categories by what the operator must change: the
+    #      program's own tensors, shapes, dtypes or autograd use are crash (a caller's misuse, as the HIP table's); a
+    #      checkpoint whose shapes do not fit the model is the wrong checkpoint or model setting: config; ranks that built different
+    #      models run different code or settings: config. All fatal: each raises.
+    Family(
+        "torch-aten",
+        "torch 2.13.0 (.venv): lib/libtorch_cpu.so TORCH_CHECK texts (strings), torch/nn/modules/module.py load_state_dict",
+        "PyTorch refused an operation of the program's (devices, shapes, dtypes, autograd, DDP's reducer): the line names "
+        "the tensors or the option; the traceback above names the code",
+        (
+            ("Expected all tensors to be on the same device, but %s", "crash", "fatal"),
+            ("shape '%s' is invalid for input of size %d", "crash", "fatal"),
+            ("mat1 and mat2 shapes cannot be multiplied (%s)", "crash", "fatal"),
+            ("Input type (%s) and weight type (%s) should be the same", "crash", "fatal"),
+            ("expected scalar type %s but found %s", "crash", "fatal"),
+            ("element %d of tensors does not require grad and does not have a grad_fn", "crash", "fatal"),
+            ("Trying to backward through the graph a second time", "crash", "fatal"),
+            ("one of the variables needed for gradient computation has been modified by an inplace operation", "crash", "fatal"),
+            ("Expected to mark a variable ready only once", "crash", "fatal"),
+            ("DDP expects same model across all ranks", "config", "fatal"),
+            ("size mismatch for %s: copying a param with shape %s from checkpoint", "config", "fatal"),
+        ),
+        example_prefix="RuntimeError: ",
+    ),
     # ---- w2-r23 (issue 26: installation, paths and initialisation are config). ROCr's start-up, from its own source:
     #      ROCm/ROCR-Runtime commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9 (fetched). hsa_init -> Runtime::Acquire
     #      (runtime.cpp) returns HSA_STATUS_ERROR_OUT_OF_RESOURCES for *any* failed Runtime::Load, and Load returns it
