@@ -393,9 +393,13 @@ RULES: tuple[Rule, ...] = (
     # e.g. err=-3 EAI_AGAIN: DNS): the store connection is set up without it, but a rendezvous that hangs next is this
     _rule("store-hostname-unresolved", r"The hostname of the client socket cannot be retrieved", "rendezvous", "warning",
           "c10d could not resolve this host's name (DNS): check /etc/hosts and MASTER_ADDR if the rendezvous hangs"),
-    _rule("store-connect-attempt", r"client socket has failed to connect to (\[|any network address)",
+    # torch 2.13.0's libtorch_cpu.so strings (socket.cpp): "The client socket has failed to connect to {} {}." and "The
+    # client socket cannot be initialized to connect to {} {}." (the address, then "(errno: N - <strerror>)"); the
+    # address is "[host]:port" since torch 2.1 and "host:port" before (turn 20, after round 26's sight)
+    _rule("store-connect-attempt", r"client socket has failed to connect to (\[|any network address|[\w.-]+:\d+ \(errno)"
+          r"|client socket cannot be initialized to connect to ",
           "rendezvous", "warning", "one connection attempt to the store failed; c10d retries until its timeout",
-          waiting=True),
+          waiting=True, needles=("client socket has failed to connect to", "client socket cannot be initialized")),
     _rule("nccl-connect-retry", r"Call to connect returned .*, retrying", "network", "warning",
           "NCCL/RCCL is retrying a connection to a peer; fatal only if an error follows", waiting=True),
     _rule("server-socket-retry", r"The server socket on .* (has timed out|is not yet listening).*will retry",
@@ -1065,6 +1069,12 @@ RULES: tuple[Rule, ...] = (
           "NCCL/RCCL rejected a call: mismatched collectives, wrong device per rank, or a bad argument"),
     _rule("nccl-unhandled-device-error", r"unhandled cuda error|ncclUnhandledCudaError", "comm-error", "fatal",
           "RCCL got a HIP error from the device; check GPU health and peer access"),
+    # NCCL's SYSCHECK / SYSCHECKVAL (src/include/checks.h, NVIDIA/nccl and ROCm/rccl 0cbce2a7): WARN("Call to " #name
+    # " failed : %s", strerror(errno)). Where the errno is the node's permissions (EACCES, EPERM: /dev/shm, /dev/infiniband,
+    # a container's seccomp) the fix is the machine's set-up: config (turn 20, after round 26's sight)
+    _rule("nccl-syscall-denied", r"Call to \w+ failed : (?:Permission denied|Operation not permitted)", "config", "fatal",
+          "a system call inside NCCL/RCCL was refused: the node's or the container's permissions (/dev/shm, "
+          "/dev/infiniband, seccomp)", needles=("call to ",)),
     _rule("nccl-syscall-failed", r"Call to \w+ failed : |Socket creation failed : ", "comm-error", "fatal",
           "a system call inside NCCL/RCCL failed (the text after it is the errno)"),
     _rule("nccl-ring-topology", r"ring \d+ does not loop back", "comm-error", "fatal",
