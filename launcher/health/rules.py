@@ -422,6 +422,13 @@ RULES: tuple[Rule, ...] = (
     _rule("nccl-shm-failed", r"Error while (creating|attaching to) shared memory segment|failed to extend /dev/shm"
           r"|Call to posix_fallocate failed|unable to allocate shared memory",
           "config", "fatal", "/dev/shm is too small (containers: --shm-size or --ipc=host)"),
+    # libdrm amdgpu/amdgpu_device.c amdgpu_device_initialize (code index): fprintf(stderr, "%s: amdgpu_get_auth (1)
+    # failed (%i)\n") when the DRM_IOCTL_GET_CLIENT query on the device fd fails, and "(2)" for the fd it already holds;
+    # it returns the error, so the runtime or tool has no amdgpu device: the node's DRM nodes (/dev/dri permissions, a
+    # container without them) or a driver that answers no DRM client (turn 20, after round 26's sight)
+    _rule("libdrm-amdgpu-auth", r"amdgpu_device_initialize: amdgpu_get_auth \([12]\) failed", "config", "fatal",
+          "libdrm could not open the amdgpu device (DRM authentication failed): /dev/dri permissions, the container's "
+          "devices, or the amdgpu driver", needles=("amdgpu_get_auth",)),
     _rule("hip-no-device", r"no ROCm-capable device is detected|hipErrorNoDevice|invalid device ordinal|No (HIP|CUDA) GPUs are available"
           r"|hipErrorInvalidDevice\b|ROCk module is NOT loaded|Unable to open /dev/kfd|Driver not initialized \(amdgpu not found"
           r"|adding custom device \"?/dev/(kfd|dri)|\b(CUDA|HIP|ROCm) GPU is not available\b", "config", "fatal",
