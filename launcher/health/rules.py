@@ -1003,7 +1003,12 @@ RULES: tuple[Rule, ...] = (
     _rule("gloo-wait-timeout", r"Timed out waiting \d+ms for (recv|send) operation"
           r"|Application timeout caused pair closure", "collective-timeout",
           "fatal", "a gloo collective timed out waiting for a peer", cascade=True),
-    _rule("monitored-barrier-timeout", r"failed to pass monitoredBarrier|timed out in monitoredBarrier",
+    # ProcessGroupGloo::monitoredBarrier (torch 2.13.0 libtorch_cpu.so strings): "Ranks {} failed to pass monitoredBarrier
+    # in {} ms", "Rank {} timed out in monitoredBarrier after {} ms.", and, on a rank whose wait for rank 0 failed,
+    # "Rank {} successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0.
+    # Please check rank 0 logs for faulty rank." (the last added in turn 20, after round 27's sight)
+    _rule("monitored-barrier-timeout", r"failed to pass monitoredBarrier|timed out in monitoredBarrier"
+          r"|successfully reached monitoredBarrier, but received errors",
           "collective-timeout", "fatal", "monitored_barrier names the ranks that did not arrive", cascade=True),
 
     # ---- network: link-level errors are causes; closed/reset connections are what survivors see

@@ -655,6 +655,10 @@ FAMILIES: tuple[Family, ...] = (
             ("socketStartConnect: exceeded retries (%d)", "network", "fatal"),
             ("socketStartConnect: exceeded timeouts (%d)", "network", "fatal"),
             ("socketPollConnect poll() failed with error %s", "network", "fatal"),
+            # turn 20 (after round 27's sight): NCCL misc/socket.cc socketPollConnect (code index, NCCL 2.2x; this RCCL
+            # commit predates it): WARN("socketPollConnect poll() returned %d%s", ret, ", no POLLOUT events" when the
+            # connect did not complete): the peer's address does not answer
+            ("socketPollConnect poll() returned %d%s", "network", "fatal"),
             ("socketProgressOpt: Call to recv from %s failed : %s", "network", "fatal"),
             ("socketTryAccept: Accept failed: %s", "network", "fatal"),
             ("socketFinalizeAccept: wrong magic %lx != %lx", "config", "warning"),
