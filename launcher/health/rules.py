@@ -1240,9 +1240,6 @@ RULES: tuple[Rule, ...] = (
     _rule("torchrun-closing-workers", r"Sending process \d+ closing signal SIG\w+"
           r"|Unable to shutdown process \d+ via", "crash", "info",
           "torchrun is stopping the remaining workers after a failure", cascade=True),
-    # libstdc++ vterminate.cc (the verbose terminate handler): "terminate called after throwing an instance of '%s'"
-    # then "  what():  %s". The message line after an uncaught C++ exception; a specific rule above names it when the
-    # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
     # googletest src/gtest.cc FormatCxxExceptionMessage (code index): a test that threw reports "C++ exception with
     # description \"%s\" thrown in %s." with what() and the place ("the test body", "SetUp()" ...); ROCm's libraries
     # (MIOpen, rocBLAS, hipBLASLt, RCCL's unit tests) run their GPU tests under it. The exception's own text says what
@@ -1273,6 +1270,9 @@ RULES: tuple[Rule, ...] = (
     _rule("rocblas-status-number-crash", r"rocBLAS call failed with status (?:1|3|4|6|8|9|10|12)\b", "crash", "fatal",
           "rocBLAS refused the call: an invalid handle, pointer or size, or an internal error (rocblas_status)",
           needles=("rocblas call failed with status",)),
+    # libstdc++ vterminate.cc (the verbose terminate handler): "terminate called after throwing an instance of '%s'"
+    # then "  what():  %s". The message line after an uncaught C++ exception; a specific rule above names it when the
+    # text says which failure ("what(): HIP error: ..."), else it is the crash's detail (added after round 9)
     _rule("cxx-exception-what", r"^\s*what\(\):\s", "crash", "warning",
           "the message of an uncaught C++ exception that aborted the process", needles=("what():",)),
     # An exception header whose message no rule above knows: its class says where to look (vocabulary.py,
