@@ -2,9 +2,10 @@
 
 The head is the real one (Plan, Runner, GuardClient, Watcher, heartbeats, run record); only the layer under it is
 simulated, at the transport (cluster/transport.py): `SimTransport.run` answers the push and the guard verbs the
-way guard.py does (protocol.reply_of reads them), and `SimTransport.start` hands out followers whose records
-(launcher/node/protocol.py: procs about once a second, edge activity summaries, node 0's healthy lines, the exit
-record) come from one thread for every node, and whose `try_write` is where each node receives its heartbeats.
+way guard.py does (protocol.reply_of reads them), and `SimTransport.start` starts a guard on the channel that follows
+it (`start-follow`: the K_STARTED record first) and hands out followers whose records (launcher/node/protocol.py:
+procs about once a second, edge activity summaries, node 0's healthy lines, the exit record) come from one thread
+for every node, and whose `try_write` is where each node receives its heartbeats.
 So what the head spends per node (CPU to start, CPU per second while following, memory, threads, descriptors)
 is measured without any node's CPU, and the heartbeat delivery latency is seen from the nodes' side.
 """
@@ -162,9 +163,6 @@ class SimGuards:
         verb = next((a for a in argv if a in protocol.VERBS), None)
         if verb is None:  # the push (push.py) or another node script: it answers ok
             return {"ok": True}
-        if verb == protocol.START:
-            node.started = time.time()
-            return {"guard_pid": 100000 + node.index, "job_pid": 200000 + node.index}
         if verb == protocol.STATUS:
             state = (node.final or {}).get("state", protocol.RUNNING)
             return {"state": state, "alive": node.final is None, "descendants": []}
@@ -197,6 +195,12 @@ class SimTransport(Transport):
         node = self.sim.nodes[host]
         with self.sim.lock:
             node.on_line = on_line
+        if (
+            protocol.START_FOLLOW in argv
+        ):  # the guard starts its job, then reports on the channel it follows on
+            node.started = time.time()
+            started = {"guard_pid": 100000 + node.index, "job_pid": 200000 + node.index}
+            on_line("stdout", json.dumps({"k": protocol.K_STARTED, "t": node.started, **started}))
         return SimFollower(node)
 
 
@@ -242,9 +246,7 @@ def run_head(n: int, *, nproc: int = 8, follow_s: float = 30.0) -> dict[str, flo
         plan = build_plan(inv, run_id=records.new_run_id(), sources=load_sources(inv), head_env=os.environ)
         record = records.RunRecord.create(plan.run_id, plan.to_json())
         runner = Runner(plan, transport, record)
-        runner.push()
-        runner.start()
-        runner.attach()
+        runner.launch()  # preflight + push, then each guard started on the channel that follows it
         start_cpu, start_wall = time.process_time() - cpu0, time.perf_counter() - wall0
         sim.start()
         samples: list[tuple[float, float, float]] = []  # (monotonic, process cpu, sim cpu)

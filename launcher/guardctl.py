@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cluster.transport import First, RemoteProcess, Result, Transport, TransportError
@@ -55,9 +55,6 @@ class GuardReply:
     exit_code: int | None = None
     failure: str | None = None  # the transport's failure kind when it could not run the verb at all
     via: str = "node"  # who gave the answer: the node itself, or "supervisor" (its teardown record, `down`)
-    asked_at: float | None = (
-        None  # time.monotonic() when the verb was sent to this node (nothing ran there before)
-    )
 
     @property
     def ok(self) -> bool:
@@ -95,25 +92,16 @@ class GuardClient:
         timeout: float = 60,
         grace: float | None = None,
     ) -> dict[str, GuardReply]:
-        """Run `verb` on every target in parallel: host → reply, with when each was sent (`asked_at`: a fan-out
-        bounded by max_parallel sends the last nodes' calls long after the first ones at hundreds of nodes)."""
+        """Run `verb` on every target in parallel: host → reply."""
         by_host = {t.host: t for t in targets}
         if not by_host:
             return {}
-        asked: dict[str, float] = {}
-
-        def argv_for(host: str) -> list[str]:
-            asked[host] = time.monotonic()  # run_all builds a node's argv just before it runs it
-            return protocol.guard_argv(by_host[host].python, by_host[host].run_dir, verb, grace=grace)
-
-        group = self.transport.run_all(by_host, argv_for, timeout=timeout)
-        return {
-            host: replace(GuardReply.of(result), asked_at=asked.get(host))
-            for host, result in group.results.items()
-        }
-
-    def start(self, targets: Iterable[GuardTarget], *, timeout: float = 60) -> dict[str, GuardReply]:
-        return self.call(targets, protocol.START, timeout=timeout)
+        group = self.transport.run_all(
+            by_host,
+            lambda h: protocol.guard_argv(by_host[h].python, by_host[h].run_dir, verb, grace=grace),
+            timeout=timeout,
+        )
+        return {host: GuardReply.of(result) for host, result in group.results.items()}
 
     def stop(
         self, targets: Iterable[GuardTarget], *, grace: float, timeout: float | None = None

@@ -109,9 +109,7 @@ def test_a_watch_loop_held_past_the_heartbeat_timeout_keeps_every_guard(
     runner = Runner(
         plan, LocalTransport(Endpoint.all_from(inv)), record, on_line=lambda h, r, t: lines.append(t)
     )
-    runner.push()
-    runner.start()
-    runner.attach()
+    runner.launch()
     result: dict = {}
     watching = threading.Thread(target=lambda: result.update(outcome=runner.watch()), daemon=True)
     watching.start()

@@ -68,9 +68,8 @@ BEATS_PER_TIMEOUT = 4
 
 def first_beat_window(heartbeat_timeout: float, first_heartbeat_timeout: float | None) -> float:
     """How long a guard waits for its first beat (health.first_heartbeat_timeout, never less than
-    heartbeat_timeout): the guard's limit (daemon.head_lost), the head's bound for opening a follower
-    (Runner.attach_deadline) and the pushed job spec (plan) all read it here. At hundreds of nodes the head starts
-    every guard, then opens every follower, and the last follower can open long after the first guard began."""
+    heartbeat_timeout): the guard's limit (daemon.head_lost) and the pushed job spec (plan) both read it here. At
+    hundreds of nodes a busy node's sshd can take long to open the channel the first beat comes on (docs/scale.md)."""
     return max(float(heartbeat_timeout), float(first_heartbeat_timeout or 0))
 
 

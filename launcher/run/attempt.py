@@ -87,9 +87,6 @@ class NodeState:
     followed_at: float | None = (
         None  # when its follower opened (a node not heard from yet is silent since then)
     )
-    start_asked: float | None = (
-        None  # time.monotonic() when its guard's start was sent (its clock began later)
-    )
     beat_error: str | None = None  # a heartbeat could not be written: the link is gone (`_check_links`)
     reopening: bool = False  # the link dropped and a follower is being opened again (`_reopen`)
     reopened: int = 0  # how often this attempt's follower of the node was opened again
@@ -113,9 +110,9 @@ LineSink = Callable[[str, int | None, str], None]  # (host, global rank or None,
 
 
 LOST_STOP_S = 10.0  # how long a node already lost gets to answer a stop (its guard also acts on its own)
-# How long a follower that failed to open is retried when no guard's first-beat window bounds it (a guard this
-# runner did not start, attached). Guards of a detached run wait for no heartbeat, so their supervisor may take
-# DETACHED_ATTACH_RETRY_S: at 250 simulated nodes 10 s lost a node whose sshd answered a handshake late (turn 8).
+# How long a follower of a guard this runner did not start (`adopt`, then `attach`) is asked again when it fails
+# to open. Guards of a detached run wait for no heartbeat, so their supervisor may take DETACHED_ATTACH_RETRY_S: at
+# 250 simulated nodes 10 s lost a node whose sshd answered a handshake late (turn 8).
 ATTACH_RETRY_S = 10.0
 DETACHED_ATTACH_RETRY_S = 120.0
 MIN_ROUND_S = 0.1  # the watch loop's shortest round: how soon a fatal event is acted on, at worst
@@ -160,7 +157,6 @@ class Runner:
         self._beats: Heartbeats | None = None
         # The last teardown's replies, per node, and when they came (the supervisor records them for `down`).
         self.teardown: tuple[float, dict[str, GuardReply]] | None = None
-        self._start_called: float | None = None  # time.monotonic() when the guards were asked to start
         self._stopping = threading.Event()  # set by stop(): a teardown has begun
 
     # --- phase 1: preflight + push ----------------------------------------------------------------------
@@ -172,8 +168,7 @@ class Runner:
 
     def launch(self, between: Callable[[], None] | None = None) -> None:
         """Preflight + push, then `between` (checks that need the pushed files), then start: every node or none, each
-        guard on the channel that then follows it (`start`'s `follow`: the foreground run and the supervisor of
-        `up --detach` both follow what they start).
+        guard on the channel that then follows it (`start`).
         Attached guards (Slurm) do all three in the guards' own job step: the push is its first act on every
         node, and `between` runs while the nodes hold before starting (cluster/slurm.py `start_all`), so a
         launch costs one step whatever the node count instead of a push step and a guards' step."""
@@ -181,7 +176,7 @@ class Runner:
         if not self.transport.guard_attached:
             self.push()
             between()
-            self.start(follow=True)
+            self._start_following()
             return
         argv_for, payload = self._push_call()
 
@@ -219,35 +214,14 @@ class Runner:
         return GroupResult({host: reply.result for host, reply in replies.items()})
 
     # --- phase 2: start the guard everywhere, or nowhere ------------------------------------------------
-    def start(self, follow: bool = False) -> None:
-        """Start the guard on every node, or on none. `follow` (a run this runner follows at once; `launch` always
-        does): each guard is started on the channel that then follows it (`_start_following`). Without it, a plain
-        `start` per node, followed later by `attach` (the tests that start guards and attach to them themselves)."""
+    def start(self) -> None:
+        """Start the guard on every node, or on none, each on the channel that then follows it: `guard.py
+        start-follow` per node (`_start_following`), or under Slurm every attached guard in one step
+        (`_start_attached`). The foreground run and the supervisor of `up --detach` both follow what they start."""
         if self.transport.guard_attached:
             self._start_attached()
-            return
-        self._start_called = time.monotonic()  # no guard's heartbeat clock started before this
-        if follow:
+        else:
             self._start_following()
-            return
-        replies = self.guards.start(self.targets.values(), timeout=60)
-        failed: dict[str, str] = {}
-        for host, reply in replies.items():
-            pid = (reply.data or {}).get("guard_pid")
-            if reply.exit_code != 0 or not isinstance(pid, int):
-                failed[host] = reply.error or f"the guard did not start (reply {reply.data})"
-            else:
-                self.nodes[host].guard_pid = pid
-                self.nodes[host].start_asked = reply.asked_at
-        if failed:
-            self.stop(reason="a node failed to start")
-            kinds = {h: replies[h].failure for h in failed if h in replies and replies[h].failure}
-            raise LaunchError(
-                _per_node("start failed; every started node was stopped again", failed),
-                failed,
-                {h: k for h, k in kinds.items() if k},
-            )
-        self._event({"kind": "info", "severity": "info", "text": f"started on {len(replies)} nodes"})
 
     def _start_following(self, timeout: float = START_REPORT_S) -> None:
         """Start every guard with `start-follow`: it daemonizes as `start` does and its channel stays open as the
@@ -272,8 +246,8 @@ class Runner:
 
         def open_one(host: str) -> None:
             state = self.nodes[host]
-            state.start_asked = time.monotonic()
-            deadline, pause = state.start_asked + timeout, 0.5
+            # From this node's own first ask, not the call's: a bounded fan-out reaches the last nodes late.
+            deadline, pause = time.monotonic() + timeout, 0.5
             while True:
                 if self._stopping.is_set():  # a teardown began (Ctrl-C): start nothing more
                     return fail(state, "not started: the run was being stopped")
@@ -370,7 +344,7 @@ class Runner:
         (`attach_deadline`, or `deadline`); only then is it lost. The first beat goes out as soon as the follower
         opens."""
         state = self.nodes[node.host]
-        deadline = self.attach_deadline(node.host) if deadline is None else deadline
+        deadline = self.attach_deadline() if deadline is None else deadline
         pause = 0.5
         while not self._stopping.is_set():  # a teardown began: open no follower (it would outlive the stop)
             try:
@@ -395,25 +369,12 @@ class Runner:
                 self._changed.set()
                 return
 
-    def attach_deadline(self, host: str) -> float:
-        """Until when (time.monotonic) a follower that failed to open is tried again: while the node's guard still
-        waits for its first beat. The guard counts first_heartbeat_timeout from its own start (its heartbeat file
-        is touched at spawn, launcher/node/daemon.py head_lost), which came after its start was sent; the last try
-        begins at least one beat interval before that end, time enough for a try that succeeds to deliver the beat
-        `_attach` sends at once. (A try that times out takes up to ssh.connect_timeout but delivers nothing
-        anyway.) A detached run's guards wait for no beat: DETACHED_ATTACH_RETRY_S from now. Without a heartbeat
-        timeout, or for a guard this runner did not start, ATTACH_RETRY_S from now."""
-        timeout = float(self.plan.health.get("heartbeat_timeout") or 0)
-        # When this node's start was sent (GuardReply.asked_at): at hundreds of nodes the bounded fan-out sent the
-        # last nodes' starts a minute after the first (250 simulated nodes: 103 s for every start), and counting from
-        # the call gave them almost no time. Without it, the call's own start.
-        started = self.nodes[host].start_asked or self._start_called
-        if self.plan.detach:
-            return time.monotonic() + DETACHED_ATTACH_RETRY_S
-        if timeout <= 0 or started is None:
-            return time.monotonic() + ATTACH_RETRY_S
-        window = protocol.first_beat_window(timeout, self.plan.health.get("first_heartbeat_timeout"))
-        return max(started + window - heartbeat_interval(timeout), time.monotonic() + 1.0)
+    def attach_deadline(self) -> float:
+        """Until when (time.monotonic) a follower that failed to open is tried again. `attach` opens followers only
+        for guards this runner did not start (a supervisor adopting a run, `adopt`): every guard it starts is
+        followed on its start's own channel, asked again within START_REPORT_S (`_start_following`). A detached
+        run's guards wait for no beat: DETACHED_ATTACH_RETRY_S from now; otherwise ATTACH_RETRY_S from now."""
+        return time.monotonic() + (DETACHED_ATTACH_RETRY_S if self.plan.detach else ATTACH_RETRY_S)
 
     def reopen_deadline(self) -> float:
         """Until when (time.monotonic) a follower whose link dropped mid-run is opened again: a guard tears its job
