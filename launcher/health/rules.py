@@ -1109,6 +1109,10 @@ RULES: tuple[Rule, ...] = (
           "NCCL/RCCL returned an error; rerun with NCCL_DEBUG=INFO for the reason"),
     _rule("nccl-watchdog-terminated", r"watchdog thread terminated with exception", "comm-error", "fatal",
           "the process group's watchdog hit an error; the text after it says which", cascade=True),
+    # NCCL's own WARN formats (vocabulary.py `nccl-warn-upstream`, turn 21): after every rule above, so a hand rule's
+    # tuned phrasing or fatal severity ("Connect to %s failed : No route to host") keeps its lines; only what would
+    # fall to the two generic NCCL WARN rules below is named by the file that printed it
+    *_vocabulary("nccl-warn-upstream"),
     # NCCL/RCCL print each WARN after the emitting source file and line (src/debug.cc ncclDebugLog: "... %s:%d NCCL
     # WARN"): a WARN from a network transport's file (net_ib*, its resiliency code, the socket transport, a net plugin
     # such as fastsocket) or with the "NET/" subsystem tag is about the network (after round 17)
