@@ -391,8 +391,16 @@ RULES: tuple[Rule, ...] = (
           "master not up)"),
     # c10d socket.cpp: C10D_WARNING("The hostname of the client socket cannot be retrieved. err={}") (getnameinfo failed,
     # e.g. err=-3 EAI_AGAIN: DNS): the store connection is set up without it, but a rendezvous that hangs next is this
-    _rule("store-hostname-unresolved", r"The hostname of the client socket cannot be retrieved", "rendezvous", "warning",
-          "c10d could not resolve this host's name (DNS): check /etc/hosts and MASTER_ADDR if the rendezvous hangs"),
+    # The same file's other name and address look-ups (torch 2.13.0 libtorch_cpu.so strings; turn 21, after round 28's
+    # sight): "The {}network addresses of ({}, {}) cannot be retrieved (gai error: {} - {}).", "The local {}network
+    # addresses cannot be retrieved (gai error: ...)", "The remote address of the client socket cannot be retrieved.",
+    # "The port number of the socket cannot be retrieved.": getaddrinfo / getnameinfo failed for the store's address
+    _rule("store-hostname-unresolved", r"The hostname of the client socket cannot be retrieved"
+          r"|network addresses (?:of \(.*\) )?cannot be retrieved \(gai error"
+          r"|The remote address of the client socket cannot be retrieved|The port number of the socket cannot be retrieved",
+          "rendezvous", "warning",
+          "c10d could not resolve this host's name or the store's address (DNS): check /etc/hosts and MASTER_ADDR if "
+          "the rendezvous hangs", needles=("cannot be retrieved",)),
     # torch 2.13.0's libtorch_cpu.so strings (socket.cpp): "The client socket has failed to connect to {} {}." and "The
     # client socket cannot be initialized to connect to {} {}." (the address, then "(errno: N - <strerror>)"); the
     # address is "[host]:port" since torch 2.1 and "host:port" before (turn 20, after round 26's sight)
@@ -625,9 +633,13 @@ RULES: tuple[Rule, ...] = (
     # tests ("failed: 3") is not one of them.
     _rule("kernel-verification-failed", r"\b(?:FAILED|Failed): [-+]?(?:\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+|inf|nan)"
           r"(?: > \S+)?\s*$|\b(?:FAILED|Failed): [-+]?\d+ > [\d.e+-]+\s*$"
-          r"|\bout\[\d+\] != ref\[\d+\]: \S+ != \S+", "divergence", "warning",
+          r"|\bout\[\d+\] != ref\[\d+\]: \S+ != \S+"
+          # check_err's summary after the mismatches (turn 21, after round 28's sight; same file, and
+          # include/ck_tile/host/check_err.hpp at HEAD 8e22e1ae: "max err: " << max_err << ", number of errors: " <<
+          # err_count << ", " << error_percent << "% wrong values")
+          r"|\bmax err: \S+, number of errors: \d+, \S+% wrong values", "divergence", "warning",
           "a kernel library's check against the host reference failed: this GPU computed a wrong result (library "
-          "build, driver or firmware; rerun on another node to compare)", needles=("failed: ", "] != ref[")),
+          "build, driver or firmware; rerun on another node to compare)", needles=("failed: ", "] != ref[", "% wrong values")),
     # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
     # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
     # (added after round 9)
@@ -812,7 +824,7 @@ RULES: tuple[Rule, ...] = (
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
     # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
     # JAX's coordination service (vocabulary.py: each family's source and commit).
-    *_vocabulary("rccl-tests", "hip", "hip-device-assert", "clr", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
+    *_vocabulary("rccl-tests", "hip", "hip-device-assert", "clr", "clr-build-log", "hip-hcc", "hcc-runtime", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
                   "rccl-warn", "ck", "miopen-ocl", "miopen-throw", "miopen", "blas", "rocm-math-status", "rocblas-internal", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
     # Before round 21 (turn 16; vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
@@ -1084,11 +1096,21 @@ RULES: tuple[Rule, ...] = (
     # NCCL's SYSCHECK / SYSCHECKVAL (src/include/checks.h, NVIDIA/nccl and ROCm/rccl 0cbce2a7): WARN("Call to " #name
     # " failed : %s", strerror(errno)). Where the errno is the node's permissions (EACCES, EPERM: /dev/shm, /dev/infiniband,
     # a container's seccomp) the fix is the machine's set-up: config (turn 20, after round 26's sight)
-    _rule("nccl-syscall-denied", r"Call to \w+ failed : (?:Permission denied|Operation not permitted)", "config", "fatal",
-          "a system call inside NCCL/RCCL was refused: the node's or the container's permissions (/dev/shm, "
-          "/dev/infiniband, seccomp)", needles=("call to ",)),
-    _rule("nccl-syscall-failed", r"Call to \w+ failed : |Socket creation failed : ", "comm-error", "fatal",
+    # Newer NCCL (NVIDIA/nccl 5067397c src/include/checks.h) writes "Call to " name " failed: %s", without the space
+    # before the colon; ENOENT from open / shm_open is a shared-memory file that is not there (a /dev/shm too small
+    # or not mounted in the container, a peer's segment gone): config too (turn 21, after round 28's sight)
+    _rule("nccl-syscall-denied", r"Call to \w+ failed ?: (?:Permission denied|Operation not permitted|No such file or "
+          r"directory)", "config", "fatal",
+          "a system call inside NCCL/RCCL was refused or found no file: the node's or the container's permissions or "
+          "mounts (/dev/shm, /dev/infiniband, seccomp)", needles=("call to ",)),
+    _rule("nccl-syscall-failed", r"Call to \w+ failed ?: |Socket creation failed : ", "comm-error", "fatal",
           "a system call inside NCCL/RCCL failed (the text after it is the errno)"),
+    # CPython Modules/main.c pymain_run_file: fprintf(stderr, "%ls: can't open file %R: [Errno %d] %s\n", program,
+    # filename, errno, strerror(errno)) and exit 2 (checked with the .venv's CPython 3.11.7): the launcher was given a
+    # script path that does not exist on that node, config (turn 21, after round 28's sight)
+    _rule("python-cannot-open-script", r"can't open file .*: \[Errno \d+\] ", "config", "fatal",
+          "Python could not open the training script: the path (relative to the working directory) does not exist "
+          "or is not readable on this node", needles=("can't open file ",)),
     _rule("nccl-ring-topology", r"ring \d+ does not loop back", "comm-error", "fatal",
           "NCCL/RCCL built an inconsistent ring: ranks disagree on topology (mixed versions or settings)"),
     _rule("nccl-comm-aborted", r"NCCL communicator was aborted|communicator .* aborted on rank",

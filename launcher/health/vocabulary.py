@@ -244,6 +244,30 @@ HSA_STATUS: tuple[tuple[str, str, str], ...] = (
     ("HSA_STATUS_ERROR_OUT_OF_REGISTERS", "version-mismatch", "fatal"),
 )
 
+# The numbers of the statuses above: ROCm/ROCR-Runtime runtime/hsa-runtime/inc/hsa.h and hsa_ext_amd.h (the fetched tree's
+# HEAD), for texts that print the number instead of the name (CLR's older callbackQueue, turn 21)
+HSA_STATUS_VALUES: dict[str, int] = {
+    "HSA_STATUS_ERROR_INVALID_ARGUMENT": 0x1001, "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION": 0x1002,
+    "HSA_STATUS_ERROR_INVALID_ALLOCATION": 0x1003, "HSA_STATUS_ERROR_INVALID_AGENT": 0x1004,
+    "HSA_STATUS_ERROR_INVALID_REGION": 0x1005, "HSA_STATUS_ERROR_INVALID_SIGNAL": 0x1006,
+    "HSA_STATUS_ERROR_INVALID_QUEUE": 0x1007, "HSA_STATUS_ERROR_OUT_OF_RESOURCES": 0x1008,
+    "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT": 0x1009, "HSA_STATUS_ERROR_RESOURCE_FREE": 0x100A,
+    "HSA_STATUS_ERROR_NOT_INITIALIZED": 0x100B, "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW": 0x100C,
+    "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS": 0x100D, "HSA_STATUS_ERROR_INVALID_INDEX": 0x100E,
+    "HSA_STATUS_ERROR_INVALID_ISA": 0x100F, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT": 0x1010,
+    "HSA_STATUS_ERROR_INVALID_EXECUTABLE": 0x1011, "HSA_STATUS_ERROR_FROZEN_EXECUTABLE": 0x1012,
+    "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME": 0x1013, "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED": 0x1014,
+    "HSA_STATUS_ERROR_VARIABLE_UNDEFINED": 0x1015, "HSA_STATUS_ERROR_EXCEPTION": 0x1016,
+    "HSA_STATUS_ERROR_INVALID_ISA_NAME": 0x1017, "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL": 0x1018,
+    "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL": 0x1019, "HSA_STATUS_ERROR_INVALID_FILE": 0x1020,
+    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER": 0x1021, "HSA_STATUS_ERROR_INVALID_CACHE": 0x1022,
+    "HSA_STATUS_ERROR_INVALID_WAVEFRONT": 0x1023, "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP": 0x1024,
+    "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE": 0x1025, "HSA_STATUS_ERROR_FATAL": 0x1026,
+    "HSA_STATUS_ERROR_INVALID_MEMORY_POOL": 40, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION": 41,
+    "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION": 42, "HSA_STATUS_ERROR_MEMORY_FAULT": 43,
+    "HSA_STATUS_ERROR_OUT_OF_REGISTERS": 45,
+}
+
 FAMILIES: tuple[Family, ...] = (
     # ---- CLR / ROCclr code-object and device messages: ROCm/clr (commit f9f995c6) hipamd/src/hip_code_object.cpp
     #      ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", then one "    %s - [%s]" line
@@ -316,7 +340,168 @@ FAMILIES: tuple[Family, ...] = (
             # for the same failure (code search of ROCm/clr and ROCclr trees before the status was added)
             ("hsa_init failed.", "config", "fatal"),
             ("Runtime initialization failed", "config", "warning"),
+            # turn 21 (after round 28's sight): the older rocdevice.cpp / rocvirtual.cpp callbackQueue printed
+            # DevLogPrintfError("Device::callbackQueue aborting with status: %d \n") and "VirtualGPU::callbackQueue
+            # aborting with status: %d" (ROCm/clr history, commit 7a3b8c6dd, fetched; later builds print the number as
+            # 0x%x) for the same queue error as the `hsa` family's "Callback: Queue %p aborting with error": one row per
+            # status, its category the HSA table's (HSA_STATUS_VALUES). Hex, and decimal for the four-digit values only:
+            # "40".."46" are prefixes of "4097".."4134"
+            *((f"callbackQueue aborting with status: {form}", category, severity)
+              for name, category, severity in HSA_STATUS
+              for form in ((f"0x{HSA_STATUS_VALUES[name]:x}", f"{HSA_STATUS_VALUES[name]}")
+                           if HSA_STATUS_VALUES[name] >= 0x1000 else (f"0x{HSA_STATUS_VALUES[name]:x}",))),
         ),
+    ),
+    # ---- turn 21 (after round 28's sight): CLR's program build log. rocclr/device/rocm/rocprogram.cpp and
+    #      rocclr/device/devprogram.cpp (ROCm/clr, fetched with its history: HEAD, every rocm-* tag, and commits
+    #      cd7de89fc and 1ab3f8fc9 for the older rocclr/runtime/ layout) append "Error: ..." / "Error while ..." texts to
+    #      the program's build log when a code object cannot be compiled, linked, loaded or its symbols read; HIP prints
+    #      the log before its launch error. 115 distinct texts; the `clr` family's rows above keep theirs (10), nine are
+    #      left out (an option name, "Error: Kernel '" and other fragments, the OpenCL preprocessor's macro errors),
+    #      and one whose example line would repeat a held-out line word for word ("create kernel metadata map using
+    #      COMgr", round 12; the last resort names it version-mismatch). A code
+    #      object the runtime cannot load or read is version-mismatch, fatal (the launch that follows fails); a failure to
+    #      compile or link from source (COMGR, BRIG, LLVM IR, the bitcode libraries) is version-mismatch too but a
+    #      warning: a library that compiles at run time (MIOpen) may try another kernel.
+    Family(
+        "clr-build-log",
+        "ROCm/clr rocclr/device/rocm/rocprogram.cpp, rocclr/device/devprogram.cpp buildLog_ texts (HEAD f9f995c6 and "
+        "every rocm-* tag; rocclr/runtime/ at 1ab3f8fc9)",
+        "the HIP runtime could not build or load the program's code object for this GPU: check the build's gfx "
+        "targets and that the ROCm compiler (comgr) matches the runtime",
+        (
+            ("Error while BRIG Codegen phase: aclReadFromMem failure", "version-mismatch", "warning"),
+            ("Error while BRIG Codegen phase: compilation error", "version-mismatch", "warning"),
+            ("Error while BRIG Codegen phase: the binary is incomplete", "version-mismatch", "warning"),
+            ("Error while Finalization phase: Kernel extra arguments count querying from the ELF failed", "version-mismatch", "fatal"),
+            ("Error while creating buffer for the LLVM bitcode", "version-mismatch", "warning"),
+            ("Error while creating data from headers", "version-mismatch", "warning"),
+            ("Error while creating data from source code", "version-mismatch", "warning"),
+            ("Error while linking : Invalid binary (Missing LLVMIR section)", "version-mismatch", "warning"),
+            ("Error while linking : aclLink failed", "version-mismatch", "warning"),
+            ("Error while linking: Could not load SPIR-V", "version-mismatch", "warning"),
+            ("Error while opening the opencl-c header", "version-mismatch", "warning"),
+            ("Error while parsing ELF program binary", "version-mismatch", "fatal"),
+            ("Error while reading ELF program binary", "version-mismatch", "fatal"),
+            ("Error while reading the ELF program binary", "version-mismatch", "fatal"),
+            ("Error: AMD HSA Code Object freeze failed", "version-mismatch", "fatal"),
+            ("Error: BRIG code generation failed", "version-mismatch", "warning"),
+            ("Error: BRIG finalization to ISA failed", "version-mismatch", "warning"),
+            ("Error: COMGR failed to add precompiled Headers", "version-mismatch", "warning"),
+            ("Error: COMGR failed to create code object data object", "version-mismatch", "warning"),
+            ("Error: COMGR failed to get code object ISA name", "version-mismatch", "warning"),
+            ("Error: COMGR failed to get the metadata", "version-mismatch", "warning"),
+            ("Error: COMGR fails to add headers into inputs", "version-mismatch", "warning"),
+            ("Error: COMGR fails to create assembly input", "version-mismatch", "warning"),
+            ("Error: COMGR fails to create data from source", "version-mismatch", "warning"),
+            ("Error: COMGR fails to create data set", "version-mismatch", "warning"),
+            ("Error: COMGR fails to create output buffer for LLVM bitcode", "version-mismatch", "warning"),
+            ("Error: COMGR fails to get the metadata", "version-mismatch", "warning"),
+            ("Error: Cannot Global Var Sizes", "version-mismatch", "fatal"),
+            ("Error: Cannot Retrieve the Address Offset", "version-mismatch", "fatal"),
+            ("Error: Cannot create kernel", "version-mismatch", "fatal"),
+            ("Error: Compilation from LLVMIR binary to IL text failed", "version-mismatch", "warning"),
+            ("Error: Compiling CL to IR", "version-mismatch", "warning"),
+            ("Error: Could not define global variable", "version-mismatch", "fatal"),
+            ("Error: Could not find the program ISA", "version-mismatch", "fatal"),
+            ("Error: Creating the executable failed: Compiling LLVM IRs to exe", "version-mismatch", "warning"),
+            ("Error: Creating the executable from ISA assembly text failed", "version-mismatch", "fatal"),
+            ("Error: Creating the executable from LLVM IRs failed", "version-mismatch", "fatal"),
+            ("Error: Deserialize code object failed", "version-mismatch", "fatal"),
+            ("Error: Extracting AMD HSA Code Object from binary failed", "version-mismatch", "fatal"),
+            ("Error: Failed to compile opencl source (from CL or HIP source to LLVM IR)", "version-mismatch", "warning"),
+            ("Error: Failed to compile opencl source (from CL to LLVM IR)", "version-mismatch", "warning"),
+            ("Error: Failed to compile source (from CL or HIP source to LLVM IR)", "version-mismatch", "warning"),
+            ("Error: Failed to create executable", "version-mismatch", "fatal"),
+            ("Error: Failed to create the linked executable", "version-mismatch", "fatal"),
+            ("Error: Failed to deserialize the AMD HSA Code Object", "version-mismatch", "fatal"),
+            ("Error: Failed to find the Symbol Address", "version-mismatch", "fatal"),
+            ("Error: Failed to find the Symbol Type", "version-mismatch", "fatal"),
+            ("Error: Failed to find the Symbol by Name", "version-mismatch", "fatal"),
+            ("Error: Failed to freeze executable", "version-mismatch", "fatal"),
+            ("Error: Failed to get executable symbol", "version-mismatch", "fatal"),
+            ("Error: Failed to get group segment size info", "version-mismatch", "fatal"),
+            ("Error: Failed to get kernarg segment alignment info", "version-mismatch", "fatal"),
+            ("Error: Failed to get kernarg segment size info", "version-mismatch", "fatal"),
+            ("Error: Failed to get kernel names", "version-mismatch", "fatal"),
+            ("Error: Failed to get private segment size info", "version-mismatch", "fatal"),
+            ("Error: Failed to get the kernel code", "version-mismatch", "fatal"),
+            ("Error: Failed to load code object", "version-mismatch", "fatal"),
+            ("Error: Failed to open the bitcode library", "version-mismatch", "warning"),
+            ("Error: Failed to open the compiled program", "version-mismatch", "warning"),
+            ("Error: Failed to open the control functions", "version-mismatch", "warning"),
+            ("Error: Failed to open the linked program", "version-mismatch", "fatal"),
+            ("Error: Failed to retrieve the Symbol Size", "version-mismatch", "fatal"),
+            ("Error: Getting Global Var Symbol", "version-mismatch", "fatal"),
+            ("Error: Getting kernel ISA code symbol", "version-mismatch", "fatal"),
+            ("Error: Global Var Name mismatch", "version-mismatch", "fatal"),
+            ("Error: Input binary format is not supported", "version-mismatch", "fatal"),
+            ("Error: Inserting openCl Source to binary", "version-mismatch", "warning"),
+            ("Error: Kernel Init Failed", "version-mismatch", "fatal"),
+            ("Error: Kernel initialization failed", "version-mismatch", "fatal"),
+            ("Error: Linking bitcode failed: failing to generate LLVM binary", "version-mismatch", "warning"),
+            ("Error: Linking bitcode failed: linking source & IR libraries", "version-mismatch", "warning"),
+            ("Error: Linking for this device is not supported", "version-mismatch", "fatal"),
+            ("Error: Querying of kernel names from the binary failed", "version-mismatch", "fatal"),
+            ("Error: Querying of kernel names size from the binary failed", "version-mismatch", "fatal"),
+            ("Error: Reading the binary from memory failed", "version-mismatch", "fatal"),
+            ("Error: Retrieve Symbol type is not Variable", "version-mismatch", "fatal"),
+            ("Error: Runtime failed to load kernels from OCL", "version-mismatch", "fatal"),
+            ("Error: Symbol is not of type VARIABLE", "version-mismatch", "fatal"),
+            ("Error: The binary is incorrect or incomplete. Finalization to ISA couldn't be performed", "version-mismatch", "fatal"),
+            ("Error: aclBinary init failure", "version-mismatch", "warning"),
+            ("Error: code object is empty", "version-mismatch", "fatal"),
+            ("Error: failed to load finalized code object", "version-mismatch", "fatal"),
+            ("Error: linking llvm modules failed", "version-mismatch", "warning"),
+            ("Error: loading a kernel from OpenCL binary failed", "version-mismatch", "fatal"),
+            ("Error: object code with old metadata is not supported", "version-mismatch", "fatal"),
+            ("Error: runtime metadata section not present in", "version-mismatch", "fatal"),
+        ),
+    ),
+    # ---- turn 21 (after round 28's sight): HIP's runtime before HIP-Clang (ROCm <= 3.x, HIP on HCC): the exceptions
+    #      its kernel launch and module code throw (ROCm/HIP, fetched: tag roc-3.1.0 src/hip_module.cpp,
+    #      src/program_state.inl; commit fe1e96329 include/hip/hcc_detail/functional_grid_launch.hpp), printed after
+    #      libstdc++'s "what():". A kernel the code object does not hold for this GPU is version-mismatch; no device or
+    #      context config; a corrupt internal table crash. Fatal: nothing catches them.
+    Family(
+        "hip-hcc",
+        "ROCm/HIP roc-3.1.0 src/hip_module.cpp, src/program_state.inl, include/hip/hcc_detail/functional_grid_launch.hpp "
+        "(fe1e96329)",
+        "HIP (on HCC) could not launch a kernel: the binary has no code for this GPU, or no GPU or context was set up",
+        (
+            ("Undefined __global__ function.", "version-mismatch", "fatal"),
+            ("Missing metadata for __global__ function: %s", "version-mismatch", "fatal"),
+            ("No device code available for function: %s", "version-mismatch", "fatal"),
+            ("Ill-formed Kernel_descriptor.", "version-mismatch", "fatal"),
+            ("No active HIP context.", "config", "fatal"),
+            ("No device available for HIP.", "config", "fatal"),
+            ("No active device for HIP.", "config", "fatal"),
+            ("agent_globals data structure corrupted.", "crash", "fatal"),
+            ("Error when constructing agent global data structures.", "crash", "fatal"),
+        ),
+        example_prefix="  what():  ",
+    ),
+    # ---- turn 21 (after round 28's sight): HCC's runtime (lib/mcwamp.cpp) reading the code object bundle embedded in
+    #      a program: RUNTIME_ERROR prints "### HCC RUNTIME ERROR: %s at file:%s line:%d" and exits (ROCm/hcc, fetched,
+    #      the parent of commit 2ad9ab98e9207198f94ff3d6ab307afc072ef82b, where the bundle parser still used it): a
+    #      bundle it cannot parse, or one without a kernel for this GPU, is version-mismatch.
+    Family(
+        "hcc-runtime",
+        "ROCm/hcc lib/mcwamp.cpp RUNTIME_ERROR (2ad9ab98^)",
+        "HCC found no usable code object for this GPU in the program: rebuild it for this gfx target",
+        (
+            ("Bundle size too small", "version-mismatch", "fatal"),
+            ("Incorrect magic string", "version-mismatch", "fatal"),
+            ("Fail to parse number of bundles", "version-mismatch", "fatal"),
+            ("Fail to parse bundle offset", "version-mismatch", "fatal"),
+            ("Fail to parse bundle size", "version-mismatch", "fatal"),
+            ("Fail to parse triple size", "version-mismatch", "fatal"),
+            ("Fail to parse triple", "version-mismatch", "fatal"),
+            ("Fail to find compatible kernel", "version-mismatch", "fatal"),
+        ),
+        prefix=r"### HCC RUNTIME ERROR: ",
+        example_prefix="### HCC RUNTIME ERROR: ",
+        needle="hcc runtime error: ",
     ),
     # ---- ROCr queue/agent errors ROCr itself prints (ROCm/ROCR-Runtime, commit c7785a6d, core/runtime/
     #      amd_gpu_agent.cpp / runtime.cpp): "HW Exception by GPU node-%u ... Reason :%s" and "Memory access fault by GPU
@@ -3479,6 +3664,12 @@ FAMILIES: tuple[Family, ...] = (
             # the step killed by the scheduler
             ("Job killed due hitting max wall clock limit", "crash", "fatal"),
             ("Kill task failed", "crash", "warning"),
+            # turn 21 (after round 28's sight): slurmstepd's reports to srun and slurmctld as a step ends (src/slurmd/
+            # slurmstepd/mgr.c; the strings of this machine's slurmstepd, Slurm 22.05.8): srun or the controller no
+            # longer listens (srun was killed, the job cancelled), so the send fails at teardown; a warning: the cause
+            # is what ended the step
+            ("Failed to send MESSAGE_TASK_EXIT: %s", "network", "warning"),
+            ("Unable to send job complete message: %s", "network", "warning"),
         ),
         prefix=r"\b(?:srun|sbatch|salloc|slurmstepd|slurmd)(?:-[\w.-]+)?: error: .*?",
         example_prefix="srun: error: Unable to allocate resources: ",
