@@ -734,6 +734,25 @@ def test_slurm_fan_out_is_one_job_step_per_call() -> None:
     assert imported <= set(sys.stdlib_module_names), imported
 
 
+def test_guards_start_one_way_and_the_head_benchmark_takes_it() -> None:
+    """Turn 21: a run starts each guard on the channel that then follows it (`start-follow`, or `run` under Slurm), so
+    the head never sends the plain `start` verb and then opens a second channel; that path lived on only in tests
+    and in bench/headsim.py, which measured a start the launcher no longer made. Runner.launch is the one entry
+    point (push, checks, start), and the head-only benchmark and simulation go through it, answering start-follow."""
+    import inspect
+
+    from launcher.guardctl import GuardClient
+    from launcher.run.attempt import Runner
+
+    head = [p for p in _head_modules() if p.name != "guardctl.py"]
+    assert not [p for p in head if "protocol.START," in p.read_text() or "protocol.START)" in p.read_text()]
+    assert not hasattr(GuardClient, "start")
+    assert list(inspect.signature(Runner.start).parameters) == ["self"]
+    assert "_start_following()" in inspect.getsource(Runner.launch)
+    bench = (ROOT / "bench" / "headsim.py").read_text()
+    assert "runner.launch()" in bench and "runner.start()" not in bench and "protocol.START_FOLLOW" in bench
+
+
 def _head_modules() -> list[Path]:
     """launcher/ as the head runs it: not launcher/node/ (pushed to the nodes, its own exit statuses) nor
     launcher/jobs/ (wrappers that run as the job)."""
