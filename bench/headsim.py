@@ -195,9 +195,8 @@ class SimTransport(Transport):
         node = self.sim.nodes[host]
         with self.sim.lock:
             node.on_line = on_line
-        if (
-            protocol.START_FOLLOW in argv
-        ):  # the guard starts its job, then reports on the channel it follows on
+        # start-follow: the guard starts its job, then reports on the channel it follows on
+        if protocol.START_FOLLOW in argv:
             node.started = time.time()
             started = {"guard_pid": 100000 + node.index, "job_pid": 200000 + node.index}
             on_line("stdout", json.dumps({"k": protocol.K_STARTED, "t": node.started, **started}))

@@ -204,69 +204,48 @@ HIP_ERRORS: tuple[tuple[str, str, str, str], ...] = (
 #      resources still held) say the caller passed a bad handle or argument or called in a state that forbids it:
 #      crash, not gpu-fault (the device did nothing) and not oom (INVALID_ALLOCATION was oom; running out of memory is
 #      OUT_OF_RESOURCES).
-HSA_STATUS: tuple[tuple[str, str, str], ...] = (
-    ("HSA_STATUS_ERROR_INVALID_ARGUMENT", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_QUEUE_CREATION", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_ALLOCATION", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_AGENT", "config", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_REGION", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_SIGNAL", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_QUEUE", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_OUT_OF_RESOURCES", "oom", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_RESOURCE_FREE", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_NOT_INITIALIZED", "config", "fatal"),
-    ("HSA_STATUS_ERROR_REFCOUNT_OVERFLOW", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_INDEX", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_ISA", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_ISA_NAME", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_CODE_OBJECT", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_EXECUTABLE", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_FROZEN_EXECUTABLE", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_SYMBOL_NAME", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_VARIABLE_UNDEFINED", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_EXCEPTION", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_CODE_SYMBOL", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_FILE", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER", "version-mismatch", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_CACHE", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_WAVEFRONT", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_RUNTIME_STATE", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_FATAL", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_MEMORY_FAULT", "gpu-fault", "fatal"),
-    ("HSA_STATUS_ERROR_INVALID_MEMORY_POOL", "crash", "fatal"),
-    ("HSA_STATUS_ERROR_OUT_OF_REGISTERS", "version-mismatch", "fatal"),
+# (name, number, category, severity). The numbers: ROCm/ROCR-Runtime runtime/hsa-runtime/inc/hsa.h and hsa_ext_amd.h
+# (c7785a6d), for texts that print the number instead of the name (CLR's older callbackQueue, turn 21)
+HSA_STATUS: tuple[tuple[str, int, str, str], ...] = (
+    ("HSA_STATUS_ERROR_INVALID_ARGUMENT", 0x1001, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_QUEUE_CREATION", 0x1002, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_ALLOCATION", 0x1003, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_AGENT", 0x1004, "config", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_REGION", 0x1005, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_SIGNAL", 0x1006, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_QUEUE", 0x1007, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_OUT_OF_RESOURCES", 0x1008, "oom", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT", 0x1009, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_RESOURCE_FREE", 0x100A, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_NOT_INITIALIZED", 0x100B, "config", "fatal"),
+    ("HSA_STATUS_ERROR_REFCOUNT_OVERFLOW", 0x100C, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS", 0x100D, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_INDEX", 0x100E, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_ISA", 0x100F, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_ISA_NAME", 0x1017, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_CODE_OBJECT", 0x1010, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_EXECUTABLE", 0x1011, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_FROZEN_EXECUTABLE", 0x1012, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_SYMBOL_NAME", 0x1013, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED", 0x1014, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_VARIABLE_UNDEFINED", 0x1015, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_EXCEPTION", 0x1016, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_CODE_SYMBOL", 0x1018, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL", 0x1019, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_FILE", 0x1020, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER", 0x1021, "version-mismatch", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_CACHE", 0x1022, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_WAVEFRONT", 0x1023, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP", 0x1024, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_RUNTIME_STATE", 0x1025, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_FATAL", 0x1026, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", 41, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", 42, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_MEMORY_FAULT", 43, "gpu-fault", "fatal"),
+    ("HSA_STATUS_ERROR_INVALID_MEMORY_POOL", 40, "crash", "fatal"),
+    ("HSA_STATUS_ERROR_OUT_OF_REGISTERS", 45, "version-mismatch", "fatal"),
 )
 
-# The numbers of the statuses above: ROCm/ROCR-Runtime runtime/hsa-runtime/inc/hsa.h and hsa_ext_amd.h (the fetched tree's
-# HEAD), for texts that print the number instead of the name (CLR's older callbackQueue, turn 21)
-HSA_STATUS_VALUES: dict[str, int] = {
-    "HSA_STATUS_ERROR_INVALID_ARGUMENT": 0x1001, "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION": 0x1002,
-    "HSA_STATUS_ERROR_INVALID_ALLOCATION": 0x1003, "HSA_STATUS_ERROR_INVALID_AGENT": 0x1004,
-    "HSA_STATUS_ERROR_INVALID_REGION": 0x1005, "HSA_STATUS_ERROR_INVALID_SIGNAL": 0x1006,
-    "HSA_STATUS_ERROR_INVALID_QUEUE": 0x1007, "HSA_STATUS_ERROR_OUT_OF_RESOURCES": 0x1008,
-    "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT": 0x1009, "HSA_STATUS_ERROR_RESOURCE_FREE": 0x100A,
-    "HSA_STATUS_ERROR_NOT_INITIALIZED": 0x100B, "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW": 0x100C,
-    "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS": 0x100D, "HSA_STATUS_ERROR_INVALID_INDEX": 0x100E,
-    "HSA_STATUS_ERROR_INVALID_ISA": 0x100F, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT": 0x1010,
-    "HSA_STATUS_ERROR_INVALID_EXECUTABLE": 0x1011, "HSA_STATUS_ERROR_FROZEN_EXECUTABLE": 0x1012,
-    "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME": 0x1013, "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED": 0x1014,
-    "HSA_STATUS_ERROR_VARIABLE_UNDEFINED": 0x1015, "HSA_STATUS_ERROR_EXCEPTION": 0x1016,
-    "HSA_STATUS_ERROR_INVALID_ISA_NAME": 0x1017, "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL": 0x1018,
-    "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL": 0x1019, "HSA_STATUS_ERROR_INVALID_FILE": 0x1020,
-    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER": 0x1021, "HSA_STATUS_ERROR_INVALID_CACHE": 0x1022,
-    "HSA_STATUS_ERROR_INVALID_WAVEFRONT": 0x1023, "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP": 0x1024,
-    "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE": 0x1025, "HSA_STATUS_ERROR_FATAL": 0x1026,
-    "HSA_STATUS_ERROR_INVALID_MEMORY_POOL": 40, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION": 41,
-    "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION": 42, "HSA_STATUS_ERROR_MEMORY_FAULT": 43,
-    "HSA_STATUS_ERROR_OUT_OF_REGISTERS": 45,
-}
 
 FAMILIES: tuple[Family, ...] = (
     # ---- CLR / ROCclr code-object and device messages: ROCm/clr (commit f9f995c6) hipamd/src/hip_code_object.cpp
@@ -344,12 +323,11 @@ FAMILIES: tuple[Family, ...] = (
             # DevLogPrintfError("Device::callbackQueue aborting with status: %d \n") and "VirtualGPU::callbackQueue
             # aborting with status: %d" (ROCm/clr history, commit 7a3b8c6dd, fetched; later builds print the number as
             # 0x%x) for the same queue error as the `hsa` family's "Callback: Queue %p aborting with error": one row per
-            # status, its category the HSA table's (HSA_STATUS_VALUES). Hex, and decimal for the four-digit values only:
+            # status, its category the HSA table's (HSA_STATUS). Hex, and decimal for the four-digit values only:
             # "40".."46" are prefixes of "4097".."4134"
             *((f"callbackQueue aborting with status: {form}", category, severity)
-              for name, category, severity in HSA_STATUS
-              for form in ((f"0x{HSA_STATUS_VALUES[name]:x}", f"{HSA_STATUS_VALUES[name]}")
-                           if HSA_STATUS_VALUES[name] >= 0x1000 else (f"0x{HSA_STATUS_VALUES[name]:x}",))),
+              for _, number, category, severity in HSA_STATUS
+              for form in ((f"0x{number:x}", f"{number}") if number >= 0x1000 else (f"0x{number:x}",))),
         ),
     ),
     # ---- turn 21 (after round 28's sight): CLR's program build log. rocclr/device/rocm/rocprogram.cpp and
@@ -4463,7 +4441,7 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
 def _hsa_rows() -> list[tuple[str, str, str, str]]:
     text = dict(HSA_STRINGS)
     rows = []
-    for name, category, severity in HSA_STATUS:
+    for name, _, category, severity in HSA_STATUS:
         example = f":0:rocdevice.cpp            :2995: 1234567890 us: [pid:9 tid:0x7f] Callback: Queue 0x7f0000000000 aborting with error : {name}: {text[name]} code: 0x1016"
         rows.append((rf"\b{name}\b", "hsa_status_error", category, severity, example))
     return rows
