@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cluster.transport import First, RemoteProcess, Result, Transport, TransportError
+from cluster.transport import TIMEOUT, First, RemoteProcess, Result, Transport, TransportError
 from launcher.node import protocol
 
 
@@ -123,10 +123,19 @@ class GuardClient:
         start: bool = False,
         on_other: RawSink | None = None,
         show: str | None = None,
+        retry_until: float | None = None,
+        stop: threading.Event | None = None,
     ) -> RemoteProcess:
         """Stream the guard's records (`run` for attached guards; `start-follow` to start the guard and stream on
         the same channel; else `follow` from `offset`); `show` names the local ranks whose healthy lines are
-        forwarded (edge forwarding; None: every line)."""
+        forwarded (edge forwarding; None: every line).
+
+        `retry_until` (time.monotonic): a node too busy to open a channel ("Timeout opening channel": sshd
+        answering late at 250 simulated nodes on 2 cores, docs/scale.md) is asked again, 0.5 s apart then doubling,
+        until then or until `stop` is set; the last TransportError is raised. A start is asked again only when its
+        channel never opened (TIMEOUT: the command goes out only on an open channel, so no guard ran); a follow
+        reads and is always safe to ask again. One home for the runner's starts and followers and for
+        `rlaunch logs --follow`."""
         verb = protocol.RUN if attached else protocol.START_FOLLOW if start else protocol.FOLLOW
         argv = protocol.guard_argv(
             target.python,
@@ -144,7 +153,20 @@ class GuardClient:
             elif on_other is not None:
                 on_other(target.host, stream, line)
 
-        return self.transport.start(target.host, argv, on_line)
+        pause = 0.5
+        while True:
+            try:
+                return self.transport.start(target.host, argv, on_line)
+            except TransportError as exc:
+                stopped = stop is not None and stop.is_set()
+                if stopped or retry_until is None or time.monotonic() + pause >= retry_until:
+                    raise
+                if start and exc.kind != TIMEOUT:
+                    raise
+                time.sleep(pause)
+                pause = min(
+                    pause * 2, 4.0 if start else 2.0
+                )  # a start is a whole guard: ask a busy node less often
 
     def run_attached(
         self,

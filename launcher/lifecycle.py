@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cluster.inventory import Inventory
-from cluster.transport import Transport, make_transport, zip_hosts
+from cluster.transport import Transport, TransportError, make_transport, zip_hosts
 from launcher import attempts, hostlock, ledger, nodecall, records, spares
 from launcher import plan as planning
 from launcher.errors import Infra, LaunchError, LaunchRefused, RlaunchError
@@ -573,6 +573,13 @@ def read_log_lines(
     return read
 
 
+# `logs --follow`: how long a node's channel is asked for again before the view goes on without it, and how
+# often a dropped link is opened again (the runner's own bounds are launcher/run/attempt.py's ATTACH_RETRY_S and
+# MAX_REOPENS; a viewer holds no guard up, so it may wait longer).
+FOLLOW_RETRY_S = 30.0
+FOLLOW_REOPENS = 3
+
+
 def follow_logs(
     run_id: str | None,
     on_line: Callable[[str, str], None],
@@ -615,6 +622,8 @@ def follow_logs(
         if rec.get("k") == protocol.K_LINE:
             text = rec.get("text", "")
             off = rec.get("off", 0)
+            if isinstance(off, int):
+                reached[host] = max(reached.get(host, 0), off)
             if recording:
                 offsets[host] = off if isinstance(off, int) else offsets.get(host, 0)
                 record.append_log(host, text)
@@ -628,21 +637,56 @@ def follow_logs(
 
     by_host = {t.host: t for t in targets}
 
+    # Recording keeps the record's copy whole (from its own offset); otherwise start where `logs` stopped.
+    reached = {h: offsets.get(h, 0) if recording or after is None else shown[h] for h in by_host}
+    reopened = dict.fromkeys(by_host, 0)
+
     def start(host: str) -> Any:
-        # Recording keeps the record's copy whole (from its own offset); otherwise start where `logs` stopped.
-        offset = offsets.get(host, 0) if recording or after is None else shown[host]
-        return guards.follow(by_host[host], handle, offset=offset)
+        # A node too busy to open a channel at once is asked again (GuardClient.follow); one that stays
+        # unreachable is left out of the view rather than ending it for every node.
+        try:
+            return guards.follow(
+                by_host[host], handle, offset=reached[host], retry_until=time.monotonic() + FOLLOW_RETRY_S
+            )
+        except TransportError:
+            with lock:
+                remaining.discard(host)
+                if not remaining:
+                    done.set()
+            return None
 
     with make_transport(inv) as transport:
         guards = GuardClient(transport)
         # One exec round trip per node: opened side by side, as the runner does (issue 23).
         procs = dict(zip_hosts(list(by_host), start, transport.max_parallel))
         try:
+            ended: set[str] = set()
             while not done.wait(0.5):
-                if all(p.poll() is not None for p in procs.values()):
-                    break
+                for host, proc in list(procs.items()):
+                    with lock:
+                        waiting = host in remaining
+                    if proc is None or proc.poll() is None or not waiting:
+                        continue
+                    # A link that dropped before its guard's exit record (given one tick to arrive) is opened again
+                    # from the last line shown, no line twice, as the runner reopens its followers (MAX_REOPENS).
+                    if host not in ended:
+                        ended.add(host)
+                    elif reopened[host] < FOLLOW_REOPENS:
+                        ended.discard(host)
+                        reopened[host] += 1
+                        procs[host] = start(host)
+                    else:
+                        with lock:
+                            remaining.discard(host)
+                with lock:
+                    if not remaining:
+                        break
         finally:
-            zip_hosts(list(procs), lambda h: procs[h].close(), transport.max_parallel)
+            zip_hosts(
+                [h for h, p in procs.items() if p is not None],
+                lambda h: procs[h].close(),
+                transport.max_parallel,
+            )
             if recording:
                 record.update_state(offsets=offsets)
             record.close()

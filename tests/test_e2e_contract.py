@@ -118,6 +118,46 @@ def test_detach_status_logs_down_leaves_nothing(sim3: Any, shared: Path, kind: s
     assert lifecycle.check_lock(inv) is None  # the nodes are free for the next `up`
 
 
+def test_logs_follow_opens_a_dropped_link_again_and_shows_every_line_once(sim3: Any) -> None:
+    """`rlaunch logs --follow` whose link to one node drops mid-run (its `guard.py follow` killed on the node: an
+    sshd session, a NAT or a client-side race ends a channel) opens it again from the last line it showed: the
+    node's lines go on, none twice and none missing, and the view still ends with the job."""
+    job = {
+        "kind": "command",
+        "command": ["sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.1; done"],
+    }
+    inv = from_mapping(inventory(sim3, job))
+    run_id, outcome = lifecycle.up(inv, detach=True)
+    assert outcome.code == 0, outcome.summary
+
+    def followers() -> set[int]:
+        return {pid for pid, cmd in job_pids(sim3, "node1") if " follow " in f"{cmd} "}
+
+    ticks: dict[str, list[int]] = {"node1": [], "node2": []}
+
+    def on_line(host: str, text: str) -> None:
+        if text.startswith("tick "):
+            ticks[host].append(int(text.split()[1]))
+
+    wait_for(lambda: running_everywhere(sim3, ["node1", "node2"], "tick"), 30, "the job on both nodes")
+    theirs = followers()  # a supervisor's follower (if it has its own): leave its link alone
+    viewer = threading.Thread(target=lifecycle.follow_logs, args=(run_id, on_line))
+    viewer.start()
+    ours = wait_for(lambda: followers() - theirs, 30, "the viewer's follower on node1")
+    wait_for(lambda: len(ticks["node1"]) >= 5, 30, "node1's ticks")
+    for pid in ours:
+        os.kill(pid, signal.SIGKILL)
+    shown = len(ticks["node1"])
+    wait_for(lambda: len(ticks["node1"]) >= shown + 20, 60, "node1's ticks after its link dropped")
+    _, replies = lifecycle.down(run_id)
+    assert all(r.ok for r in replies.values()), replies
+    viewer.join(timeout=scaled(30))
+    assert not viewer.is_alive(), "logs -f did not end with the job"
+    for host, seen in ticks.items():
+        assert seen == list(range(seen[0], seen[0] + len(seen))), (host, seen)  # none twice, none missing
+    assert_nothing_left(sim3, timeout=10, nodes=["node1", "node2"])
+
+
 def guard_pid(cluster: Any, node: str) -> int:
     """The node's guard daemon. A foreground run's `guard.py start-follow` stays on as the node's follower and the
     daemon it forked keeps its command line (fork keeps argv): the daemon is the one that is the job's parent."""

@@ -364,3 +364,58 @@ def test_the_head_caps_glibcs_malloc_arenas_unless_the_user_set_them() -> None:
     assert arenas("transport", MALLOC_ARENA_MAX="1") == 1
     # the probe does make more arenas without the cap
     assert max(arenas("plain") for _ in range(3)) > MALLOC_ARENAS
+
+
+@pytest.mark.parametrize(
+    ("start", "kind", "asked"),
+    [
+        (False, "timeout", 3),  # a follow only reads: asked again whatever the failure
+        (False, "unreachable", 3),
+        (True, "timeout", 3),  # a channel that never opened ran nothing: the start is asked again
+        (True, "unreachable", 1),  # the command may have run: a second guard must not start
+    ],
+)
+def test_guard_client_asks_a_busy_node_again_only_where_that_is_safe(
+    monkeypatch: pytest.MonkeyPatch, start: bool, kind: str, asked: int
+) -> None:
+    """GuardClient.follow is the one home of "ask a busy node again" (the runner's starts and followers, and
+    `rlaunch logs --follow`): two refusals, then a channel; a start refused for another reason than a channel that
+    never opened is not asked again; a stop ends the asking at once."""
+    import threading
+
+    from cluster.transport import TIMEOUT, UNREACHABLE, TransportError
+    from launcher.guardctl import GuardClient, GuardTarget
+
+    _fake_clock(monkeypatch)
+    calls: list[list[str]] = []
+
+    class Refusing:
+        def start(self, host, argv, on_line):  # type: ignore[no-untyped-def]
+            calls.append(argv)
+            if len(calls) <= 2:
+                raise TransportError(
+                    host, "cannot start a command", TIMEOUT if kind == "timeout" else UNREACHABLE
+                )
+            return "channel"
+
+    target = GuardTarget("n1", "/usr/bin/python3", "/tmp/run")
+    client = GuardClient(Refusing())  # type: ignore[arg-type]
+    import time
+
+    follow = lambda **kw: client.follow(target, lambda h, r: None, start=start, **kw)  # noqa: E731
+    if asked == 3:
+        assert follow(retry_until=time.monotonic() + 60) == "channel"
+    else:
+        with pytest.raises(TransportError):
+            follow(retry_until=time.monotonic() + 60)
+    assert len(calls) == asked
+    calls.clear()
+    with pytest.raises(TransportError):  # no window: the first refusal is the answer
+        follow()
+    assert len(calls) == 1
+    calls.clear()
+    stopped = threading.Event()
+    stopped.set()
+    with pytest.raises(TransportError):  # a teardown began: nothing more is asked
+        follow(retry_until=time.monotonic() + 60, stop=stopped)
+    assert len(calls) == 1

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.transport import (
-    TIMEOUT,
     First,
     GroupResult,
     RemoteProcess,
@@ -247,27 +246,25 @@ class Runner:
         def open_one(host: str) -> None:
             state = self.nodes[host]
             # From this node's own first ask, not the call's: a bounded fan-out reaches the last nodes late.
-            deadline, pause = time.monotonic() + timeout, 0.5
-            while True:
-                if self._stopping.is_set():  # a teardown began (Ctrl-C): start nothing more
+            if self._stopping.is_set():  # a teardown began (Ctrl-C): start nothing more
+                return fail(state, "not started: the run was being stopped")
+            try:
+                channel = self.guards.follow(
+                    self.targets[host],
+                    self._on_record_safe,
+                    start=True,
+                    on_other=self._on_other,
+                    show=self.show[host] if self.show is not None else None,
+                    # From this node's own first ask, not the call's: a bounded fan-out reaches the last nodes late.
+                    retry_until=time.monotonic() + timeout,
+                    stop=self._stopping,
+                )
+            except TransportError as exc:
+                if self._stopping.is_set():
                     return fail(state, "not started: the run was being stopped")
-                try:
-                    channel = self.guards.follow(
-                        self.targets[host],
-                        self._on_record_safe,
-                        start=True,
-                        on_other=self._on_other,
-                        show=self.show[host] if self.show is not None else None,
-                    )
-                    break
-                except TransportError as exc:
-                    if exc.kind == TIMEOUT and time.monotonic() + pause < deadline:
-                        time.sleep(pause)
-                        pause = min(pause * 2, 4.0)
-                        continue
-                    if exc.kind:
-                        kinds[host] = exc.kind
-                    return fail(state, exc.reason)
+                if exc.kind:
+                    kinds[host] = exc.kind
+                return fail(state, exc.reason)
             opened = time.monotonic()
             with self._lock:
                 state.follower = channel
@@ -344,30 +341,29 @@ class Runner:
         (`attach_deadline`, or `deadline`); only then is it lost. The first beat goes out as soon as the follower
         opens."""
         state = self.nodes[node.host]
-        deadline = self.attach_deadline() if deadline is None else deadline
-        pause = 0.5
-        while not self._stopping.is_set():  # a teardown began: open no follower (it would outlive the stop)
-            try:
-                state.follower = self.guards.follow(
-                    self.targets[node.host],
-                    self._on_record_safe,
-                    offset=state.offset,
-                    on_other=self._on_other,
-                    show=self.show[node.host] if self.show is not None else None,
-                )
-                state.followed_at = time.time()
-                self.heartbeats().beat(node.host, state.follower)
+        if self._stopping.is_set():  # a teardown began: open no follower (it would outlive the stop)
+            return
+        try:
+            follower = self.guards.follow(
+                self.targets[node.host],
+                self._on_record_safe,
+                offset=state.offset,
+                on_other=self._on_other,
+                show=self.show[node.host] if self.show is not None else None,
+                retry_until=self.attach_deadline() if deadline is None else deadline,
+                stop=self._stopping,
+            )
+        except TransportError as exc:
+            if self._stopping.is_set():
                 return
-            except TransportError as exc:
-                if time.monotonic() + pause < deadline:
-                    time.sleep(pause)
-                    pause = min(pause * 2, 2.0)
-                    continue
-                # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
-                with self._lock:
-                    state.lost = state.lost or f"{lost_as}: {exc.reason}"
-                self._changed.set()
-                return
+            # Cut off between start and follow: a lost node for the watcher (teardown, verdict), never a crash.
+            with self._lock:
+                state.lost = state.lost or f"{lost_as}: {exc.reason}"
+            self._changed.set()
+            return
+        state.follower = follower
+        state.followed_at = time.time()
+        self.heartbeats().beat(node.host, state.follower)
 
     def attach_deadline(self) -> float:
         """Until when (time.monotonic) a follower that failed to open is tried again. `attach` opens followers only
