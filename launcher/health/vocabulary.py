@@ -247,6 +247,15 @@ HSA_STATUS: tuple[tuple[str, int, str, str], ...] = (
 )
 
 
+# glibc's strerror texts of the socket errnos (ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH,
+# ENOTCONN, ECONNABORTED, EHOSTDOWN, ENETDOWN; os.strerror on this machine), for `slurm-socket`
+SOCKET_ERRNO_TEXTS = (
+    "Connection refused", "Connection reset by peer", "Broken pipe", "Connection timed out", "No route to host",
+    "Network is unreachable", "Transport endpoint is not connected", "Software caused connection abort", "Host is down",
+    "Network is down",
+)
+
+
 FAMILIES: tuple[Family, ...] = (
     # ---- CLR / ROCclr code-object and device messages: ROCm/clr (commit f9f995c6) hipamd/src/hip_code_object.cpp
     #      ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", then one "    %s - [%s]" line
@@ -3678,6 +3687,26 @@ FAMILIES: tuple[Family, ...] = (
         ),
         example_prefix="slurmstepd: error: ",
         shared_needles=(" cancelled at ",),
+    ),
+    # ---- turn 22 (while round 30 is collected): a socket errno at the end of a Slurm command's or daemon's error()
+    #      line. Slurm's log levels (src/common/log.c; "error: " and "fatal: " are separate prefixes in this machine's
+    #      Slurm 22.05.8 libslurmfull.so): error() reports and goes on, fatal() exits. Of this machine's slurmstepd, srun
+    #      and libslurmfull.so formats, 652 end in %m (strerror); with a socket errno every one was named a fatal
+    #      network failure by the generic errno rules, though most are Slurm's own control messages (to srun, slurmd,
+    #      slurmctld: retried, or sent as a step ends after srun went away). They are network warnings: what ended the
+    #      step is reported by the step's own lines (`slurm-step`, the task's exit) and by `slurm-errno`'s fatal codes,
+    #      both tried first. The texts: SOCKET_ERRNO_TEXTS. At the line's end only (the prefix's lookahead): a Slurm line
+    #      that relays a job's own text goes on to other rules.
+    Family(
+        "slurm-socket",
+        "SchedMD/slurm src/common/log.c (error() vs fatal(), Slurm 22.05.8 libslurmfull.so strings); glibc strerror texts",
+        "a Slurm daemon or command lost a control connection (to srun, slurmd or slurmctld) and went on: a warning; "
+        "what ended the step, if anything did, is on another line",
+        tuple((f"%s: {text}", "network", "warning") for text in SOCKET_ERRNO_TEXTS),
+        prefix=r"\b(?:srun|sbatch|salloc|slurmstepd|slurmd)(?:-[\w.-]+)?: error: "
+        r"(?=.*: (?:" + "|".join(map(re.escape, SOCKET_ERRNO_TEXTS)) + r")\s*$)",
+        example_prefix="slurmstepd: error: ",
+        needle=": error: ",
     ),
     # ---- turn 20 (while round 26 is collected): PyTorch's own checks of a program's tensors, the RuntimeErrors a training
     #      script raises most, from torch 2.13.0 in the .venv: the TORCH_CHECK texts in lib/libtorch_cpu.so (`strings`:
