@@ -404,7 +404,10 @@ RULES: tuple[Rule, ...] = (
     # torch 2.13.0's libtorch_cpu.so strings (socket.cpp): "The client socket has failed to connect to {} {}." and "The
     # client socket cannot be initialized to connect to {} {}." (the address, then "(errno: N - <strerror>)"); the
     # address is "[host]:port" since torch 2.1 and "host:port" before (turn 20, after round 26's sight)
-    _rule("store-connect-attempt", r"client socket has failed to connect to (\[|any network address|[\w.-]+:\d+ \(errno)"
+    # formatSockAddr's "?UNKNOWN?" when getnameinfo cannot print the address (torch 2.13.0 libtorch_cpu.so strings,
+    # beside "The client socket has failed to connect to {} {}."; turn 22, after round 30's sight)
+    _rule("store-connect-attempt", r"client socket has failed to connect to (\[|\?UNKNOWN\? |any network address"
+          r"|[\w.-]+:\d+ \(errno)"
           r"|client socket cannot be initialized to connect to ",
           "rendezvous", "warning", "one connection attempt to the store failed; c10d retries until its timeout",
           waiting=True, needles=("client socket has failed to connect to", "client socket cannot be initialized")),
@@ -637,9 +640,14 @@ RULES: tuple[Rule, ...] = (
           # check_err's summary after the mismatches (turn 21, after round 28's sight; same file, and
           # include/ck_tile/host/check_err.hpp at HEAD 8e22e1ae: "max err: " << max_err << ", number of errors: " <<
           # err_count << ", " << error_percent << "% wrong values")
-          r"|\bmax err: \S+, number of errors: \d+, \S+% wrong values", "divergence", "warning",
+          r"|\bmax err: \S+, number of errors: \d+, \S+% wrong values"
+          # the older check_err (before 9e86ebd6, 2023-08-30: `if(!res) std::cerr << std::setw(12) <<
+          # std::setprecision(7) << "max err: " << max_err << std::endl`): printed only when the check failed, the
+          # whole line a padded "max err: <number>" (turn 22, after round 30's sight)
+          r"|^\s*max err: [-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)\s*$", "divergence", "warning",
           "a kernel library's check against the host reference failed: this GPU computed a wrong result (library "
-          "build, driver or firmware; rerun on another node to compare)", needles=("failed: ", "] != ref[", "% wrong values")),
+          "build, driver or firmware; rerun on another node to compare)",
+          needles=("failed: ", "] != ref[", "% wrong values", "max err: ")),
     # fairseq optim/dynamic_loss_scaler.py / fp16_optimizer.py: "| WARNING: overflow detected, setting loss scale to: {}"
     # on every overflow; below 0.001 it is about to hit min_loss_scale (1e-4) and raise "Minimum loss scale reached"
     # (added after round 9)
@@ -824,7 +832,7 @@ RULES: tuple[Rule, ...] = (
     # specific rules above (which stay: tuned phrasings, cascade flags), before the generic HIP catch-alls below.
     # Turn 12: CLR's module / symbol loading, libhsakmt, bitsandbytes, Horovod's launcher and gloo rendezvous store,
     # JAX's coordination service (vocabulary.py: each family's source and commit).
-    *_vocabulary("rccl-tests", "hip", "hip-device-assert", "clr", "clr-build-log", "hip-hcc", "hcc-runtime", "clr-module", "rocr", "hsakmt", "smi", "amdgpu", "amdgpu-kernel", "rccl",
+    *_vocabulary("rccl-tests", "hip", "hip-device-assert", "clr", "clr-build-log", "hip-hcc", "hcc-runtime", "clr-module", "rocr", "hsakmt", "smi", "rocm-smi-legacy", "amdgpu", "amdgpu-kernel", "rccl",
                   "rccl-warn", "ck", "miopen-ocl", "miopen-throw", "miopen", "blas", "rocm-math-status", "rocblas-internal", "bitsandbytes", "horovod",
                   "jax-coordination", "python-stack"),
     # Before round 21 (turn 16; vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
@@ -922,6 +930,12 @@ RULES: tuple[Rule, ...] = (
     _rule("address-bind-attempt", r"^\s*\[W[^\]]*socket\.cpp:\d+\] \[c10d\] The server socket has failed to bind to ",
           "rendezvous", "warning", "c10d could not bind one address of the store's port; the error that follows, if any, "
           "is the failure", needles=("server socket has failed to bind to",)),
+    # NCCL's own listening socket (bootstrap, the socket transport) found its port taken: NVIDIA/nccl v2.4.2-1
+    # src/include/socket.h:329 SYSCHECK(bind(...), "bind") and core.h's SYSCHECK WARN("Call to " name " failed : %s");
+    # NCCL's network (NCCL_PORT_RANGE, the interface), not the job's store port (turn 22, after round 30's sight)
+    _rule("nccl-bind-in-use", r"NCCL WARN Call to bind failed ?: Address already in use", "network", "fatal",
+          "NCCL could not listen on its own socket: the port is taken (NCCL_PORT_RANGE, or another NCCL job's "
+          "sockets on the node)", needles=("call to bind failed",)),
     _rule("address-in-use",
           r"Address already in use|EADDRINUSE|errno: 98\b|failed to listen on any local network address"
           r"|server socket has failed to (bind|listen)",
@@ -981,6 +995,14 @@ RULES: tuple[Rule, ...] = (
     _rule("nccl-watchdog-exception", r"Exception \(either an error or timeout\) detected by watchdog"
           r"|failure detected by watchdog at work|Timeout at NCCL work: \d+", "collective-timeout", "fatal",
           "the watchdog saw a failed or timed-out collective", cascade=True),
+    # The process group's abort (ncclCommAbort on every communicator, asynchronously) did not return within the
+    # group's timeout: pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp waitForFutureOrTimeout,
+    # "Future for " + "ProcessGroup abort" + " timed out after <ms> ms", LOG(ERROR) then thrown as DistBackendError
+    # (read through the code index; turn 22, after round 30's sight)
+    _rule("nccl-abort-timeout", r"Future for ProcessGroup abort timed out after \d+ ms", "collective-timeout", "fatal",
+          "the process group's abort of its communicators hung past the group's timeout: a collective or a GPU "
+          "stream never finished (the rank's earlier lines, or its GPU, say which)", cascade=True,
+          needles=("future for processgroup abort",)),
     _rule("nccl-heartbeat-monitor", r"Heartbeat monitor timed out|watchdog got stuck for \d+ seconds",
           "collective-timeout", "fatal", "the NCCL/RCCL watchdog itself was stuck (API hang or deadlock)",
           cascade=True),
@@ -1061,6 +1083,16 @@ RULES: tuple[Rule, ...] = (
     _rule("nccl-socket-connect-failed", r"socketStartConnect: Connect to .* failed", "network", "fatal",
           "NCCL/RCCL could not open a socket to a peer (the reason follows: refused, unreachable, aborted)",
           cascade=True),
+
+    # gloo's own checks: GLOO_ENFORCE throws gloo::EnforceNotMet, whose message is "[enforce fail at <file>:<line>]
+    # <condition>. <message>" (pytorch/gloo gloo/common/logging.cc at 70dc360, fetched): the collective library
+    # found its own state or a peer's message wrong. After the errno rules (an enforce on a socket call carries the
+    # errno's text) and gloo's transport set-up rows (`gloo-transport`, config); before the C++ "what():" catch-all
+    # (turn 22, after round 30's sight)
+    _rule("gloo-enforce", r"\[enforce fail at [^\]]*\bgloo/", "comm-error", "fatal",
+          "gloo (the CPU / gloo backend's collective library) failed one of its own checks: the file and condition "
+          "say which; a peer that died or sent a different message size is the usual cause",
+          needles=("[enforce fail at ",)),
 
     # ---- comm-error: NCCL/RCCL return codes surfaced by PyTorch (NCCLUtils getNcclErrorDetailStr), RCCL's
     #      WARN lines (checks.h CUDACHECK/SYSCHECK, proxy), and the RAS client's report (ras/client_support.cc)

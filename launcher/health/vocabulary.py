@@ -3688,6 +3688,25 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix="slurmstepd: error: ",
         shared_needles=(" cancelled at ",),
     ),
+    # ---- turn 22 (after round 30's sight): the first rocm-smi, a Python script (ROCm/ROC-smi, 2016-2019, fetched:
+    #      rocm-smi at 26aabda and rocm_smi.py at 7174e90^), printed each device's lines as "GPU[%d] \t\t: <message>"
+    #      (printLog). Of its messages, those where reading the GPU's clocks failed tell the operator to look at the GPU
+    #      itself ("Check dmesg or GPU temperature"): gpu-fault warnings. Not rows: its reports on the user's own set-
+    #      requests (clocks, fans, OverDrive, power profiles: "Unable to set ...", "Successfully ..."), which a training
+    #      job does not issue, and the plain "Unable to display temperature" / "Unable to determine current fan speed"
+    #      (a GPU without that sensor prints them too).
+    Family(
+        "rocm-smi-legacy",
+        "ROCm/ROC-smi/rocm_smi.py (7174e90^) and its first form, the script rocm-smi (26aabda): printLog messages",
+        "rocm-smi could not read this GPU's clocks: its driver did not answer (dmesg: a hang or reset) or the GPU is "
+        "too hot",
+        (
+            ("Unable to determine current clocks. Check dmesg or GPU temperature", "gpu-fault", "warning"),
+            ("Unable to determine current GPU clocks. Check dmesg or GPU temperature", "gpu-fault", "warning"),
+        ),
+        prefix=r"\bGPU\[\d+\]\s*:\s*",
+        example_prefix="GPU[1]          : ",
+    ),
     # ---- turn 22 (while round 30 is collected): a socket errno at the end of a Slurm command's or daemon's error()
     #      line. Slurm's log levels (src/common/log.c; "error: " and "fatal: " are separate prefixes in this machine's
     #      Slurm 22.05.8 libslurmfull.so): error() reports and goes on, fatal() exits. Of this machine's slurmstepd, srun
@@ -4299,6 +4318,19 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
                 category,
                 severity,
                 f"RuntimeError: HIP Function Failed (/src/ck_tile/host/kernel_launch_hip.hpp,51) {text}",
+            )
+        )
+        # turn 22 (after round 30's sight): the HIP samples' and tests' check macro, copied into many programs
+        # (ROCm/HIP at f38e63ff "Initial commit for GPUOpen Launch", samples/0_Intro/square/square.hipref.cpp,
+        # bit_extract.cpp, tests/src/hipHcc.cpp: fprintf(stderr, "error: '%s'(%d) at %s:%d\n", hipGetErrorString(error),
+        # error, ...)): the same texts in quotes, the status number after; one literal for all of them
+        rows.append(
+            (
+                rf"\berror: '{re.escape(text)}'\(-?\d+\)",
+                "error: '",
+                category,
+                severity,
+                f"error: '{text}'(1) at /src/backend.cpp:72",
             )
         )
         # after round 14 (after-sight): Apache TVM src/runtime/rocm/rocm_common.h ROCM_DRIVER_CALL (commit 8914d72e, and
