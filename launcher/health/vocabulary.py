@@ -4345,6 +4345,13 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
                 f"TVMError: ROCM HIP Error: hipModuleLaunchKernel(fcache_[device_id], ...) failed with error: {text}",
             )
         )
+    # turn 22 (after round 30's sight): hipErrorUnknown's text (HIP_UNKNOWN, below) as PyTorch's ROCm build raises it,
+    # "CUDA error: unknown error" (c10::CUDAError, hipified C10_CUDA_CHECK), which reaches a log after "what():" when the
+    # exception ends the process: `hip-runtime-error` names only the "HIP error: " spelling
+    name, text, category, severity = HIP_UNKNOWN
+    rows.append(
+        (rf"CUDA error: {re.escape(text)}\b", " error: ", category, severity, f"  what():  CUDA error: {text}")
+    )
     return rows
 
 
