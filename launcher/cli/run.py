@@ -549,8 +549,9 @@ def logs(
     \b
     rlaunch logs [RUN] [-f] [--node N] [--rank R] [--grep RE] [--tail N] [--since 10m]
     rlaunch logs classify FILE [--json]     flag RCCL/HIP/NCCL/OOM/NaN lines (exit 1 if any is fatal)
-    With -f the lines read first are followed by new ones as they come, none twice. --since is exact to about
-    a second (the node's guard notes when out.log grows, once a second: the job's lines carry no time).
+    With -f the lines read first are followed by new ones as they come, none twice; a node busy or dropped is
+    asked again (30 s) and followed on from its last line. --since is exact to about a second (the node's guard
+    notes when out.log grows, once a second: the job's lines carry no time).
     Exit: 0 shown · 2 bad input (unknown run, bad --grep/--since) · 3 the run's node targets are unusable
     """
     if run_id == "classify":

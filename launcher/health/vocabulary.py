@@ -4348,9 +4348,15 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
     # turn 22 (after round 30's sight): hipErrorUnknown's text (HIP_UNKNOWN, below) as PyTorch's ROCm build raises it,
     # "CUDA error: unknown error" (c10::CUDAError, hipified C10_CUDA_CHECK), which reaches a log after "what():" when the
     # exception ends the process: `hip-runtime-error` names only the "HIP error: " spelling
-    name, text, category, severity = HIP_UNKNOWN
+    _, text, category, severity = HIP_UNKNOWN
     rows.append(
-        (rf"CUDA error: {re.escape(text)}\b", " error: ", category, severity, f"  what():  CUDA error: {text}")
+        (
+            rf"CUDA error: {re.escape(text)}\b",
+            " error: ",
+            category,
+            severity,
+            f"  what():  CUDA error: {text}",
+        )
     )
     return rows
 
@@ -4492,7 +4498,7 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
                     f"node1:1234:1234 [0] enqueue.cc:1235 NCCL WARN {macro} '{group[0]}'",
                 )
             )
-    name, text, category, severity = HIP_UNKNOWN
+    _, text, category, severity = HIP_UNKNOWN
     rows.append(
         (
             rf"watchdog thread terminated with exception: (?:CUDA|HIP) error: {re.escape(text)}",
