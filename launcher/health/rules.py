@@ -1167,6 +1167,8 @@ RULES: tuple[Rule, ...] = (
     # tuned phrasing or fatal severity ("Connect to %s failed : No route to host") keeps its lines; only what would
     # fall to the two generic NCCL WARN rules below is named by the file that printed it
     *_vocabulary("nccl-warn-upstream"),
+    # a network plugin's own WARNs (vocabulary.py `nccl-net-tcpx`, turn 22): after NCCL's own formats, which it copied
+    *_vocabulary("nccl-net-tcpx"),
     # NCCL/RCCL print each WARN after the emitting source file and line (src/debug.cc ncclDebugLog: "... %s:%d NCCL
     # WARN"): a WARN from a network transport's file (net_ib*, its resiliency code, the socket transport, a net plugin
     # such as fastsocket) or with the "NET/" subsystem tag is about the network (after round 17)
