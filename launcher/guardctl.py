@@ -164,9 +164,8 @@ class GuardClient:
                 if start and exc.kind != TIMEOUT:
                     raise
                 time.sleep(pause)
-                pause = min(
-                    pause * 2, 4.0 if start else 2.0
-                )  # a start is a whole guard: ask a busy node less often
+                # a start is a whole guard: a busy node is asked less often
+                pause = min(pause * 2, 4.0 if start else 2.0)
 
     def run_attached(
         self,

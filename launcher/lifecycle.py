@@ -618,6 +618,13 @@ def follow_logs(
         local = parse_prefixes(text).local_rank
         return local is not None and host in firsts and firsts[host] + local == rank
 
+    def leave(host: str) -> None:
+        """The view is done with this node (its job ended, or it cannot be reached); the last one ends the view."""
+        with lock:
+            remaining.discard(host)
+            if not remaining:
+                done.set()
+
     def handle(host: str, rec: dict[str, Any]) -> None:
         if rec.get("k") == protocol.K_LINE:
             text = rec.get("text", "")
@@ -630,10 +637,7 @@ def follow_logs(
             if (not isinstance(off, int) or off > shown[host]) and wanted(host, text):
                 on_line(host, text)
         elif rec.get("k") == protocol.K_EXIT:
-            with lock:
-                remaining.discard(host)
-                if not remaining:
-                    done.set()
+            leave(host)
 
     by_host = {t.host: t for t in targets}
 
@@ -649,10 +653,7 @@ def follow_logs(
                 by_host[host], handle, offset=reached[host], retry_until=time.monotonic() + FOLLOW_RETRY_S
             )
         except TransportError:
-            with lock:
-                remaining.discard(host)
-                if not remaining:
-                    done.set()
+            leave(host)
             return None
 
     with make_transport(inv) as transport:
@@ -674,13 +675,11 @@ def follow_logs(
                     elif reopened[host] < FOLLOW_REOPENS:
                         ended.discard(host)
                         reopened[host] += 1
+                        with contextlib.suppress(Exception):  # the dropped channel's resources go first
+                            proc.close()
                         procs[host] = start(host)
                     else:
-                        with lock:
-                            remaining.discard(host)
-                with lock:
-                    if not remaining:
-                        break
+                        leave(host)
         finally:
             zip_hosts(
                 [h for h, p in procs.items() if p is not None],

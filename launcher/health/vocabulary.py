@@ -247,6 +247,10 @@ HSA_STATUS: tuple[tuple[str, int, str, str], ...] = (
 )
 
 
+# A Slurm command's or daemon's error() prefix ("srun: error: ", "slurmstepd-node3: error: ": the node's name after a
+# dash in newer releases), for `slurm-errno` and `slurm-socket`
+SLURM_ERROR = r"\b(?:srun|sbatch|salloc|slurmstepd|slurmd)(?:-[\w.-]+)?: error: "
+
 # glibc's strerror texts of the socket errnos (ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH,
 # ENOTCONN, ECONNABORTED, EHOSTDOWN, ENETDOWN; os.strerror on this machine), for `slurm-socket`
 SOCKET_ERRNO_TEXTS = (
@@ -3755,7 +3759,7 @@ FAMILIES: tuple[Family, ...] = (
             ("Failed to send MESSAGE_TASK_EXIT: %s", "network", "warning"),
             ("Unable to send job complete message: %s", "network", "warning"),
         ),
-        prefix=r"\b(?:srun|sbatch|salloc|slurmstepd|slurmd)(?:-[\w.-]+)?: error: .*?",
+        prefix=SLURM_ERROR + r".*?",
         example_prefix="srun: error: Unable to allocate resources: ",
         needle=": error: ",
     ),
@@ -3819,8 +3823,7 @@ FAMILIES: tuple[Family, ...] = (
         "a Slurm daemon or command lost a control connection (to srun, slurmd or slurmctld) and went on: a warning; "
         "what ended the step, if anything did, is on another line",
         tuple((f"%s: {text}", "network", "warning") for text in SOCKET_ERRNO_TEXTS),
-        prefix=r"\b(?:srun|sbatch|salloc|slurmstepd|slurmd)(?:-[\w.-]+)?: error: "
-        r"(?=.*: (?:" + "|".join(map(re.escape, SOCKET_ERRNO_TEXTS)) + r")\s*$)",
+        prefix=SLURM_ERROR + r"(?=.*: (?:" + "|".join(map(re.escape, SOCKET_ERRNO_TEXTS)) + r")\s*$)",
         example_prefix="slurmstepd: error: ",
         needle=": error: ",
     ),
