@@ -350,6 +350,29 @@ _AREAS: tuple[tuple[str, str, str, str], ...] = (
                        r"|traceback|exit(?:ed)? (?:with )?(?:status|code)|return code|core dump|died|terminat",
      "a process of the job died or was stopped: its own last lines say why"),
 )
+# A HIP status's text relayed by some other check macro ("CUDA error at f.cu 68: invalid kernel file", "hipFoo()
+# failed: context is destroyed"): the `hip` family knows the texts only after the prefixes it enumerates, so on a line
+# the last resort flags, a text of `hipGetErrorString` (ROCm/clr hipamd/src/hip_error.cpp, vocabulary.HIP_ERRORS) names
+# its status's category before any word does. One area per category, first in the order. Texts of fewer than three
+# words and the three-word generic ones ("file not found", "operation not supported") are left to the other areas.
+_HIP_TEXT_GENERIC = frozenset({"file not found", "operation not supported", "array is mapped"})
+
+
+def _hip_text_areas() -> tuple[tuple[str, str, str, str], ...]:
+    by_category: dict[str, list[str]] = {}
+    for _, text, category, _severity in vocabulary.HIP_ERRORS:
+        if len(text.split()) >= 3 and text not in _HIP_TEXT_GENERIC and category != "oom":  # the oom area has it
+            by_category.setdefault(category, []).append(re.escape(text))
+    return tuple(
+        (f"hip-text-{category}", category, r"\b(?:" + "|".join(sorted(set(texts))) + r")\b",
+         "a HIP status relayed by the program's own check, so "
+         + dict((a, h) for a, _, _, h in _AREAS)[
+             {"crash": "crash-call", "config": "config-files"}.get(category, category)])
+        for category, texts in sorted(by_category.items())
+    )
+
+
+_AREAS = (*_hip_text_areas(), *_AREAS)
 _AREA_RULES: tuple[Rule, ...] = tuple(
     Rule(f"last-resort-{area}", re.compile(words, re.IGNORECASE), category, "warning",
          f"an error-shaped line no rule knows; it points at {hint}", needles=None)

@@ -4399,9 +4399,11 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
         rows.append(
             (rf"\b{tf_name}\b", "hip_error_", category, severity, f"E rocm_driver.cc:975] failed: {tf_name}")
         )
+        # turn 23: llama.cpp's ggml_cuda_error (ggml/src/ggml-cuda/ggml-cuda.cu, code index) logs GGML_CUDA_NAME
+        # " error: %s" with the status's text, and GGML_CUDA_NAME is "ROCm" in its HIP build: the same texts
         rows.append(
             (
-                rf"(?:HIP|CUDA) error: {re.escape(text)}",
+                rf"(?:HIP|CUDA|ROCm) error: {re.escape(text)}",
                 " error: ",
                 category,
                 severity,
