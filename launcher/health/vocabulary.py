@@ -4609,7 +4609,10 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
     faults = [
         text
         for name, text, category, _ in (*HIP_ERRORS, HIP_UNKNOWN)
-        if category == "gpu-fault" and "mapping" not in text and "Runtime" not in name and name != "hipErrorNotReady"
+        if category == "gpu-fault"
+        and "mapping" not in text
+        and "Runtime" not in name
+        and name != "hipErrorNotReady"
     ]
     alternatives = "|".join(re.escape(text) for text in faults)
     for regex, needle, macro in (
@@ -4617,7 +4620,13 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
         (rf"HIP failure:? '(?:{alternatives})'?", "hip failure", "HIP failure:"),
     ):
         rows.append(
-            (regex, needle, "gpu-fault", "fatal", f"node1:1234:1234 [0] init.cc:204 NCCL WARN {macro} '{faults[0]}'")
+            (
+                regex,
+                needle,
+                "gpu-fault",
+                "fatal",
+                f"node1:1234:1234 [0] init.cc:204 NCCL WARN {macro} '{faults[0]}'",
+            )
         )
     _, text, category, severity = HIP_UNKNOWN
     rows.append(
