@@ -3771,13 +3771,17 @@ FAMILIES: tuple[Family, ...] = (
     #      which the `slurm-errno` rows name when one of theirs follows). The scheduler killed the job: at its time limit or
     #      for a preempting job, crash (the process was stopped from outside); a node that failed under it, network. A
     #      task launch that failed for a reason no `slurm-errno` row names is crash (the step's tasks never started).
-    #      The plain "CANCELLED AT %s ***" (scancel, a requeue by `rlaunch stop --save`) is no row: the launcher's own stop.
+    #      The plain "CANCELLED AT %s ***" and "DUE TO JOB REQUEUE" (scancel, a requeue by `rlaunch stop --save`, the
+    #      launcher's own stop) were no rows until turn 23; they are crash **warnings** now (the step's processes were
+    #      stopped from outside, and who stopped them is not in the line): error() made them error-shaped lines the last
+    #      resort flagged as `unclassified` anyway (the strings of this machine's slurmstepd, Slurm 22.05.8, hold these
+    #      five "*** %s ON %s CANCELLED AT %s ..." forms). Last in the table, so the fatal rows' rules come first.
     Family(
         "slurm-step",
         "SchedMD/slurm src/slurmd/slurmstepd/req.c _handle_signal_container, src/api/step_launch.c _launch_tasks "
         "(code index)",
-        "Slurm stopped the job or step: its time limit (--time), a preempting job, or a node failure (slurmctld's log); "
-        "a failed task launch names the node",
+        "Slurm stopped the job or step: its time limit (--time), a preempting job, a node failure (slurmctld's log), or "
+        "a cancel or requeue (scancel, the launcher's own stop); a failed task launch names the node",
         (
             ("*** %s ON %s CANCELLED AT %s DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***", "network", "fatal"),
             ("*** %s CANCELLED AT %s DUE TO NODE FAILURE ***", "network", "fatal"),
@@ -3785,6 +3789,9 @@ FAMILIES: tuple[Family, ...] = (
             ("*** %s CANCELLED AT %s DUE TO TIME LIMIT ***", "crash", "fatal"),
             ("*** %s ON %s CANCELLED AT %s DUE TO PREEMPTION ***", "crash", "fatal"),
             ("Task launch for %s failed on node %s: %s", "crash", "fatal"),
+            ("*** %s ON %s CANCELLED AT %s DUE TO JOB REQUEUE ***", "crash", "warning"),
+            ("*** %s ON %s CANCELLED AT %s ***", "crash", "warning"),
+            ("*** %s CANCELLED AT %s ***", "crash", "warning"),
         ),
         example_prefix="slurmstepd: error: ",
         shared_needles=(" cancelled at ",),
