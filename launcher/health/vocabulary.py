@@ -1180,14 +1180,17 @@ FAMILIES: tuple[Family, ...] = (
         "models/llama/configuration_llama.py 4.42 (code search), c10/util/Exception.h (libc10.so strings)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
-            ("Default process group has not been initialized", "config", "fatal"),
+            # turn 23 (after round 32's sight): a collective called before init_process_group, CPU tensors handed to
+            # NCCL, a model whose parameters DDP never saw reduced are the program's misuse of the distributed API
+            # (the house's crash, as the HIP table's invalid arguments), not the machine's set-up; they were config
+            ("Default process group has not been initialized", "crash", "fatal"),
             ("ProcessGroupNCCL is only supported with GPUs, no GPUs found", "config", "fatal"),
-            ("Tensors must be CUDA and dense", "config", "fatal"),
+            ("Tensors must be CUDA and dense", "crash", "fatal"),
             # c10d ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL; torch 2.13.0 libtorch_cpu.so strings): the
             # ranks called different collectives (a program or data-order bug), nothing timed out: comm-error since
             # the relayed-status pass (issue 26)
             ("Detected mismatch between collectives on ranks", "comm-error", "fatal"),
-            ("Expected to have finished reduction in the prior iteration before starting a new one", "config", "fatal"),
+            ("Expected to have finished reduction in the prior iteration before starting a new one", "crash", "fatal"),
             ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False", "config", "fatal"),
             ("Torch not compiled with CUDA enabled", "config", "fatal"),
             ("Found no NVIDIA driver on your system", "config", "fatal"),
@@ -3841,13 +3844,18 @@ FAMILIES: tuple[Family, ...] = (
     #      "expected scalar type ... but found ...", autograd's "element %d of tensors does not require grad and does not
     #      have a grad_fn", "Trying to backward through the graph a second time", "one of the variables needed for
     #      gradient computation has been modified by an inplace operation", the DDP reducer's "Expected to mark a variable ready
-    #      only once" (its "Expected to have finished reduction ..." is a `python-stack` row, config),
+    #      only once" (its "Expected to have finished reduction ..." is a `python-stack` row),
     #      "DDP expects same model across all ranks") and torch/nn/modules/module.py load_state_dict ("size mismatch for
     #      {key}: copying a param with shape ... from checkpoint"). Categories by what the operator must change: the
     #      program's own tensors, shapes, dtypes or autograd use are crash (a caller's misuse, as the HIP table's); a
-    #      checkpoint whose shapes do not fit the model is the wrong checkpoint or model setting: config; ranks that built different
-    #      models run different code or settings: config (round 14's labellers said config, round 26's crash: a form the
-    #      labellers split on, kept as written). All fatal: each raises.
+    #      checkpoint whose shapes do not fit the model is the wrong checkpoint or model setting: config. Ranks that built
+    #      different models run different code: config until turn 23, crash since (the labels split on it, round 14's
+    #      config against rounds 26's and 32's crash; the program's own error by the house's meanings). Turn 23 (after
+    #      round 32's sight): the misuse checks of torch/nn/parallel/distributed.py's constructor and hooks
+    #      (`_log_and_throw` and `raise` texts of torch 2.13.0, the .venv; the older "can't be used with
+    #      DistributedDataParallel" without backquotes shares the row's prefix) and c10d ProcessGroup's "No backend type
+    #      associated with device type " (libtorch_cpu.so strings: a collective on a device no backend of the group
+    #      serves, CPU tensors to an NCCL-only group), crash. All fatal: each raises.
     Family(
         "torch-aten",
         "torch 2.13.0 (.venv): lib/libtorch_cpu.so TORCH_CHECK texts (strings), torch/nn/modules/module.py load_state_dict",
@@ -3863,7 +3871,17 @@ FAMILIES: tuple[Family, ...] = (
             ("Trying to backward through the graph a second time", "crash", "fatal"),
             ("one of the variables needed for gradient computation has been modified by an inplace operation", "crash", "fatal"),
             ("Expected to mark a variable ready only once", "crash", "fatal"),
-            ("DDP expects same model across all ranks", "config", "fatal"),
+            ("DDP expects same model across all ranks", "crash", "fatal"),
+            ("DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient",
+             "crash", "fatal"),
+            ("device_ids can only be None or contain a single element", "crash", "fatal"),
+            ("DistributedDataParallel's input module must be on the same type of devices", "crash", "fatal"),
+            ("DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device"
+             " GPU modules or CPU modules", "crash", "fatal"),
+            ("Modules with uninitialized parameters can't be used with ", "crash", "fatal"),
+            ("Cannot specify both process_group and device_mesh arguments", "crash", "fatal"),
+            ("SyncBatchNorm layers only work with GPU modules", "crash", "fatal"),
+            ("No backend type associated with device type %s", "crash", "fatal"),
             ("size mismatch for %s: copying a param with shape %s from checkpoint", "config", "fatal"),
         ),
         example_prefix="RuntimeError: ",
@@ -4440,6 +4458,19 @@ def _hip_rows() -> list[tuple[str, str, str, str]]:
                 category,
                 severity,
                 f"error: '{text}'(1) at /src/backend.cpp:72",
+            )
+        )
+        # turn 23 (after round 32's sight): the check macro most CUDA and HIP programs copy, gpuErrchk / gpuAssert from
+        # the Stack Overflow answer "What is the canonical way to check for errors using the CUDA runtime API?"
+        # (talonmies, 2012; its HIP ports keep it): fprintf(stderr, "GPUassert: %s %s %d\n", <GetErrorString>(code),
+        # file, line). The same texts after "GPUassert: ", one literal for all of them
+        rows.append(
+            (
+                rf"\bGPUassert: {re.escape(text)} ",
+                "gpuassert: ",
+                category,
+                severity,
+                f"GPUassert: {text} /src/kernels/relation.hip 561",
             )
         )
         # after round 14 (after-sight): Apache TVM src/runtime/rocm/rocm_common.h ROCM_DRIVER_CALL (commit 8914d72e, and
