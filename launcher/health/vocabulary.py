@@ -661,6 +661,11 @@ FAMILIES: tuple[Family, ...] = (
             # added after round 10: gfx_v9_0.c / gfx_v9_4_3.c gfx_v9_0_wait_for_rlc_serdes DRM_INFO (code search): the RLC
             # did not answer while the driver programmed the shader engines, printed during a GPU init or reset
             ("Timeout wait for RLC serdes %u,%u", "gpu-fault", "warning"),
+            # turn 23 (after round 32's sight): the SMU's throttling report, pm/swsmu/smu11/arcturus_ppt.c and
+            # smu13/aldebaran_ppt.c *_log_thermal_throttling_event dev_warn (MI100, MI200; code index), renamed in
+            # smu_v13_0_6_ppt.c (MI300) by a 2024 patch: the GPU slows itself down (a straggler's cause), a warning
+            ("WARN: GPU thermal throttling temperature reached, expect performance decrease. %s", "gpu-fault", "warning"),
+            ("WARN: GPU is throttled, expect performance decrease. %s", "gpu-fault", "warning"),
             # added before round 12 (code search of 6.x trees, the texts only): the interrupt handler's ring overflowed
             # under a storm of faults (vega10_ih.c / navi10_ih.c / ih_v6_0.c *_ih_get_wptr dev_warn); the SR-IOV
             # mailbox of a VF whose host does not answer (mxgpu_ai.c / mxgpu_nv.c xgpu_*_mailbox_trans_msg pr_err); kfd
