@@ -3887,6 +3887,15 @@ FAMILIES: tuple[Family, ...] = (
             ("Cannot specify both process_group and device_mesh arguments", "crash", "fatal"),
             ("SyncBatchNorm layers only work with GPU modules", "crash", "fatal"),
             ("No backend type associated with device type %s", "crash", "fatal"),
+            # turn 23: the DDP reducer's own runtime checks (torch/csrc/distributed/c10d/reducer.cpp, libtorch_cpu.so
+            # strings) and c10's TORCH_INTERNAL_ASSERT text (c10/util/Exception.h, libc10.so strings: "<condition>
+            # INTERNAL ASSERT FAILED at \"<file>\":<line>, please report a bug to PyTorch."): a program's misuse of
+            # the gradient buckets or a bug inside PyTorch, crash either way
+            ("Can't detach views in-place. Use detach() instead", "crash", "fatal"),
+            ("Encountered gradient which is undefined, but still allreduced by DDP reducer", "crash", "fatal"),
+            ("Detected at least one parameter gradient is not the expected DDP bucket view", "crash", "fatal"),
+            ("Reducer tried to register duplicate grad accumulator for variable", "crash", "fatal"),
+            ("INTERNAL ASSERT FAILED at %s, please report a bug to PyTorch", "crash", "fatal"),
             ("size mismatch for %s: copying a param with shape %s from checkpoint", "config", "fatal"),
         ),
         example_prefix="RuntimeError: ",
