@@ -135,7 +135,17 @@ def cmd_build(args: argparse.Namespace) -> None:
                 continue
             fields = raw.split("\t", 2)
             if current is None or len(fields) != 3 or not _label_ok(fields[0].strip()):
-                bad.append(f"{out}:{number}: {raw[:120]}")
+                # where and what kind of fault, never the line: the rule writer runs the build before the lines are
+                # committed and must not read them (turn 23: three rows' text was printed that way)
+                label = fields[0].strip() if len(fields) == 3 else ""
+                why = (
+                    "no THREAD line above"
+                    if current is None
+                    else f"label {label!r}"
+                    if label
+                    else "not 3 fields"
+                )
+                bad.append(f"{out}:{number}: {why}")
                 continue
             current.append((fields[0].strip(), fields[1].strip(), fields[2].rstrip("\r\n")))
     known, seen_urls, seen_lines = _known_lines(), set(), set()
