@@ -1004,3 +1004,27 @@ def test_node_processes_load_the_rules_without_compiling_them_and_walk_proc_in_o
     assert walkers == {"daemon.py": 1, "follower.py": 1, "guard.py": 2, "rundir.py": 1}, walkers
     follower = (ROOT / "launcher" / "node" / "follower.py").read_text()
     assert follower.index("rd.read_procs(") < follower.index("proctab.job_processes(")
+
+
+def test_the_heldout_build_never_shows_a_collectors_line(tmp_path: Path) -> None:
+    """The rule writer runs scripts/heldout_round.py build before a round's lines are committed and must not read
+    them (docs/health-rules.md, round 32): a row the build cannot understand is reported by file, line and fault,
+    never by its text; a good row's text is not printed either."""
+    (tmp_path / "out-Z.txt").write_text(
+        "THREAD\thttps://example.com/thread-1\texample #1\tcontext\n"
+        "config/error\trocm-smi\tERROR: a line with SECRET-BAD in it\n"
+        "crash/fatal\tglibc\tSECRET-GOOD free(): invalid pointer\n"
+        "only\ttwo-SECRET-FIELDS\n",
+        encoding="utf-8",
+    )
+    script = ROOT / "scripts" / "heldout_round.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "build", "99", "--work", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "rows not understood: 2" in done.stdout, done.stdout
+    assert "label 'config/error'" in done.stdout and "not 3 fields" in done.stdout, done.stdout
+    assert "SECRET" not in done.stdout + done.stderr
