@@ -363,11 +363,11 @@ def _hip_text_areas() -> tuple[tuple[str, str, str, str], ...]:
     for _, text, category, _severity in vocabulary.HIP_ERRORS:
         if len(text.split()) >= 3 and text not in _HIP_TEXT_GENERIC and category != "oom":  # the oom area has it
             by_category.setdefault(category, []).append(re.escape(text))
+    hints = {area: hint for area, _, _, hint in _AREAS}  # each category's own area's hint
+    area_of = {"crash": "crash-call", "config": "config-files"}
     return tuple(
         (f"hip-text-{category}", category, r"\b(?:" + "|".join(sorted(set(texts))) + r")\b",
-         "a HIP status relayed by the program's own check, so "
-         + dict((a, h) for a, _, _, h in _AREAS)[
-             {"crash": "crash-call", "config": "config-files"}.get(category, category)])
+         "a HIP status relayed by the program's own check, so " + hints[area_of.get(category, category)])
         for category, texts in sorted(by_category.items())
     )
 

@@ -4729,6 +4729,7 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
                 f"MIOpen Error: /MIOpen/src/hip/handlehip.cpp:119: hipHostMalloc 1073741824: {group[-1]}",
             )
         )
+
     # RCCL's / NCCL's check macros (see the docstring): only the quoted texts whose HIP row is version-mismatch (no
     #      kernel image or binary for this GPU, invalid device function / image / kernel file, file or symbol not
     #      found, shared object, insufficient driver), measured in issue 26's misuse pass: committed held-out
@@ -4736,13 +4737,13 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
     #      +2, +1, +2 version-mismatch and nothing lost. The other categories' texts stay `rccl-hip-call-failed`'s
     #      comm-error: crash's texts ("invalid argument", "invalid resource handle" ...) took comm-error to 83 of 99 (the
     #      gate is 84.2), config's to 86, gpu-fault's to 87, and each lost pending comm-error lines too.
-    for (category, severity), group in texts.items():
-        if category != "version-mismatch":
-            continue
+    def check_macro_rows(group: list[str], category: str, severity: str, quote: str) -> None:
+        """RCCL's / NCCL's CUDACHECK ("Cuda failure [<n>] '<text>'") and the newer "HIP failure: '<text>'" quoting
+        one of the texts; `quote` is the regex for the closing quote."""
         alternatives = "|".join(re.escape(text) for text in group)
         for regex, needle, macro in (
-            (rf"Cuda failure(?: \d+)? '(?:{alternatives})'", "cuda failure", "Cuda failure"),
-            (rf"HIP failure:? '(?:{alternatives})'", "hip failure", "HIP failure:"),
+            (rf"Cuda failure(?: \d+)? '(?:{alternatives}){quote}", "cuda failure", "Cuda failure"),
+            (rf"HIP failure:? '(?:{alternatives}){quote}", "hip failure", "HIP failure:"),
         ):
             rows.append(
                 (
@@ -4753,11 +4754,16 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
                     f"node1:1234:1234 [0] enqueue.cc:1235 NCCL WARN {macro} '{group[0]}'",
                 )
             )
+
+    for (category, severity), group in texts.items():
+        if category == "version-mismatch":
+            check_macro_rows(group, category, severity, "'")
     # turn 23: the device-fault texts too (the device faulted while running work: illegal address, launch failure, in a
     #      prior launch, launch timed out, uncorrectable ECC, and hipErrorUnknown's "unknown error", which HIP returns
     #      after a fault it cannot name), not the gpu-fault rows for a failed map / unmap or runtime call. Across the
     #      held-out rounds' labels the RCCL / NCCL "Cuda failure '<fault text>'" lines are gpu-fault 5 to comm-error 1
     #      (rounds 15, 18, 19, 27, 28 against round 8; committed held-out gpu-fault +1, comm-error -1, pending +4).
+    #      The closing quote may be missing (a line cut after the text)
     faults = [
         text
         for name, text, category, _ in (*HIP_ERRORS, HIP_UNKNOWN)
@@ -4766,20 +4772,7 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
         and "Runtime" not in name
         and name != "hipErrorNotReady"
     ]
-    alternatives = "|".join(re.escape(text) for text in faults)
-    for regex, needle, macro in (
-        (rf"Cuda failure(?: \d+)? '(?:{alternatives})'?", "cuda failure", "Cuda failure"),
-        (rf"HIP failure:? '(?:{alternatives})'?", "hip failure", "HIP failure:"),
-    ):
-        rows.append(
-            (
-                regex,
-                needle,
-                "gpu-fault",
-                "fatal",
-                f"node1:1234:1234 [0] init.cc:204 NCCL WARN {macro} '{faults[0]}'",
-            )
-        )
+    check_macro_rows(faults, "gpu-fault", "fatal", "'?")
     _, text, category, severity = HIP_UNKNOWN
     rows.append(
         (
