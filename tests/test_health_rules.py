@@ -16,7 +16,8 @@ from launcher.health.vocabulary import all_rows, example_lines, family_rules
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 
 # A catch-all whose real lines are all claimed by more specific rules first.
-RULES_WITHOUT_OWN_FIXTURE = {"nccl-error"}
+# `hip-status-text` always comes back under the area its text names (test_a_bare_hip_status_text_is_named_by_its_status)
+RULES_WITHOUT_OWN_FIXTURE = {"nccl-error", "hip-status-text"}
 
 
 def _fixture_lines() -> list[tuple[str, int, str, str]]:
@@ -509,3 +510,25 @@ def test_no_info_or_warning_log_message_of_the_training_stack_is_fatal(package: 
             if match is not None and match.severity == "fatal":
                 fatal.append((match.rule, line))
     assert fatal == []
+
+
+def test_a_bare_hip_status_text_is_named_by_its_status() -> None:
+    """A program's own check macro prints a hipGetErrorString text with a prefix of its own or none (turn 24,
+    `hip-status-text`): every text of three words or more is flagged with its status's category (a warning, unless a specific rule knows the text); the
+    generic texts and hipErrorNotReady's "device not ready" (a query's "not yet") are not flagged by it."""
+    from launcher.health import vocabulary
+    from launcher.health.rules import _HIP_STATUS_TEXTS, _HIP_TEXT_GENERIC
+
+    categories: dict[str, set[str]] = {}
+    for _, text, category, _ in vocabulary.HIP_ERRORS:
+        categories.setdefault(text, set()).add(category)
+    assert len(_HIP_STATUS_TEXTS) > 50
+    for text in _HIP_STATUS_TEXTS:
+        for line in (f"[hipMallocAsync]        {text}", f"myKernelLaunch(): {text}", text.upper()):
+            match = classify(line)
+            assert match is not None, line
+            assert match.category in categories[text], (line, match)
+            # the fallback's lines are warnings; a text a specific rule knows (the fault texts) keeps that rule
+            assert match.rule.startswith("last-resort-") == (match.severity == "warning"), (line, match)
+    for text in (*_HIP_TEXT_GENERIC, "device not ready"):
+        assert classify(f"[hipStreamQuery]   {text}") is None

@@ -276,7 +276,8 @@ _ERROR_LEVEL = r"\b(?:ERROR|FATAL|CRITICAL|SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE)
 # The words, unless the line declares itself informational (written so that each part scans the line once).
 _ERROR_WORDS = (
     r"^(?!.*\bINFO\b)(?!\s*(?:\[[^\]\s]*\]:)*\[?[IW]\d{3,4} \d\d:)(?!.*Warning: )"
-    r"(?i:.*\b(?:failed|fail|timed out|timeout (?:expired|waiting)|hung|exception|error|aborted|killed|core dumped)\b)"
+    r"(?i:.*\b(?:failed|fail|failure|timed out|timeout (?:expired|waiting)|hung|exception|error|aborted|killed"
+    r"|core dumped)\b)"
 )
 _ERROR_WORD_NEEDLES = (
     "error", "fail", "timed out", "timeout expired", "timeout waiting", "hung", "exception", "aborted", "killed",
@@ -378,7 +379,20 @@ _AREA_RULES: tuple[Rule, ...] = tuple(
          f"an error-shaped line no rule knows; it points at {hint}", needles=None)
     for area, category, words, hint in _AREAS
 )
+# A status text of `hipGetErrorString` (ROCm/clr hipamd/src/hip_error.cpp, vocabulary.HIP_ERRORS; CUDA's are the
+# same words) on a line of its own or after the program's own prefix ("[hipMallocAsync]   out of memory",
+# "hipModuleGetFunction(): named symbol not found"): the text is the status, a failure whatever the program printed
+# around it, though the line holds no error word. Texts of three words or more but the generic ones and "device not
+# ready" (hipErrorNotReady, a stream or event query's "not yet", not a failure); the areas name the category (the
+# `hip-text-*` areas, and `oom` for "out of memory").
+_HIP_STATUS_TEXTS = tuple(sorted({
+    text for _, text, _, _ in vocabulary.HIP_ERRORS
+    if len(text.split()) >= 3 and text not in _HIP_TEXT_GENERIC and text != "device not ready"
+}))
 FALLBACK_RULES: tuple[Rule, ...] = (
+    Rule("hip-status-text", re.compile(r"\b(?:" + "|".join(map(re.escape, _HIP_STATUS_TEXTS)) + r")\b", re.IGNORECASE),
+         "unclassified", "warning", "a HIP status's text the program printed through its own check",
+         needles=tuple(text.lower() for text in _HIP_STATUS_TEXTS)),
     Rule("python-exception", re.compile(_PYTHON_EXCEPTION), "unclassified", "warning",
          "a Python exception no rule knows; if nothing else explains the failure, its traceback is the place to look",
          needles=("error", "exception")),
@@ -1270,7 +1284,7 @@ RULES: tuple[Rule, ...] = (
     # Before round 21 (turn 16; vocabulary.py): CPython's fatal-error and faulthandler report, and bash's signal reports in 16 languages;
     # after the English signal rules above, which keep the lines they name ("Fatal Python error: Aborted", "Aborted
     # (Speicherabzug geschrieben)", "Segmentation fault ...")
-    *_vocabulary("python-fatal", "shell-signals"),
+    *_vocabulary("python-fatal", "shell-signals", "zsh-signals"),
     # w1-r22, before round 22 (vocabulary.py): glibc's heap / fortify / fatal-error aborts, abseil's and glog's failure
     # signal banners, ROCclr's guarantee texts; after the English signal rules above, which keep the lines they name
     # ("*** SIGSEGV received at time=..." stays `segfault`, "Signal 11" too)

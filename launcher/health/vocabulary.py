@@ -4936,6 +4936,48 @@ def _shell_signal_rows() -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
+# zsh's job reports (zsh-users/zsh commit 2564174d, Src/jobs.c printjob; the texts Src/signames2.awk gives each
+# signal): "zsh: <text>  <command>" for a foreground job, "[<job>]  <+|-| > [<pid> ]<text>  <command>" in a job list,
+# the text padded to the job's longest (9 at least) plus two spaces (or " (core dumped)" after it, which
+# `shell-signals` already names). The signals that end a process: SIGILL is version-mismatch (a binary built for
+# another CPU, as bash's "Illegal instruction"), the others crash (SIGKILL too, as bash's "Killed": the OOM killer or
+# an external kill). Left out: SIGINT and SIGPIPE (zsh prints neither for a foreground job), SIGPIPE's "broken pipe"
+# (the older `peer-connection-reset` names it), the timer and user signals.
+ZSH_SIGNAL_TEXTS: tuple[tuple[str, str], ...] = (
+    ("illegal hardware instruction", "version-mismatch"),
+    ("abort", "crash"),
+    ("bus error", "crash"),
+    ("floating point exception", "crash"),
+    ("killed", "crash"),
+    ("segmentation fault", "crash"),
+    ("terminated", "crash"),
+    ("trace trap", "crash"),
+    ("invalid system call", "crash"),
+    ("IOT instruction", "crash"),
+    ("EMT instruction", "crash"),
+    ("cpu limit exceeded", "crash"),
+    ("file size limit exceeded", "crash"),
+    ("hangup", "crash"),
+    ("quit", "crash"),
+)
+
+
+def _zsh_signal_rows() -> list[tuple[str, str, str, str, str]]:
+    """ZSH_SIGNAL_TEXTS as rows: the text after "zsh: " or a job list's "[N]  + [pid ]" at the start of the line, then
+    printjob's padding: the texts' width starts at 9 and two spaces follow, so a text and its padding span 11
+    characters or more (two spaces after a longer text). The text with that padding is the row's needle."""
+    rows = []
+    for text, category in ZSH_SIGNAL_TEXTS:
+        padding = " " * max(2, 11 - len(text))
+        regex = rf"^\s*(?:zsh: |\[\d+\]  [-+ ] *(?:\d+ +)?){re.escape(text)}{padding}"
+        for example in (
+            f"zsh: {text}{padding}python train.py",
+            f"[1]  + 191017 {text}{padding}./train.sh --nodes 2",
+        ):
+            rows.append((regex, (text + padding).lower(), category, "fatal", example))
+    return rows
+
+
 # fmt: off
 # hsa_status_string texts (ROCm/ROCR-Runtime hsa.cpp, commit c7785a6d), for the example lines only
 HSA_STRINGS: tuple[tuple[str, str], ...] = (
@@ -5009,6 +5051,8 @@ HINTS = {
     "the status says where to look; rerun with AMD_SERIALIZE_KERNEL=3 to locate the call",
     "shell-signals": "the shell reports (in the node's language) a child killed by a signal: SIGKILL is the OOM killer or "
     "an external kill, SIGILL a binary built for another CPU, the others a crash; the process's own last lines say why",
+    "zsh-signals": "zsh reports a job killed by a signal: SIGKILL is the OOM killer or an external kill, SIGILL a binary "
+    "built for another CPU, the others a crash; the process's own last lines say why",
 }
 
 
@@ -5026,6 +5070,7 @@ def all_rows() -> dict[str, tuple[str, list[tuple[str, str, str, str, str]]]]:
         "hip": (HINTS["hip"], _hip_rows()),
         "hsa": (HINTS["hsa"], _hsa_rows()),
         "shell-signals": (HINTS["shell-signals"], _shell_signal_rows()),
+        "zsh-signals": (HINTS["zsh-signals"], _zsh_signal_rows()),
     }
     for family in FAMILIES:
         out[family.name] = (family.hint, _family_rows(family))
