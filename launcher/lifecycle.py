@@ -631,7 +631,7 @@ def follow_logs(
             off = rec.get("off", 0)
             if isinstance(off, int):
                 reached[host] = max(reached.get(host, 0), off)
-            if recording:
+            if recording and (not isinstance(off, int) or off > recorded[host]):
                 offsets[host] = off if isinstance(off, int) else offsets.get(host, 0)
                 record.append_log(host, text)
             if (not isinstance(off, int) or off > shown[host]) and wanted(host, text):
@@ -641,8 +641,11 @@ def follow_logs(
 
     by_host = {t.host: t for t in targets}
 
-    # Recording keeps the record's copy whole (from its own offset); otherwise start where `logs` stopped.
-    reached = {h: offsets.get(h, 0) if recording or after is None else shown[h] for h in by_host}
+    # Shown from where `logs` stopped (`after`), else from the first line ("every line": a supervisor's recorded offset
+    # is its own progress, not the viewer's; starting there lost a line printed before the view opened, CI at 87a8722).
+    # Recording keeps the record's copy whole: read from its own offset if that is earlier, append only past it.
+    recorded = {h: int(offsets.get(h, 0)) for h in by_host}
+    reached = {h: min(shown[h], recorded[h]) if recording else shown[h] for h in by_host}
     reopened = dict.fromkeys(by_host, 0)
 
     def start(host: str) -> Any:
