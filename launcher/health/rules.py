@@ -561,10 +561,12 @@ RULES: tuple[Rule, ...] = (
     # The same strings hold launch_slurm.so's "%s: %s: Terminating %ps" and "%s: %s: Terminating job step %ps" (plugin and
     # function first: "srun: launch/slurm: _step_signal: Terminating StepId=N.M"; older sruns print "srun: Terminating
     # StepId=N.M" without them) and "%s: %s: First task exited. Terminating job in %ds" (srun --wait): srun stopping the
-    # step's other tasks (turn 20, after round 25).
+    # step's other tasks (turn 20, after round 25). Slurm before 20.02 printed the step as "%u.%u" (no "StepId="):
+    # "srun: Terminating job step N.M" (after round 33).
     _rule("srun-step-aborted", r"\bsrun: (?:Job step aborted: Waiting up to \d+ seconds for job step to finish\."
           r"|Force Terminated \S+"
-          r"|(?:[\w/]+: )*(?:Terminating (?:job step )?(?:StepId=\d|job \d)|First task exited\. Terminating job in \d+s))",
+          r"|(?:[\w/]+: )*(?:Terminating (?:job step (?:StepId=)?\d|StepId=\d|job \d)"
+          r"|First task exited\. Terminating job in \d+s))",
           "crash", "warning",
           "srun is stopping the step from outside (scancel, the time limit, a node failure, another task's failure): "
           "the line before it says which", cascade=True,
@@ -744,6 +746,17 @@ RULES: tuple[Rule, ...] = (
     # tools and paths, libstdc++'s missing directory. Before the `hsa` family (whose status rows would name "Call returned
     # HSA_STATUS_ERROR_OUT_OF_RESOURCES" oom) and before `miopen-logged-error` and `cxx-exception-what`
     *_vocabulary("rocr-init", "clr-init", "opencl-platform", "miopen-tools", "cxx-filesystem"),
+    # After round 33 (after sight): HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS means two things in ROCr (ROCm/ROCR-Runtime
+    # c7785a6d): an API call's refusal, where the loader returns it for a code object whose ISA or profile the agent does
+    # not support (loader/executable.cpp LoadCodeObject, "code object's ISA (...) is not supported by the agent"; hsa.h
+    # hsa_executable_load_agent_code_object), and a queue's error for an invalid dispatch dimension
+    # (amd_aql_queue.cpp EC_QUEUE_PACKET_DISPATCH_DIM_INVALID). HCC's STATUS_CHECK ("### HCC STATUS_CHECK Error: ..."
+    # and its older "### Error: ... at line:") checks API calls only: there it is the build's GPU targets. The queue's
+    # form (CLR's callbackQueue) keeps the `hsa` table's crash.
+    _rule("hcc-status-incompatible",
+          r"### (?:HCC STATUS_CHECK(?:_SYMBOL|_Q)? )?Error: HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS\b",
+          "version-mismatch", "fatal", "HCC's HSA loader refused a code object built for another GPU: the build's "
+          "gfx targets against the GPU's (rocminfo)", needles=("hsa_status_error_incompatible_arguments",)),
     *_vocabulary("hsa"),
     _rule("hsa-status-error", r"HSA_STATUS_ERROR\w*", "gpu-fault", "fatal",
           "the HSA runtime aborted a queue (an HSA status not in the table above, or the generic HSA_STATUS_ERROR)"),
@@ -896,7 +909,7 @@ RULES: tuple[Rule, ...] = (
     # Before round 21 (turn 16; vocabulary.py): amdkfd's device probing and set-up (the dev_* lines behind "kfd kfd: ", the pr_* ones),
     # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
     # process whose GPU queue faulted. Turn 20: PyTorch's own checks of a program's tensors (`torch-aten`)
-    *_vocabulary("amdkfd-device", "amdkfd", "torch-cuda", "torch-aten", "torch-c10d-api"),
+    *_vocabulary("amdkfd-device", "amdkfd", "amdkfd-warn", "torch-cuda", "torch-aten", "torch-c10d-api"),
     # Round 22's writers (issue 26, configuration errors by meaning; vocabulary.py): amdgpu's missing PCIe atomics, gloo's
     # TCP transport, DeepSpeed's / LLaMA-Factory's / transformers' argument checks, Slurm's error strings and step reports.
     # Before the rendezvous, network and crash rules below ("Connection timed out", "Connection closed by peer") and
@@ -1031,6 +1044,18 @@ RULES: tuple[Rule, ...] = (
           "rendezvous", "fatal", "the TCPStore socket broke (c10d tcputil prints only the errno text): the store's "
           "host (rank 0's agent) died or the network to it failed", cascade=True,
           needles=("connection reset by peer", "broken pipe", "connection timed out")),
+    # After round 33 (after sight): NCCL's topology XML check (NVIDIA/nccl 5067397c src/graph/xml.h
+    # xmlGetAttr...: WARN("Attribute %s of node %s not found", attrName, node->name)) relayed without "NCCL WARN" (a
+    # framework's logger repeating ncclGetLastError, as above): the topology NCCL read or was given lacks a field
+    _rule("nccl-xml-attribute-missing", r"\bAttribute \S+ of node \S+ not found\b", "comm-error", "warning",
+          "NCCL's topology (its XML, NCCL_TOPO_FILE or what it detected) lacks a field: NCCL_DEBUG=INFO shows the "
+          "topology it built", needles=(" of node ",)),
+    # DeepSpeed ZeRO-3's step (deepspeed 0.19.8 runtime/zero/stage3.py, logger.warning on rank 0): "%d pytorch allocator
+    # cache flushes since last step. this happens when there is high memory pressure ...": the caching allocator had to
+    # free its cache and retry allocations (torch.cuda.memory_stats num_alloc_retries): memory nearly ran out
+    _rule("deepspeed-allocator-flushes", r"\b\d+ pytorch allocator cache flushes since last step\b", "oom", "warning",
+          "device memory is nearly exhausted (the allocator flushed its cache to retry): a smaller micro-batch or "
+          "sequence length, or more offload", needles=("allocator cache flushes",)),
     # NCCL/RCCL misc/socket.cc WARN texts relayed without "NCCL WARN": PyTorch's DistBackendError ends with "Last
     # error:\n<the last WARN text>" (ProcessGroupNCCL's getNcclErrorDetailStr adds ncclGetLastError), so the socket
     # layer's own words arrive on a line of their own, e.g. "socketPollConnect poll() returned %d%s" (NCCL misc/socket.cc,
@@ -1327,7 +1352,10 @@ RULES: tuple[Rule, ...] = (
     # runs on SIGINT/SIGTERM to the launcher (our own teardown). Info since turn 20 (before round 27): the held-out
     # labellers of rounds 6-26 wrote it 30 times `~` and 11 times crash (a rank's failure being torn down), never
     # requiring it unflagged; info names it with the failure around it and never changes a verdict.
-    _rule("deepspeed-launcher-killing", r"sigkill_handler\] Killing subprocess \d+", "crash", "info",
+    # torch.distributed.launch before torchrun (PyTorch 1.x torch/distributed/launch.py sigkill_handler, whose handler
+    # DeepSpeed's copied; code index) print()ed the same words alone: "Killing subprocess N" (after round 33)
+    _rule("deepspeed-launcher-killing", r"sigkill_handler\] Killing subprocess \d+|^\s*Killing subprocess \d+\s*$",
+          "crash", "info",
           "the deepspeed launcher is stopping its ranks (after a rank failed, or on a signal to the launcher)",
           cascade=True, needles=("killing subprocess",)),
     _rule("deepspeed-launcher-exit", r"sigkill_handler\] .* exits with return code = -?\d+", "crash", "fatal",
@@ -1342,7 +1370,10 @@ RULES: tuple[Rule, ...] = (
           "crash", "fatal", "a process started by torch.multiprocessing.spawn failed; its traceback follows", cascade=True),
     # elastic/multiprocessing/errors/__init__.py ChildFailedError.format_msg: title = f"{self.name} FAILED" on its own line.
     # Only a script name (".py"): the needle " failed" alone sent healthy INFO/warning lines through the rule loop
-    _rule("elastic-failed-banner", r"^\s*\S+\.py FAILED\s*$", "crash", "fatal",
+    # After round 33: the name is torch/distributed/launcher/api.py _get_entrypoint_name's: the script, or the module
+    # of `torchrun -m` ("scripts.train FAILED"), a --no-python command, an entry function's __name__; a single word or
+    # dotted path alone on the line before " FAILED".
+    _rule("elastic-failed-banner", r"^\s*[\w.\-/]+ FAILED\s*$", "crash", "fatal",
           "torchrun's failure summary for this script; the root cause is listed under it", cascade=True),
     _rule("torchrun-worker-failed", r"failed \(exitcode: -?\d+\) local_rank: \d+", "crash", "fatal",
           "torchrun saw a worker exit non-zero; its own output says why", cascade=True),

@@ -327,6 +327,21 @@ FAMILIES: tuple[Family, ...] = (
             # usual status, 1008 = HSA_STATUS_ERROR_OUT_OF_RESOURCES, is /dev/kfd not opened: permissions, a container
             # without the device), then rocclr/platform/runtime.cpp's "Runtime initialization failed" (code search)
             ("No compatible code objects found for: %s, value of HIP_FORCE_SPIRV_CODEOBJECT: %d", "version-mismatch", "fatal"),
+            # after round 33 (after-sight): the kpack path of ROCm's current hip_fatbin.cpp (FatBinaryInfo::
+            # ExtractKpackBinary, code index; not in f9f995c6): code objects split per GPU target into kpack archives
+            # beside the host binary (TheRock's packaging). An archive or target missing for one ISA is a warning (the
+            # other devices may load); none for any device is hipErrorInvalidKernelFile; a runtime built without kpack
+            # support cannot read such a binary. All the build's GPU targets (or the install's archives)
+            ("Could not find device type specific kpack code objects for any available device from binary: %s",
+             "version-mismatch", "fatal"),
+            ("Failed to load device type specific kpack object for ISA %s, err: %d, host binary: %s",
+             "version-mismatch", "fatal"),
+            ("Could not add device type specific kpack object for %s, device id: %d, err: %d", "version-mismatch", "fatal"),
+            ("Could not load device type specific kpack object for ISA %s, err: %d, host binary: %s",
+             "version-mismatch", "warning"),
+            ("Kpack binary detected but ROCM_KPACK_ENABLED=OFF", "version-mismatch", "fatal"),
+            ("Skipping device with no compatible code object (HIP_FORCE_SPIRV_CODEOBJECT=%d); rebuild with "
+             "--offload-arch=%s to add support for this device", "version-mismatch", "warning"),
             ("hsa_init failed with %s", "config", "fatal"),
             # after round 17 (after-sight): the older rocdevice.cpp Device::init printed LogError("hsa_init failed.")
             # for the same failure (code search of ROCm/clr and ROCclr trees before the status was added)
@@ -2777,6 +2792,39 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix="[    2.244241] kfd kfd: amdgpu: ",
         # needles that start where the scan's other literals do (see `_SCAN_FIRST`), not at "m"
         shared_needles=("hws_max_conc_proc",),
+    ),
+    # ---- after round 33 (after-sight): amdkfd's WARN / WARN_ONCE texts (geohot/amdgpu-dkms 6153aa4c, every WARN of
+    #      amdgpu/amd/amdkfd/ with a text of its own). The kernel prints a WARN's text alone on its line before the
+    #      "WARNING: CPU: ... at ..." banner, so the texts carry no driver prefix. The device queue manager's "... while
+    #      stopped" (kfd_device_queue_manager.c: a queue loaded, updated or destroyed, a process evicted or restored,
+    #      while the scheduler is stopped: a GPU reset or a hung HWS in progress) and the interrupt handlers' "No PASID
+    #      in KFD interrupt" (the firmware sent an interrupt without a process id) are gpu-fault; the reference-count
+    #      and lookup bugs crash; the built-in KFD without a usable iommu_v2 config. Warnings: the driver goes on. Left
+    #      out: the debug_evictions traces (a module option's logging), "Unexpected ASIC family", "queue type %d",
+    #      "filter %d" and svm's internal checks (fragments a bare line cannot name).
+    Family(
+        "amdkfd-warn",
+        "geohot/amdgpu-dkms amdgpu/amd/amdkfd/kfd_device_queue_manager.c, kfd_int_process_v9.c / v10 / v11, "
+        "cik_event_interrupt.c, kfd_device.c, kfd_events.c, kfd_process.c, kfd_iommu.h WARN / WARN_ONCE texts "
+        "(commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef)",
+        "the amdkfd driver warned of an inconsistent state (a queue change while the GPU scheduler is stopped: a reset "
+        "or hung firmware; an interrupt without a process): dmesg around it names the reset or the fault",
+        (
+            ("Load non-HWS mqd while stopped", "gpu-fault", "warning"),
+            ("Destroy non-HWS queue while stopped", "gpu-fault", "warning"),
+            ("Update non-HWS queue while stopped", "gpu-fault", "warning"),
+            ("Evict when stopped", "gpu-fault", "warning"),
+            ("Restore when stopped", "gpu-fault", "warning"),
+            ("FW bug: No PASID in KFD interrupt", "gpu-fault", "warning"),
+            ("Bug: No PASID in KFD interrupt", "gpu-fault", "warning"),
+            ("KFD suspend / resume ref. error", "crash", "warning"),
+            ("Compute profile ref. count error", "crash", "warning"),
+            ("Could not get user_gpu_id from dev->id:%x", "crash", "warning"),
+            ("Schedule restore work failed", "crash", "warning"),
+            ("reschedule restore work failed", "crash", "warning"),
+            ("iommu_v2 module is not usable by built-in KFD", "config", "warning"),
+        ),
+        example_prefix="[  812.004217] ",
     ),
     Family(
         "amdkfd",
