@@ -519,6 +519,15 @@ RULES: tuple[Rule, ...] = (
     _rule("rocblas-tensile-missing",
           r"rocBLAS error: (Cannot read .*TensileLibrary|Could not initialize Tensile(?! host: No devices))",
           "version-mismatch", "fatal", "rocBLAS has no Tensile library for this gfx arch, or the path is wrong"),
+    # After round 33 (after sight): after "List of available TensileLibrary Files :" (the `blas` row) rocBLAS streams
+    # each file that matches its pattern as a std::filesystem path, which prints quoted, one per line (ROCm/rocBLAS
+    # b520bc83 library/src/tensile_host.cpp: `rocblas_cerr << file_name`; "TensileLibrary_lazy.*" or
+    # "TensileLibrary_gfx\d+.dat"): the targets the install has, beside the one it lacks. A detail of that failure (a
+    # line that says "error" is the library's own report: its family's row)
+    _rule("rocblas-available-library", r'^(?!.*\berror\b)(?:.*\s)?"[^"\s]*/TensileLibrary_(?:lazy|gfx)[^"/\s]*\.(?:dat|yaml)"\s*$',
+          "version-mismatch", "warning", "a Tensile library rocBLAS found for another GPU target: the GPU's own target "
+          "is missing from the install (or HSA_OVERRIDE_GFX_VERSION names one it has)",
+          needles=("/tensilelibrary_lazy", "/tensilelibrary_gfx")),
     _rule("hip-missing-code-object", r"Cannot find CO in the bundle|Missing CO for these ISAs",
           "version-mismatch", "warning", "a library lacks code objects for this ISA (AMD_LOG_LEVEL trace)"),
     _rule("illegal-instruction", r"Illegal instruction(?! in (?:SDMA )?command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
