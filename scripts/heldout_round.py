@@ -40,6 +40,7 @@ ALIASES = [
     {"ggerganov/llama.cpp", "ggml-org/llama.cpp"},
     {"jmorganca/ollama", "ollama/ollama"},
     {"openai/triton", "triton-lang/triton"},
+    {"comfyanonymous/comfyui", "comfy-org/comfyui"},  # added during round 34 (a collector noticed it)
 ]
 ROCM_EMITTER = re.compile(
     r"rocm|hip|clr|rocr|hsa|amdgpu|amdkfd|kfd|rccl|miopen|rocblas|hipblas|composable|\bck\b|comgr|rocminfo"
