@@ -1384,6 +1384,18 @@ RULES: tuple[Rule, ...] = (
     # dotted path alone on the line before " FAILED".
     _rule("elastic-failed-banner", r"^\s*[\w.\-/]+ FAILED\s*$", "crash", "fatal",
           "torchrun's failure summary for this script; the root cause is listed under it", cascade=True),
+    # After round 34 (after sight): torch elastic of PyTorch 1.9-1.10 logged, for a child without an error file,
+    # errors/__init__.py _no_error_file_warning_msg: "CHILD PROCESS FAILED WITH NO ERROR_FILE", then "Child process
+    # {pid} (local_rank {rank}) FAILED (exitcode {exitcode})" (code index); and the agent records each worker state as
+    # an event (agent/server/api.py _construct_event, torch 2.13 .venv: name f"torchelastic.worker.status.{state}",
+    # events/api.py Event.serialize: json.dumps) which older releases logged to the console. FAILED is the agent's
+    # record of a failure its worker already printed: crash, a warning beside the exit-code line
+    _rule("elastic-child-failed-legacy", r"\bChild process \d+ \(local_rank \d+\) FAILED \(exitcode -?\d+\)",
+          "crash", "fatal", "torch elastic saw a worker exit non-zero; its own output above says why", cascade=True,
+          needles=("(local_rank ",)),
+    _rule("elastic-failed-record", r"CHILD PROCESS FAILED WITH NO ERROR_FILE|\"name\": \"torchelastic\.worker\.status\.FAILED\"",
+          "crash", "warning", "torch elastic's record of a failed worker: the worker's own output says why",
+          needles=("child process failed with no error_file", "torchelastic.worker.status.failed")),
     _rule("torchrun-worker-failed", r"failed \(exitcode: -?\d+\) local_rank: \d+", "crash", "fatal",
           "torchrun saw a worker exit non-zero; its own output says why", cascade=True),
     _rule("torchrun-restarting", r"Worker group (FAILED|UNHEALTHY)\. \d+/\d+ attempts left", "crash", "warning",
