@@ -357,12 +357,18 @@ _AREAS: tuple[tuple[str, str, str, str], ...] = (
 # its status's category before any word does. One area per category, first in the order. Texts of fewer than three
 # words and the three-word generic ones ("file not found", "operation not supported") are left to the other areas.
 _HIP_TEXT_GENERIC = frozenset({"file not found", "operation not supported", "array is mapped"})
+# (text, category) of every HIP status text that names its status on its own: the areas below and `hip-status-text`
+_HIP_NAMING_TEXTS = tuple(
+    (text, category)
+    for _, text, category, _severity in vocabulary.HIP_ERRORS
+    if len(text.split()) >= 3 and text not in _HIP_TEXT_GENERIC
+)
 
 
 def _hip_text_areas() -> tuple[tuple[str, str, str, str], ...]:
     by_category: dict[str, list[str]] = {}
-    for _, text, category, _severity in vocabulary.HIP_ERRORS:
-        if len(text.split()) >= 3 and text not in _HIP_TEXT_GENERIC and category != "oom":  # the oom area has it
+    for text, category in _HIP_NAMING_TEXTS:
+        if category != "oom":  # the oom area has it
             by_category.setdefault(category, []).append(re.escape(text))
     hints = {area: hint for area, _, _, hint in _AREAS}  # each category's own area's hint
     area_of = {"crash": "crash-call", "config": "config-files"}
@@ -383,12 +389,9 @@ _AREA_RULES: tuple[Rule, ...] = tuple(
 # same words) on a line of its own or after the program's own prefix ("[hipMallocAsync]   out of memory",
 # "hipModuleGetFunction(): named symbol not found"): the text is the status, a failure whatever the program printed
 # around it, though the line holds no error word. Texts of three words or more but the generic ones and "device not
-# ready" (hipErrorNotReady, a stream or event query's "not yet", not a failure); the areas name the category (the
-# `hip-text-*` areas, and `oom` for "out of memory").
-_HIP_STATUS_TEXTS = tuple(sorted({
-    text for _, text, _, _ in vocabulary.HIP_ERRORS
-    if len(text.split()) >= 3 and text not in _HIP_TEXT_GENERIC and text != "device not ready"
-}))
+# ready" (hipErrorNotReady, a stream or event query's "not yet", not a failure): `_HIP_NAMING_TEXTS` less that one;
+# the areas name the category (the `hip-text-*` areas, and `oom` for "out of memory").
+_HIP_STATUS_TEXTS = tuple(sorted({text for text, _ in _HIP_NAMING_TEXTS if text != "device not ready"}))
 FALLBACK_RULES: tuple[Rule, ...] = (
     Rule("hip-status-text", re.compile(r"\b(?:" + "|".join(map(re.escape, _HIP_STATUS_TEXTS)) + r")\b", re.IGNORECASE),
          "unclassified", "warning", "a HIP status's text the program printed through its own check",
