@@ -231,15 +231,25 @@ def _family_rules(family: str) -> list[list[Any]]:
     return [list(rule) for rule in vocabulary.family_rules(family)]
 
 
-# Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines trace error codes
-# ("misc/socket.cc:47 -> 3") and say "Connection closed by localRank 0" at normal shutdown; the
-# real failure is always on a WARN line or in PyTorch's exception. (DeepSpeed's fp16 "OVERFLOW! Rank 0 Skipping
+# NCCL's / RCCL's error trace: every NCCLCHECK-style macro that sees a call fail logs, at INFO level, the file and line
+# and the ncclResult_t it passes up ("transport/net_ib.cc:448 -> 2", "group.cc:73 -> 2 [Async thread]", since 2.2x
+# "misc/socket.cc:546 (ncclSocketConnect) -> 6 (Connection refused)"): NVIDIA/nccl 5067397c src/include/checks.h
+# (NCCLCHECK, NCCLCHECKGOTO, NEQCHECK, the async-thread forms) and src/include/debug.h INFO_LOC_FN; ROCm/rccl's copy is
+# the same. It is printed only for a result other than ncclSuccess and ncclInProgress (0 and 7), so it never appears in
+# a healthy run; the failure itself is on the WARN line or in PyTorch's exception above it, so the trace is a warning
+# whose category is where the failing file lives (nccl-trace-* rules below).
+_NCCL_TRACE_TAIL = r" \S+\.(?:cc|cu|h):\d+(?: \(\w+\))? -> [1-9]\d*\b"
+_NCCL_TRACE_NEEDLES = ("nccl info ",)
+
+# Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines (but the error trace above) say "Connection
+# closed by localRank 0" at normal shutdown and print "-> 1[1] via P2P/IPC" channel maps; the real failure is always on
+# a WARN line or in PyTorch's exception. (DeepSpeed's fp16 "OVERFLOW! Rank 0 Skipping
 # step" is the loss scaler doing its job; no rule matches it, but a progress bar on the same line may say loss=nan.)
 # C++ stack frames ("frame #2: c10::DistNetworkError::DistNetworkError(...)") and "Exception raised from"
 # only repeat the exception's class names; the message line above them is what gets classified.
 # CPython's traceback.py joins chained exceptions with two fixed sentences; the exceptions are on their own lines.
 HEALTHY = re.compile(
-    r"\bNCCL INFO\b|^\s*frame #\d+:|^\s*Exception raised from "
+    r"\bNCCL INFO\b(?!" + _NCCL_TRACE_TAIL + r")|^\s*frame #\d+:|^\s*Exception raised from "
     r"|^\s*(?:During handling of the above exception, another exception occurred|The above exception was the direct"
     r" cause of the following exception):\s*$"
     # A frame's source line echoed by the traceback: CPython's traceback.py (StackSummary.format) prints each frame as
@@ -418,6 +428,24 @@ RULES: tuple[Rule, ...] = (
     #      status's category (the exception line above them is the failure); hipError_t(N) / "(N vs. 0)" numbers take their
     #      name's row. First, so that the rules keyed on a status name further down do not see these forms.
     *_vocabulary("hip-relay"),
+    # ---- NCCL's / RCCL's error trace (_NCCL_TRACE_TAIL above), first: a trace may end in strerror's text
+    #      ("-> 2 (Connection refused)"), which the network rules below would call fatal. Where the file lives says where
+    #      to look: the network transports, sockets, verbs and plugins (src/transport/net*.cc, coll_net.cc,
+    #      net_ib/*.cc, misc/socket.cc, misc/ibvwrap.cc, include/net.h, plugin/net*, gin/), the bootstrap that joins
+    #      the ranks (bootstrap.cc), anything else the library itself.
+    _rule("nccl-trace-network",
+          r"\bNCCL INFO (?:\S*/)?(?:\w*net\w*(?:/\w+)?|socket|ibv\w*|mlx5\w*|gin/\w+)\.(?:cc|cu|h):\d+(?: \(\w+\))?"
+          r" -> [1-9]\d*\b", "network", "warning",
+          "NCCL's error trace: a network transport call (socket, InfiniBand verbs, net plugin) failed; the NCCL WARN "
+          "line before it names the failure", needles=_NCCL_TRACE_NEEDLES),
+    _rule("nccl-trace-bootstrap", r"\bNCCL INFO (?:\S*/)?bootstrap\.(?:cc|h):\d+(?: \(\w+\))? -> [1-9]\d*\b",
+          "rendezvous", "warning",
+          "NCCL's error trace: the bootstrap that connects the ranks to each other failed; the NCCL WARN line before "
+          "it names the failure", needles=_NCCL_TRACE_NEEDLES),
+    _rule("nccl-trace", r"\bNCCL INFO" + _NCCL_TRACE_TAIL, "comm-error", "warning",
+          "NCCL's error trace: a call inside NCCL/RCCL failed with this ncclResult_t (2 system, 3 internal, 4 invalid "
+          "argument, 5 invalid usage, 6 remote error); the NCCL WARN line before it names the failure",
+          needles=_NCCL_TRACE_NEEDLES),
     # ---- torchrun's agents after a clean run: the master's agent leaves the exit barrier first and closes the
     #      store under the others, which log this and still exit 0 (captured here, torch 2.13)
     _rule("torchrun-exit-barrier", r"Error waiting on exit barrier", "rendezvous", "warning",
