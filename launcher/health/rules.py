@@ -579,6 +579,21 @@ RULES: tuple[Rule, ...] = (
           r"|Memory cgroup out of memory|oom_reaper: reaped process|oom[-_]kill event"
           r"|task \d+: Out Of Memory|OOM Killed", "oom", "fatal",
           "the kernel OOM killer killed a process: host RAM (or the job's memory cgroup) exhausted"),
+    # Slurm's memory enforcement (before round 35; strings of this machine's Slurm 22.05.8: libslurmfull.so's
+    # jobacct_gather "%ps exceeded memory limit (%lu > %lu), being killed" and its virtual-memory twin, slurmd's "Job %u
+    # exceeded memory limit (%lu>%lu), cancelling it" and the job notice "Exceeded job memory limit" it sends to srun;
+    # task_cgroup.so's "%ps hit memory limit at least once during execution. This may or may not result in some
+    # failure.", which replaced the older task/cgroup info("Exceeded step memory limit at some point.") / "Exceeded job
+    # memory limit at some point." (SchedMD/slurm task_cgroup_memory.c, code index)). Killed for memory is the kill;
+    # "hit the limit at some point" (the cgroup's failcnt) says memory ran short, not that anything died: a warning
+    _rule("slurm-memory-limit-killed", r"exceeded (?:virtual )?memory limit \(\d+ ?> ?\d+\), (?:being killed|cancelling it)"
+          r"|Exceeded job memory limit(?! at some point)", "oom", "fatal",
+          "Slurm killed the job or step for using more memory than it requested (--mem / --mem-per-gpu)",
+          needles=("exceeded memory limit (", "exceeded virtual memory limit (", "exceeded job memory limit")),
+    _rule("slurm-memory-limit-hit", r"Exceeded (?:step|job) memory limit at some point"
+          r"|hit memory limit at least once during execution", "oom", "warning",
+          "the step reached its Slurm memory limit at least once (the cgroup reclaimed or swapped; a kill, if any, is "
+          "reported on its own line)", needles=("memory limit at some point", "hit memory limit at least once")),
     # libstdc++'s std::bad_alloc (operator new failed: host memory), as the terminate handler's what() prints it (round 9)
     _rule("host-alloc-failed", r"DefaultCPUAllocator: can't allocate memory|what\(\):\s+std::bad_alloc\b"
           r"|posix_memalign\(&data, gAlignment, nbytes\) == 0\. 12 vs 0", "oom", "fatal",
@@ -1078,6 +1093,20 @@ RULES: tuple[Rule, ...] = (
     _rule("store-connect-timeout", r"client socket has timed out after .* trying to connect to|DistStoreError"
           r"|DistNetworkError|Socket Timeout|connect\(\) timed out\. Original timeout was",
           "rendezvous", "fatal", "cannot reach MASTER_ADDR:MASTER_PORT (wrong address, firewall, master not up)"),
+    # PyTorch 1.x's own store sockets (before round 35; pytorch/pytorch torch/lib/c10d/Utils.cpp f64e8238 and
+    # TCPStore.cpp c8a6f486, code index): tcputil::connect's bare "connect() timed out." (the later text adds "Original
+    # timeout was"), accept's "waiting for processes to connect has timed out" (the store's server waited for the
+    # ranks), getaddrinfo's "host not found: %s" / "cannot find host to listen on: %s" (MASTER_ADDR does not resolve),
+    # and TCPStore's protocol checks "Stop_waiting response is expected" / "ready or not_ready response expected" (the
+    # store's answer was not one: its connection broke). Each raised as the exception's whole message.
+    _rule("store-tcputil-legacy", r"^\s*(?:[\w.]*(?:Error|Exception)): (?:connect\(\) timed out\.\s*$"
+          r"|waiting for processes to connect has timed out|host not found: |cannot find host to listen on: "
+          r"|Stop_waiting response is expected|ready or not_ready response expected)",
+          "rendezvous", "fatal", "the ranks could not reach or use the TCPStore at MASTER_ADDR:MASTER_PORT (PyTorch 1.x: "
+          "the address does not resolve, the master is not up or died, a firewall)",
+          needles=("connect() timed out.", "waiting for processes to connect has timed out", "host not found: ",
+                   "cannot find host to listen on: ", "stop_waiting response is expected",
+                   "ready or not_ready response expected")),
     # c10d tcputil's SYSCHECK raises the errno's text alone; "Connection timed out" (ETIMEDOUT) added after round 10
     _rule("store-socket-error", r"^\s*(RuntimeError|(torch\.distributed\.)?DistNetworkError): (Connection reset by peer"
           r"|Broken pipe|Connection timed out)\s*$",
@@ -1308,6 +1337,16 @@ RULES: tuple[Rule, ...] = (
     # reported as "terminate called recursively" before abort() (after round 21, after sight)
     _rule("terminate-after-throw", r"terminate called after throwing an instance of|terminate called recursively",
           "crash", "fatal", "an uncaught C++ exception aborted the process"),
+    # torch's ExceptionWrapper (torch 2.13.0 torch/_utils.py reraise: "Caught {type} {where}." with where from
+    # nn/parallel/parallel_apply.py "in replica {i} on device {device}", utils/data/_utils/worker.py "in DataLoader
+    # worker process {id}", pin_memory.py "in pin memory thread for device {id}"): the header of an exception re-raised
+    # from a replica or a worker; the original's own last line follows under "Original Traceback" and names what
+    # happened (a CUDA OOM is oom there), so the wrapper is a crash warning (before round 35)
+    _rule("torch-exception-wrapper", r"\bCaught \w+ in (?:replica \d+|DataLoader worker process \d+"
+          r"|pin memory thread for device \d+)", "crash", "warning",
+          "an exception inside a DataParallel replica or a DataLoader worker, re-raised here; the original's last line "
+          "below 'Original Traceback' names it", needles=("in replica ", "in dataloader worker process ",
+                                                           "in pin memory thread for device ")),
     # after round 13 (after-sight): the kernel's own report of a task killed by SIGSEGV, arch/x86/mm/fault.c show_signal_msg
     # "%s%s[%d]: segfault at %lx ip %px sp %px error %lx" then " in <vma>" and " likely on CPU %d (core %d, socket %d)"
     # (torvalds/linux through code search): without it the last resort named the line network, from "socket 0"
@@ -1485,7 +1524,7 @@ RULES: tuple[Rule, ...] = (
 
 # Rules whose line is evidence that the kernel (or the job's memory cgroup) killed a process for memory: a
 # SIGKILL on the same node around then is an OOM kill, not just "killed by SIGKILL" (see watch.py).
-OOM_EVIDENCE_RULES = frozenset({"host-oom-killer", "host-oom-summary"})
+OOM_EVIDENCE_RULES = frozenset({"host-oom-killer", "host-oom-summary", "slurm-memory-limit-killed"})
 
 RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in (*RULES, *_AREA_RULES)}
 _FIRST_FALLBACK = len(RULES) - len(FALLBACK_RULES)

@@ -3945,6 +3945,24 @@ FAMILIES: tuple[Family, ...] = (
             ("Reducer tried to register duplicate grad accumulator for variable", "crash", "fatal"),
             ("INTERNAL ASSERT FAILED at %s, please report a bug to PyTorch", "crash", "fatal"),
             ("size mismatch for %s: copying a param with shape %s from checkpoint", "config", "fatal"),
+            # before round 35: the shape, index and dtype checks a training script meets most (libtorch_cpu.so
+            # strings, torch 2.13.0: TensorIterator's broadcast "The size of tensor a (" ... ") must match the size of
+            # tensor b (" ... ") at non-singleton dimension " (the TorchScript copy prints a's size without
+            # parentheses), cat's "Sizes of tensors must match except in dimension " and "Tensors must have same number
+            # of dimensions: got ", maybe_wrap_dim's "Dimension out of range (expected to be in range of [", expand's
+            # "The expanded size of the tensor (", nll_loss's "Expected input batch_size (", embedding's "index out of
+            # range in self", view's "view size is not compatible with input tensor's size and stride", the older
+            # "Expected object of scalar type " ... " but got scalar type "): the program's own tensors, crash
+            ("The size of tensor a %s must match the size of tensor b %s at non-singleton dimension %d", "crash", "fatal"),
+            ("Sizes of tensors must match except in dimension %d", "crash", "fatal"),
+            ("Tensors must have same number of dimensions: got %d and %d", "crash", "fatal"),
+            ("Dimension out of range (expected to be in range of [%d, %d], but got %d)", "crash", "fatal"),
+            ("The expanded size of the tensor (%d) must match the existing size (%d) at non-singleton dimension %d",
+             "crash", "fatal"),
+            ("Expected input batch_size (%d) to match target batch_size (%d)", "crash", "fatal"),
+            ("index out of range in self", "crash", "fatal"),
+            ("view size is not compatible with input tensor's size and stride", "crash", "fatal"),
+            ("Expected object of scalar type %s but got scalar type %s", "crash", "fatal"),
         ),
         example_prefix="RuntimeError: ",
     ),
