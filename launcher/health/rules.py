@@ -280,7 +280,13 @@ _PYTHON_EXCEPTION = r"^\s*(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exce
 # after any "[rankN]:"-style prefixes. It has no literal for the needle scan, so classify() also tries this anchored
 # match (cheap: it fails on the first characters of nearly every line).
 _GLOG_ERROR = r"^\s*(?:\[[^\]\s]*\]:)*\[?E\d{3,4} \d\d:\d\d:\d\d"
-_ERROR_LEVEL_PREFIX = re.compile(_GLOG_ERROR)
+# ROCclr's log (ROCm/clr f9f995c6 rocclr/utils/debug.cpp log_printf ":%d:%-25s:%-4d: %010lu us: ", ROCm 4-5's ":%d:%s
+# :%d : "; the level first, rocclr/utils/debug.hpp LOG_ERROR = 1): a line CLR wrote at its error level, whatever its
+# text (before round 35: of CLR's ~590 LogError / LogPrintfError / ClPrint(LOG_ERROR) texts, 262 had no word any rule
+# or the last resort knew, "Unable to allocate aligned memory", "Could not create hsaQueueMem object!"). Levels 2-4
+# (warning, info, debug) stay what their words say: AMD_LOG_LEVEL=3/4 logs are mostly healthy.
+_CLR_ERROR = r"^\s*:1:[\w.]+\s*:\s*\d+\s*:"
+_ERROR_LEVEL_PREFIX = re.compile(f"{_GLOG_ERROR}|{_CLR_ERROR}")
 # Case matters for the levels (ERROR, not the "error" of prose), not for the words, which say "failed" / "Failed".
 _ERROR_LEVEL = r"\b(?:ERROR|FATAL|CRITICAL|SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE)\b"
 # The words, unless the line declares itself informational (written so that each part scans the line once).
@@ -320,7 +326,8 @@ _FALLBACK_HINT = "an error-shaped line no rule knows: read it with the lines aro
 # "std::" / "what()" (one pending line each way).
 _AREAS: tuple[tuple[str, str, str, str], ...] = (
     ("oom", "oom", r"out of memory|\boom\b|oom-kill|cannot allocate memory|memory allocation failed|failed to allocate"
-                   r"|alloc(?:ation)? failed|insufficient memory|not enough memory",
+                   r"|alloc(?:ation)? failed|insufficient memory|not enough memory"
+                   r"|(?:unable to|can'?not|can't|could not|couldn't) allocate",
      "memory running out: device memory (batch size, sequence length) or the host's"),
     ("divergence", "divergence", r"\bnan\b|\binf\b|non-?finite|overflow|loss scale|diverg",
      "non-finite values: the training diverged or overflowed"),
