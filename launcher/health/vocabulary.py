@@ -3966,6 +3966,30 @@ FAMILIES: tuple[Family, ...] = (
         ),
         example_prefix="RuntimeError: ",
     ),
+    # ---- before round 35: a checkpoint or model file that cannot be read. torch 2.13.0 (the .venv): nn/modules/module.py
+    #      load_state_dict "Error(s) in loading state_dict for {}:" (its rows follow on tab-indented lines, the
+    #      `torch-aten` row "size mismatch for"), libtorch_cpu.so's caffe2 serialize "PytorchStreamReader failed " +
+    #      "reading zip archive" + ": " and miniz's reason ("failed finding central directory": a truncated or
+    #      half-written file), serialization.py's "Weights only load failed." (torch 2.6+ loads with weights_only=True
+    #      by default; the message names the option); safetensors 0.8.0's "Error while deserializing header: " (its
+    #      Rust strings: a file that is not safetensors, a git-lfs pointer); CPython 3.11.7's _pickle "invalid load
+    #      key, '%c'." / "invalid load key, '\x%02x'." (lib-dynload strings: a file that is not a pickle). The file or
+    #      the option is wrong, not the code: config (as `torch-aten`'s "size mismatch ... from checkpoint").
+    Family(
+        "checkpoint-load",
+        "torch 2.13.0 (.venv): nn/modules/module.py load_state_dict, libtorch_cpu.so PytorchStreamReader strings, "
+        "serialization.py; safetensors 0.8.0 (.venv) strings; CPython 3.11.7 _pickle strings",
+        "a checkpoint or model file could not be read: truncated or half-written, a git-lfs pointer, another format, "
+        "or saved from another model (the path the traceback names)",
+        (
+            ("Error(s) in loading state_dict for %s:", "config", "fatal"),
+            ("PytorchStreamReader failed reading zip archive: %s", "config", "fatal"),
+            ("Weights only load failed.", "config", "fatal"),
+            ("Error while deserializing header: %s", "config", "fatal"),
+            ("invalid load key, '%s'.", "config", "fatal"),
+        ),
+        example_prefix="RuntimeError: ",
+    ),
     # ---- turn 23 (after round 32's sight): torch.distributed's own checks of a program's calls, every `raise` of
     #      torch/distributed/distributed_c10d.py in torch 2.13.0 (the .venv; AssertionErrors, texts of under 24 literal
     #      characters and those older rows name left out; each text cut at its first sentence where that is long
