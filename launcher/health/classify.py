@@ -26,6 +26,20 @@ _GLOBAL_PREFIX = re.compile(r"^\s*\[rank(\d{1,9})\]: ?")
 # Open MPI's `mpirun --tag-output` writes "[jobid,rank]<stdout>:" or "<stderr>:". They name a launcher task, not a
 # PyTorch rank, so they are stripped and not reported.
 _TASK_PREFIX = re.compile(r"^ *\d{1,7}: |^\s*\[\d+,\d+\]<std(?:out|err)>: ?")
+# What log collectors put before a line (before round 35: anchored rules, "^RuntimeError: ...", "Killed", missed the
+# same line behind them): a container runtime's or kubectl's RFC 3339 timestamp (`docker logs -t`, `kubectl logs
+# --timestamps`), syslog's / journald's "Mon DD HH:MM:SS host ident[pid]: " (RFC 3164, `journalctl`'s short format),
+# Ray's worker tag "(<Actor> pid=N, ip=A) " (ray/_private/log_monitor.py), a multi-node runner's IP label ("10.0.0.1:
+# ", DeepSpeed's pdsh runner), a stream tag ("stderr: ", "[stderr] "). They carry no rank and no level; each is
+# followed by one space, so a traceback's indentation survives. Not a host name (rccl-tests print their own "%s: Test
+# NCCL failure"), not a bracketed timestamp (MIOpen's and DeepSpeed's own formats begin with one).
+_ENVELOPE = re.compile(
+    r"^\s*(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?:[^\s:]+ )?[^\s:\[\]]+(?:\[\d{1,9}\])?:"
+    r"|\((?:[\w.]+ )?pid=\d{1,9}(?:, ip=[\d.a-fA-F:]+)?\)"
+    r"|(?:\d{1,3}\.){3}\d{1,3}:"
+    r"|\[std(?:err|out)\]|std(?:err|out):) "
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,8 @@ class Flag:
 
 def parse_prefixes(text: str) -> LinePrefix:
     """Strip torchrun's and PyTorch's rank prefixes, in either order, and report both ranks; a job launcher's task
-    label before them (srun --label, mpirun --tag-output) is stripped too."""
+    label before them (srun --label, mpirun --tag-output) and a log collector's envelope (a timestamp, syslog's
+    host and program, Ray's worker tag, a host label, a stream tag) are stripped too."""
     local_rank: int | None = None
     global_rank: int | None = None
     while True:
@@ -58,6 +73,8 @@ def parse_prefixes(text: str) -> LinePrefix:
             local_rank = int(found.group(1))
         elif global_rank is None and local_rank is None and (found := _TASK_PREFIX.match(text)):
             pass  # a launcher's task label comes before the ranks' prefixes, never after them
+        elif global_rank is None and local_rank is None and (found := _ENVELOPE.match(text)):
+            pass  # a log collector's timestamp, host or stream tag, before everything else
         else:
             return LinePrefix(local_rank, global_rank, text)
         text = text[found.end() :]
