@@ -3950,9 +3950,11 @@ FAMILIES: tuple[Family, ...] = (
             # tensor b (" ... ") at non-singleton dimension " (the TorchScript copy prints a's size without
             # parentheses), cat's "Sizes of tensors must match except in dimension " and "Tensors must have same number
             # of dimensions: got ", maybe_wrap_dim's "Dimension out of range (expected to be in range of [", expand's
-            # "The expanded size of the tensor (", nll_loss's "Expected input batch_size (", embedding's "index out of
-            # range in self", view's "view size is not compatible with input tensor's size and stride", the older
-            # "Expected object of scalar type " ... " but got scalar type "): the program's own tensors, crash
+            # "The expanded size of the tensor (", nll_loss's "Expected input batch_size (", view's "view size is not
+            # compatible with input tensor's size and stride", the older "Expected object of scalar type " ... " but
+            # got scalar type "): the program's own tensors, crash. Not embedding's "index out of range in self": it
+            # is raised as an IndexError, which names crash already (`python-exceptions`), and as a warning it leaves
+            # the rank's exit to name it with its frame (watch.py, uncaught-exception)
             ("The size of tensor a %s must match the size of tensor b %s at non-singleton dimension %d", "crash", "fatal"),
             ("Sizes of tensors must match except in dimension %d", "crash", "fatal"),
             ("Tensors must have same number of dimensions: got %d and %d", "crash", "fatal"),
@@ -3960,7 +3962,6 @@ FAMILIES: tuple[Family, ...] = (
             ("The expanded size of the tensor (%d) must match the existing size (%d) at non-singleton dimension %d",
              "crash", "fatal"),
             ("Expected input batch_size (%d) to match target batch_size (%d)", "crash", "fatal"),
-            ("index out of range in self", "crash", "fatal"),
             ("view size is not compatible with input tensor's size and stride", "crash", "fatal"),
             ("Expected object of scalar type %s but got scalar type %s", "crash", "fatal"),
         ),
