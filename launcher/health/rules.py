@@ -568,7 +568,26 @@ RULES: tuple[Rule, ...] = (
           needles=("/tensilelibrary_lazy", "/tensilelibrary_gfx")),
     _rule("hip-missing-code-object", r"Cannot find CO in the bundle|Missing CO for these ISAs",
           "version-mismatch", "warning", "a library lacks code objects for this ISA (AMD_LOG_LEVEL trace)"),
-    _rule("illegal-instruction", r"Illegal instruction(?! in (?:SDMA )?command stream)|SIGILL\b|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
+    # The device exceptions CUDA names in words HIP has none for (CUDA runtime API, driver_types.h: cudaErrorHardwareStack
+    # Error 714, cudaErrorIllegalInstruction 715, cudaErrorMisalignedAddress 716, cudaErrorInvalidAddressSpace 717,
+    # cudaErrorInvalidPc 718, "the device encountered ... while executing a kernel", and their cudaGetErrorString
+    # texts; the CUDA driver's CUDA_ERROR_* names): a kernel faulted on the GPU, as HIP's illegal address does. After
+    # round 35 (a vendor-neutral ProcessGroupNCCL watchdog line carried two of them): before, "an illegal instruction
+    # was encountered" was the CPU's SIGILL below and "misaligned address" the watchdog's comm-error.
+    _rule("cuda-device-exception", r"\bCUDA (?:error|runtime error)\b.{0,24}?(?:misaligned address|an illegal instruction "
+          r"was encountered|hardware stack error|invalid program counter|operation not supported on global/shared "
+          r"address space)|\bcudaError(?:MisalignedAddress|IllegalInstruction|HardwareStackError|InvalidPc"
+          r"|InvalidAddressSpace)\b|\bCUDA_ERROR_(?:MISALIGNED_ADDRESS|ILLEGAL_INSTRUCTION|HARDWARE_STACK_ERROR"
+          r"|INVALID_PC|INVALID_ADDRESS_SPACE)\b", "gpu-fault", "fatal",
+          "a kernel faulted on the GPU (misaligned or illegal access, illegal instruction): the kernel or the GPU; "
+          "compute-sanitizer or a core dump names the kernel",
+          needles=("misaligned address", "illegal instruction was encountered", "hardware stack error",
+                   "invalid program counter", "global/shared address space", "cudaerrormisalignedaddress",
+                   "cudaerrorillegalinstruction", "cudaerrorhardwarestackerror", "cudaerrorinvalidpc",
+                   "cudaerrorinvalidaddressspace", "cuda_error_misaligned_address", "cuda_error_illegal_instruction",
+                   "cuda_error_hardware_stack_error", "cuda_error_invalid_pc", "cuda_error_invalid_address_space")),
+    _rule("illegal-instruction", r"(?<!an )Illegal instruction(?! in (?:SDMA )?command stream| was encountered)|SIGILL\b"
+          r"|exitcode\s*:?\s*-4\b|Signal 4 \(SIGILL\)",
           "version-mismatch", "fatal", "a binary uses CPU instructions this host lacks (build for another CPU)"),
 
     # ---- oom: device memory (PyTorch, HIP, RCCL) and host memory (the kernel's OOM killer, Slurm's cgroup)
@@ -781,7 +800,10 @@ RULES: tuple[Rule, ...] = (
     _rule("amdgpu-kernel-warn", r"WARNING: CPU: \d+ PID: \d+ at \S*(?:amdgpu|amdkfd|amd/display|drm/scheduler)"
           # the same report's instruction pointer in an amdgpu function (arch/x86/kernel/dumpstack.c show_ip: "RIP:
           # %04x:%pS", the module in brackets; after round 18)
-          r"|\bRIP: [0-9a-f]{4}:\S+ \[amdgpu\]",
+          r"|\bRIP: [0-9a-f]{4}:\S+ \[amdgpu\]"
+          # and the worker it ran in, when a workqueue of the driver's (kernel/workqueue.c print_worker_info
+          # "%sWorkqueue: %s %ps", torvalds/linux through the code index; after round 35)
+          r"|\bWorkqueue: \S+ \S+ \[(?:amdgpu|amdkfd|amdxcp|gpu_sched)\]",
           "gpu-fault", "warning", "the amdgpu driver hit an unexpected state (a kernel WARN): dmesg on that node, "
           "drain it if a fault or reset follows"),
     # The kernel's own watchdogs, on the node that runs the job (torvalds/linux through code search): kernel/hung_task.c
@@ -1095,7 +1117,10 @@ RULES: tuple[Rule, ...] = (
     _rule("store-connection-lost", r"Failed to (recv|send), (got|sent) 0 bytes\. Connection was likely closed",
           "rendezvous", "fatal", "the TCPStore server went away (the master's agent or rank 0 died)",
           cascade=True),
-    _rule("store-wait-timeout", r"wait timeout after \d+ms, keys:", "rendezvous", "fatal",
+    # (after round 35: the bare "Wait timeout" a store's wait raises, libtorch_cpu.so strings of torch 2.13.0 and the
+    # older releases' TCPStore / HashStore / FileStore, as an exception's whole message)
+    _rule("store-wait-timeout", r"wait timeout after \d+ms, keys:|^\s*[\w.]*(?:Error|Exception): Wait timeout\s*$",
+          "rendezvous", "fatal",
           "a store wait timed out: a peer never published its key (it did not start, or died)", cascade=True),
     _rule("store-connect-timeout", r"client socket has timed out after .* trying to connect to|DistStoreError"
           r"|DistNetworkError|Socket Timeout|connect\(\) timed out\. Original timeout was",
@@ -1347,6 +1372,25 @@ RULES: tuple[Rule, ...] = (
     # reported as "terminate called recursively" before abort() (after round 21, after sight)
     _rule("terminate-after-throw", r"terminate called after throwing an instance of|terminate called recursively",
           "crash", "fatal", "an uncaught C++ exception aborted the process"),
+    # libstdc++'s libsupc++/pure.cc __cxa_pure_virtual / __cxa_deleted_virtual write "pure virtual method called" /
+    # "deleted virtual method called" to stderr, then std::terminate() aborts (this machine's libstdc++.so.6
+    # strings; after round 35): a call through an object being destroyed, often a thread outliving its owner
+    # PyTorch's scaled_dot_product_attention when no backend takes the inputs (torch 2.13.0 libtorch_cpu.so strings:
+    # "No available kernel.  Aborting execution.", one space in older releases; after round 35): flash / memory-
+    # efficient attention not built for this GPU target, or its dtype or head size unsupported there
+    _rule("sdpa-no-kernel", r"No available kernel\.\s+Aborting execution\.", "version-mismatch", "fatal",
+          "scaled_dot_product_attention has no kernel for these inputs on this GPU and build (flash / memory-efficient "
+          "attention for the gfx target, the dtype, the head size)", needles=("no available kernel.",)),
+    # Slurm's clients exit through fatal() (src/common/log.c: "fatal: " before the message; this machine's Slurm
+    # 22.05.8 libslurmfull.so strings) when they refuse the options or environment they were given before any step
+    # starts ("--cpus-per-%s is mutually exclusive with --cpus-per-task", the SLURM_MEM_PER_* variables set together;
+    # after round 35)
+    _rule("slurm-client-fatal", r"\b(?:srun|sbatch|salloc): fatal: ", "config", "fatal",
+          "srun / sbatch / salloc refused the job's options or environment before starting it: the line says which",
+          needles=("srun: fatal: ", "sbatch: fatal: ", "salloc: fatal: ")),
+    _rule("pure-virtual-call", r"^\s*(?:pure|deleted) virtual method called\s*$", "crash", "fatal",
+          "a virtual call on an object already being destroyed (a thread that outlived its owner?): the process "
+          "aborts", needles=("virtual method called",)),
     # torch's ExceptionWrapper (torch 2.13.0 torch/_utils.py reraise: "Caught {type} {where}." with where from
     # nn/parallel/parallel_apply.py "in replica {i} on device {device}", utils/data/_utils/worker.py "in DataLoader
     # worker process {id}", pin_memory.py "in pin memory thread for device {id}"): the header of an exception re-raised
