@@ -238,7 +238,8 @@ def _family_rules(family: str) -> list[list[Any]]:
 # the same. It is printed only for a result other than ncclSuccess and ncclInProgress (0 and 7), so it never appears in
 # a healthy run; the failure itself is on the WARN line or in PyTorch's exception above it, so the trace is a warning
 # whose category is where the failing file lives (nccl-trace-* rules below).
-_NCCL_TRACE_TAIL = r" \S+\.(?:cc|cu|h):\d+(?: \(\w+\))? -> [1-9]\d*\b"
+_NCCL_TRACE_RESULT = r":\d+(?: \(\w+\))? -> [1-9]\d*\b"  # ":<line> [(<function>)] -> <ncclResult_t>"
+_NCCL_TRACE_TAIL = r" \S+\.(?:cc|cu|h)" + _NCCL_TRACE_RESULT
 _NCCL_TRACE_NEEDLES = ("nccl info ",)
 
 # Lines that are healthy whatever words they contain. NCCL/RCCL INFO lines (but the error trace above) say "Connection
@@ -441,11 +442,11 @@ RULES: tuple[Rule, ...] = (
     #      net_ib/*.cc, misc/socket.cc, misc/ibvwrap.cc, include/net.h, plugin/net*, gin/), the bootstrap that joins
     #      the ranks (bootstrap.cc), anything else the library itself.
     _rule("nccl-trace-network",
-          r"\bNCCL INFO (?:\S*/)?(?:\w*net\w*(?:/\w+)?|socket|ibv\w*|mlx5\w*|gin/\w+)\.(?:cc|cu|h):\d+(?: \(\w+\))?"
-          r" -> [1-9]\d*\b", "network", "warning",
+          r"\bNCCL INFO (?:\S*/)?(?:\w*net\w*(?:/\w+)?|socket|ibv\w*|mlx5\w*|gin/\w+)\.(?:cc|cu|h)" + _NCCL_TRACE_RESULT,
+          "network", "warning",
           "NCCL's error trace: a network transport call (socket, InfiniBand verbs, net plugin) failed; the NCCL WARN "
           "line before it names the failure", needles=_NCCL_TRACE_NEEDLES),
-    _rule("nccl-trace-bootstrap", r"\bNCCL INFO (?:\S*/)?bootstrap\.(?:cc|h):\d+(?: \(\w+\))? -> [1-9]\d*\b",
+    _rule("nccl-trace-bootstrap", r"\bNCCL INFO (?:\S*/)?bootstrap\.(?:cc|h)" + _NCCL_TRACE_RESULT,
           "rendezvous", "warning",
           "NCCL's error trace: the bootstrap that connects the ranks to each other failed; the NCCL WARN line before "
           "it names the failure", needles=_NCCL_TRACE_NEEDLES),
@@ -1372,9 +1373,6 @@ RULES: tuple[Rule, ...] = (
     # reported as "terminate called recursively" before abort() (after round 21, after sight)
     _rule("terminate-after-throw", r"terminate called after throwing an instance of|terminate called recursively",
           "crash", "fatal", "an uncaught C++ exception aborted the process"),
-    # libstdc++'s libsupc++/pure.cc __cxa_pure_virtual / __cxa_deleted_virtual write "pure virtual method called" /
-    # "deleted virtual method called" to stderr, then std::terminate() aborts (this machine's libstdc++.so.6
-    # strings; after round 35): a call through an object being destroyed, often a thread outliving its owner
     # PyTorch's scaled_dot_product_attention when no backend takes the inputs (torch 2.13.0 libtorch_cpu.so strings:
     # "No available kernel.  Aborting execution.", one space in older releases; after round 35): flash / memory-
     # efficient attention not built for this GPU target, or its dtype or head size unsupported there
@@ -1388,6 +1386,9 @@ RULES: tuple[Rule, ...] = (
     _rule("slurm-client-fatal", r"\b(?:srun|sbatch|salloc): fatal: ", "config", "fatal",
           "srun / sbatch / salloc refused the job's options or environment before starting it: the line says which",
           needles=("srun: fatal: ", "sbatch: fatal: ", "salloc: fatal: ")),
+    # libstdc++'s libsupc++/pure.cc __cxa_pure_virtual / __cxa_deleted_virtual write "pure virtual method called" /
+    # "deleted virtual method called" to stderr, then std::terminate() aborts (this machine's libstdc++.so.6
+    # strings; after round 35): a call through an object being destroyed, often a thread outliving its owner
     _rule("pure-virtual-call", r"^\s*(?:pure|deleted) virtual method called\s*$", "crash", "fatal",
           "a virtual call on an object already being destroyed (a thread that outlived its owner?): the process "
           "aborts", needles=("virtual method called",)),
