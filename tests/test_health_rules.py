@@ -192,8 +192,13 @@ def test_every_rule_has_a_literal_prefilter_that_never_hides_a_match() -> None:
     fixture line the regex matches also contains one of the literals (so the prefilter changes nothing)."""
     from launcher.health.rules import _ERROR_LEVEL_PREFIX, RULES
 
-    # The one rule without literals is the glog "E1019 ..." prefix: anchored, so classify() tries it with one match.
-    assert [rule.name for rule in RULES if not rule.needles] == ["glog-error-level"]
+    # The rules without literals: the glog "E1019 ..." / CLR ":1:" error-level prefix (anchored, so classify() tries it
+    # with one match) and the family tried only behind it (vocabulary.py `error_level`: CLR's error-level texts).
+    assert {
+        "clr-log-error" if rule.name.startswith("clr-log-error-") else rule.name
+        for rule in RULES
+        if not rule.needles
+    } == {"glog-error-level", "clr-log-error"}
     for name, number, _, line in CASES:
         for rule in RULES:
             if rule.pattern.search(line):

@@ -213,7 +213,9 @@ def _vocabulary(*families: str) -> tuple[Rule, ...]:
     """The rules generated from the emitters' own error lists (launcher/health/vocabulary.py), one per family and
     (category, severity); their needles are the rows' literal texts."""
     return tuple(
-        _rule(name, regex, category, severity, hint, needles=tuple(needles), cascade=_cascade(family))
+        Rule(name, regex, category, severity, hint, _cascade(family), needles=None)
+        if _error_level(family)
+        else _rule(name, regex, category, severity, hint, needles=tuple(needles), cascade=_cascade(family))
         for family in families
         for name, regex, category, severity, hint, needles in _derive(
             "family", family, functools.partial(_family_rules, family)
@@ -225,6 +227,12 @@ def _cascade(family: str) -> bool:
     """A family whose every message is a survivor's symptom (vocabulary.py `Family.cascade`)."""
     table = vocabulary.family_named(family)
     return table is not None and table.cascade
+
+
+def _error_level(family: str) -> bool:
+    """A family tried only on lines with an error-level prefix (vocabulary.py `Family.error_level`): no literals."""
+    table = vocabulary.family_named(family)
+    return table is not None and table.error_level
 
 
 def _family_rules(family: str) -> list[list[Any]]:
@@ -281,12 +289,11 @@ _PYTHON_EXCEPTION = r"^\s*(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exce
 # after any "[rankN]:"-style prefixes. It has no literal for the needle scan, so classify() also tries this anchored
 # match (cheap: it fails on the first characters of nearly every line).
 _GLOG_ERROR = r"^\s*(?:\[[^\]\s]*\]:)*\[?E\d{3,4} \d\d:\d\d:\d\d"
-# ROCclr's log (ROCm/clr f9f995c6 rocclr/utils/debug.cpp log_printf ":%d:%-25s:%-4d: %010lu us: ", ROCm 4-5's ":%d:%s
-# :%d : "; the level first, rocclr/utils/debug.hpp LOG_ERROR = 1): a line CLR wrote at its error level, whatever its
+# ROCclr's log at its error level (vocabulary.CLR_ERROR_LEVEL): a line CLR wrote at its error level, whatever its
 # text (before round 35: of CLR's ~590 LogError / LogPrintfError / ClPrint(LOG_ERROR) texts, 262 had no word any rule
 # or the last resort knew, "Unable to allocate aligned memory", "Could not create hsaQueueMem object!"). Levels 2-4
 # (warning, info, debug) stay what their words say: AMD_LOG_LEVEL=3/4 logs are mostly healthy.
-_CLR_ERROR = r"^\s*:1:[\w.]+\s*:\s*\d+\s*:"
+_CLR_ERROR = vocabulary.CLR_ERROR_LEVEL
 _ERROR_LEVEL_PREFIX = re.compile(f"{_GLOG_ERROR}|{_CLR_ERROR}")
 # Case matters for the levels (ERROR, not the "error" of prose), not for the words, which say "failed" / "Failed".
 _ERROR_LEVEL = r"\b(?:ERROR|FATAL|CRITICAL|SIGABRT|SIGSEGV|SIGBUS|SIGILL|SIGFPE)\b"
@@ -1573,6 +1580,9 @@ RULES: tuple[Rule, ...] = (
     # An exception header whose message no rule above knows: its class says where to look (vocabulary.py,
     # "python-exceptions"; warnings). RuntimeError and Exception are not rows: they go on to the last resort.
     *_vocabulary("python-exceptions"),
+    # CLR's error-level texts by what the failed call was doing (vocabulary.py `clr-log-error`): after every rule
+    # with a literal, before the last resort that would call the line unclassified.
+    *_vocabulary("clr-log-error"),
     *FALLBACK_RULES,
 )
 # fmt: on
