@@ -4341,6 +4341,37 @@ FAMILIES: tuple[Family, ...] = (
         prefix=r"Error: ",
         example_prefix="ValueError: ",
     ),
+    # ---- turn 26 (before round 37): the c10d store's own C++ texts. torch 2.13.0 (.venv) libtorch_cpu.so strings of
+    #      torch/csrc/distributed/c10d/TCPStore.cpp, TCPStoreBackend.cpp, TCPStoreLibUvBackend.cpp and socket.cpp (the
+    #      fmt "{}" placeholders; code index: TCPStore.cpp throws DistStoreError for the waits and the ping), those no
+    #      rule named or the last resort called unclassified: the server's wait for its clients, a store key wait and a
+    #      store barrier that ran out of time, a server that could not listen on any address or on the port it was
+    #      given, another program answering on the store's port, and the libuv server's reports of one client's broken
+    #      connection. Rendezvous, as the rest of the store; the barrier collective-timeout (the house's "a barrier ran
+    #      out of time"); the server's per-client errors are network warnings (the client fails on its own line).
+    Family(
+        "torch-c10d-store",
+        "torch 2.13.0 (.venv) libtorch_cpu.so: torch/csrc/distributed/c10d/TCPStore.cpp, TCPStoreBackend.cpp, "
+        "TCPStoreLibUvBackend.cpp, socket.cpp (fmt texts; DistStoreError throws read in TCPStore.cpp via the code index)",
+        "the c10d TCPStore (the rendezvous store on MASTER_ADDR:MASTER_PORT): a rank that never arrived, a port another "
+        "program holds, or the connection between a rank and the store",
+        (
+            ("Timed out after %s seconds waiting for clients. %s/%s clients joined.", "rendezvous", "fatal"),
+            ("wait timeout after %sms, keys: %s", "rendezvous", "fatal"),
+            ("barrier timeout after %sms, key: %s", "collective-timeout", "fatal"),
+            ("The server could not be initialized on any address for port=%s, family=%s", "rendezvous", "fatal"),
+            ("listen fd %s is bound to port %s, expected to be bound to port %s", "rendezvous", "fatal"),
+            ("Ping failed, invalid value returned from server. Expected: %s, Got: %s", "rendezvous", "fatal"),
+            ("The server socket cannot be initialized on %s %s.", "rendezvous", "warning"),
+            ("Client sent invalid command. client:%s command:%s", "rendezvous", "warning"),
+            ("Error processing client message: %s", "network", "warning"),
+            ("Error while running server: %s", "network", "warning"),
+            ("Failed to accept client due to %s", "network", "warning"),
+            ("Failed to setup read callback. client:%s code:%s name:%s desc:%s.", "network", "warning"),
+            ("Write setup to client failed. code:%s name:%s desc:%s.", "network", "warning"),
+            ("Write to client failed. code:%s name:%s desc:%s.", "network", "warning"),
+        ),
+    ),
     # ---- w2-r23 (issue 26: installation, paths and initialisation are config). ROCr's start-up, from its own source:
     #      ROCm/ROCR-Runtime commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9 (fetched). hsa_init -> Runtime::Acquire
     #      (runtime.cpp) returns HSA_STATUS_ERROR_OUT_OF_RESOURCES for *any* failed Runtime::Load, and Load returns it
@@ -5173,6 +5204,7 @@ _SHARED = {
     "miopen-tools": (". expect performance degradation.",),
     "cxx-filesystem": (" cannot open directory: ",),
     "amdkfd-gpuvm": (),
+    "torch-c10d-store": (),
     "deepspeed-config": (
         " has to be greater than 0",
         "deepspeedconfig: ",
