@@ -4142,16 +4142,18 @@ FAMILIES: tuple[Family, ...] = (
     ),
     # ---- turn 26 (before round 37): srun's and slurmstepd's own error() texts as a job meets them (the strings of this
     #      machine's /usr/bin/srun and /usr/sbin/slurmstepd, Slurm 22.05.8; %m, strerror, written %s): of the ~250 error-
-    #      shaped texts, 119 were only flagged `unclassified` by the last resort; these 50 are those a job or step meets
-    #      (not: burst buffer, hetjob, X11 tunnel internals, spank per-task steps, LZ4, the environment setters). The
+    #      shaped texts, 119 were only flagged `unclassified` by the last resort; these 46 are those a job or step meets
+    #      (not: burst buffer, hetjob, X11 tunnel internals, spank per-task steps, LZ4, the environment setters, and the
+    #      four mgr.c texts it prints with info() or debug(): "job_manager exiting with aborted job", code index). Every
+    #      row sits behind "<command>: error: ", so a text Slurm prints at another level never matches. The
     #      request, the node's set-up (plugins, prolog, slurmd's conf, cgroups, PAM, the working directory) are config,
     #      fatal where the step cannot start; the step tree's messages to slurmd / slurmctld network; an allocation
     #      oom; a task killed or aborted crash warnings (the task's own lines say why). After `slurm-errno` and
     #      `slurm-socket`, whose texts name a %m more precisely.
     Family(
         "slurm-step-setup",
-        "Slurm 22.05.8 /usr/bin/srun and /usr/sbin/slurmstepd strings (SchedMD/slurm src/srun, src/slurmd/slurmstepd error() "
-        "texts)",
+        "Slurm 22.05.8 /usr/bin/srun and /usr/sbin/slurmstepd strings (SchedMD/slurm src/srun/srun_job.c, "
+        "src/slurmd/slurmstepd/mgr.c and the other error() sites of src/srun, src/slurmd/slurmstepd)",
         "srun or slurmstepd could not set up or run the step: the request (nodes, tasks, options), the node's Slurm set-up "
         "(plugins, prolog, cgroups, PAM, the working directory) or the step's link to slurmd, as the text says",
         (
@@ -4205,10 +4207,6 @@ FAMILIES: tuple[Family, ...] = (
             ("memory allocation failure", "oom", "fatal"),
             ("Failure to allocate memory for a message header", "oom", "fatal"),
             ("Unable to put task %d (pid %d) into pgrp %d: %s", "crash", "warning"),
-            ("get_exit_code task %u killed by cmd", "crash", "warning"),
-            ("get_exit_code task %u called abort", "crash", "warning"),
-            ("job_manager exiting with aborted job", "crash", "warning"),
-            ("unkillable stepd exiting with aborted job", "crash", "warning"),
         ),
         prefix=SLURM_ERROR + r".*?",
         example_prefix="srun: error: ",
