@@ -967,6 +967,9 @@ RULES: tuple[Rule, ...] = (
     # whatever level MIOpen logs them at ("MIOpen(HIP): Error [LogFlockError] File <...> lock failed ..."), so that
     # family comes before this rule
     *_vocabulary("miopen-db"),
+    # turn 26: MIOpen's own error-level texts and the solver exceptions its find path logs, by meaning (vocabulary.py
+    # `miopen-log-error`, `miopen-log-throw`), before the rule that names any other such line version-mismatch
+    *_vocabulary("miopen-log-error", "miopen-log-throw"),
     _rule("miopen-logged-error", r"^\s*MIOpen(\(\w+\))?: Error \[", "version-mismatch", "warning",
           "MIOpen logged an error for one kernel or solver (it may fall back to another); the exception that follows, "
           "if any, is the failure", needles=(": error [",)),

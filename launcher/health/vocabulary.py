@@ -87,6 +87,9 @@ def instantiate(fmt: str) -> str:
     return _CONVERSION.sub(lambda m: _SAMPLE[m.group(1)], fmt).rstrip()
 
 
+# MIOpen's log line at error level (ROCm/MIOpen 2d1fd997 src/logger.cpp: "MIOpen(<backend>): Error [<function>] ").
+MIOPEN_LOG_ERROR = r"^\s*MIOpen(?:\(\w+\))?: Error \[\w*\] "
+
 # ROCclr's log (ROCm/clr f9f995c6 rocclr/utils/debug.cpp log_printf ":%d:%-25s:%-4d: %010lu us: ", ROCm 4-5's ":%d:%s
 # :%d : "; the level first, rocclr/utils/debug.hpp LOG_ERROR = 1): the start of a line CLR wrote at its error level.
 CLR_ERROR_LEVEL = r"^\s*:1:[\w.]+\s*:\s*\d+\s*:"
@@ -1253,6 +1256,45 @@ FAMILIES: tuple[Family, ...] = (
         # one literal for the five rows that name a database (their own needles would add "m" and "p" to the scan's
         # first characters: 2 more alternatives tried at every position of every line)
         shared_needles=("database",),
+    ),
+    # ---- turn 26 (before round 37): MIOpen's own error-level log texts, by meaning. ROCm/MIOpen (commit 2d1fd997,
+    #      fetched): every MIOPEN_LOG_E text (src/db_record.cpp, src/db.cpp, src/fusion.cpp, src/batch_norm.cpp,
+    #      src/hip/hip_build_utils.cpp, src/comgr.cpp, include/miopen/find_db.hpp, sqlite_db.hpp,
+    #      solver/implicitgemm_ck_util.hpp; 27 distinct) that `miopen-db` does not name, printed as "MIOpen(<backend>):
+    #      Error [<function>] <text>" (src/logger.cpp). Before, the `miopen-logged-error` rule named them all
+    #      version-mismatch. The find and performance databases' records (ill-formed, duplicate, not stored) are config,
+    #      as `miopen-db`'s; a code object or a kernel the database names that this build lacks, a failed device-code
+    #      compile (comgr, HIPRTC) version-mismatch; MIOpen's own invariants crash. Not rows: the tuning search's own
+    #      bookkeeping ("Search failed for", "Applicable Solver not succeeded", "Failed rc=", the exception it caught),
+    #      which `miopen-logged-error` keeps. Warnings, for `miopen-logged-error`'s reason: MIOpen logs and goes on (the
+    #      next solver), and a job that cannot go on gets the exception's own line.
+    Family(
+        "miopen-log-error",
+        "ROCm/MIOpen (commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, fetched) MIOPEN_LOG_E texts: src/db_record.cpp, "
+        "src/db.cpp, src/fusion.cpp, src/batch_norm.cpp, src/hip/hip_build_utils.cpp, src/comgr.cpp, "
+        "src/include/miopen/find_db.hpp, sqlite_db.hpp, solver/implicitgemm_ck_util.hpp; src/logger.cpp (the line)",
+        "MIOpen logged an error and went on: its database (MIOPEN_USER_DB_PATH, a record left by another version), a "
+        "kernel this build lacks, or its own state; the exception that follows, if any, is the failure",
+        (
+            ("Ill-formed file: ID not found; skipped; key: %s", "config", "warning"),
+            ("Ill-formed legacy find-db item: %s", "config", "warning"),
+            ("Duplicate ID (ignored): %s; key: %s", "config", "warning"),
+            ("None contents under the key: %s form file %s", "config", "warning"),
+            ("Failed to store record to find-db at <%s>", "config", "warning"),
+            ("Failed to insert performance record in the database: %s", "config", "warning"),
+            ("Unable to Clear databaes entry: %s", "config", "warning"),
+            ("failed to find *.hsaco in %s", "version-mismatch", "warning"),
+            ("PerformanceConfig kernel '%s' does not exist.", "version-mismatch", "warning"),
+            ("Find-db has not produced an invoker", "version-mismatch", "warning"),
+            ("comgr status = %s", "version-mismatch", "warning"),
+            ("HIPRTC status = %s, source file: %s", "version-mismatch", "warning"),
+            ("MIOpen Batch Norm attempting to execute on empty kernel cache assumed full.", "crash", "warning"),
+            ("Dereferencing nullptr when logging batch norm", "crash", "warning"),
+            ("Unknown fusion plan : %s", "crash", "warning"),
+        ),
+        prefix=MIOPEN_LOG_ERROR,
+        example_prefix="MIOpen(HIP): Error [LoadRecord] ",
+        needle=": error [",
     ),
     # ---- MIOpen's OpenCL backend (added after round 10): ROCm/MIOpen src/ocl/oclerrors.cpp OpenCLErrorMessage (commit
     #      2d1fd997): MIOPEN_THROW_CL_STATUS appends the cl status text to its message, thrown as "MIOpen Error:
@@ -5308,6 +5350,25 @@ _SHARED = {
 FAMILIES = tuple(
     replace(f, shared_needles=_anchored_needles(f.rows, _SHARED[f.name])) if f.name in _SHARED else f
     for f in FAMILIES
+)
+# ---- turn 26 (before round 37): MIOpen's find path (src/conv/solver_finders.cpp EvaluateInvokers, commit 2d1fd997)
+#      catches each solver's exception and logs its what() at error level, "MIOpen(HIP): Error [EvaluateInvokers]
+#      <file>:<line>: <message>": the same messages as `miopen-throw`, with the same meanings, as warnings (MIOpen tries
+#      the next solver; the job's failure, if any, is the exception it raises at the end).
+_MIOPEN_THROW = next(f for f in FAMILIES if f.name == "miopen-throw")
+FAMILIES = (
+    *FAMILIES,
+    Family(
+        "miopen-log-throw",
+        "ROCm/MIOpen (commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, fetched) src/conv/solver_finders.cpp "
+        "EvaluateInvokers MIOPEN_LOG_E(ex.what()) with the `miopen-throw` rows' messages",
+        "MIOpen logged a solver's exception and tried the next one: the message says what that solver lacked (a "
+        "kernel for this GPU, memory, a file or setting); the exception that follows, if any, is the failure",
+        tuple((fmt, category, "warning") for fmt, category, _ in _MIOPEN_THROW.rows),
+        prefix=MIOPEN_LOG_ERROR + r"(?:MIOpen Error: )?(?:\S+:\d+: )?",
+        example_prefix="MIOpen(HIP): Error [EvaluateInvokers] /MIOpen/src/hip/handlehip.cpp:113: ",
+        needle=": error [",
+    ),
 )
 
 
