@@ -87,8 +87,10 @@ def instantiate(fmt: str) -> str:
     return _CONVERSION.sub(lambda m: _SAMPLE[m.group(1)], fmt).rstrip()
 
 
-# MIOpen's log line at error level (ROCm/MIOpen 2d1fd997 src/logger.cpp: "MIOpen(<backend>): Error [<function>] ").
-MIOPEN_LOG_ERROR = r"^\s*MIOpen(?:\(\w+\))?: Error \[\w*\] "
+# MIOpen's log line at error level (ROCm/MIOpen 2d1fd997 include/miopen/logger.hpp MIOPEN_LOG_XQ_CUSTOM:
+# "MIOpen(<backend>): Error [<fn_name>] "; fn_name is parsed from __PRETTY_FUNCTION__, so a destructor's "~FindDbRecord"
+# or an operator's name, or MIOPEN_LOG_E_FROM's caller-given text: anything but "]").
+MIOPEN_LOG_ERROR = r"^\s*MIOpen(?:\(\w+\))?: Error \[[^\]]*\] "
 
 # ROCclr's log (ROCm/clr f9f995c6 rocclr/utils/debug.cpp log_printf ":%d:%-25s:%-4d: %010lu us: ", ROCm 4-5's ":%d:%s
 # :%d : "; the level first, rocclr/utils/debug.hpp LOG_ERROR = 1): the start of a line CLR wrote at its error level.
@@ -1261,7 +1263,7 @@ FAMILIES: tuple[Family, ...] = (
     #      fetched): every MIOPEN_LOG_E text (src/db_record.cpp, src/db.cpp, src/fusion.cpp, src/batch_norm.cpp,
     #      src/hip/hip_build_utils.cpp, src/comgr.cpp, include/miopen/find_db.hpp, sqlite_db.hpp,
     #      solver/implicitgemm_ck_util.hpp; 27 distinct) that `miopen-db` does not name, printed as "MIOpen(<backend>):
-    #      Error [<function>] <text>" (src/logger.cpp). Before, the `miopen-logged-error` rule named them all
+    #      Error [<function>] <text>" (include/miopen/logger.hpp). Before, the `miopen-logged-error` rule named them all
     #      version-mismatch. The find and performance databases' records (ill-formed, duplicate, not stored) are config,
     #      as `miopen-db`'s; a code object or a kernel the database names that this build lacks, a failed device-code
     #      compile (comgr, HIPRTC) version-mismatch; MIOpen's own invariants crash. Not rows: the tuning search's own
@@ -1272,7 +1274,7 @@ FAMILIES: tuple[Family, ...] = (
         "miopen-log-error",
         "ROCm/MIOpen (commit 2d1fd997a6fcf801ac4ca7a63e0656ef1cb9f488, fetched) MIOPEN_LOG_E texts: src/db_record.cpp, "
         "src/db.cpp, src/fusion.cpp, src/batch_norm.cpp, src/hip/hip_build_utils.cpp, src/comgr.cpp, "
-        "src/include/miopen/find_db.hpp, sqlite_db.hpp, solver/implicitgemm_ck_util.hpp; src/logger.cpp (the line)",
+        "src/include/miopen/find_db.hpp, sqlite_db.hpp, solver/implicitgemm_ck_util.hpp; include/miopen/logger.hpp (the line)",
         "MIOpen logged an error and went on: its database (MIOPEN_USER_DB_PATH, a record left by another version), a "
         "kernel this build lacks, or its own state; the exception that follows, if any, is the failure",
         (
