@@ -837,7 +837,7 @@ RULES: tuple[Rule, ...] = (
     # OUT_OF_RESOURCES is /dev/kfd, not memory), CLR's device set-up, the OpenCL ICD loader's missing platform, MIOpen's
     # tools and paths, libstdc++'s missing directory. Before the `hsa` family (whose status rows would name "Call returned
     # HSA_STATUS_ERROR_OUT_OF_RESOURCES" oom) and before `miopen-logged-error` and `cxx-exception-what`
-    *_vocabulary("rocr-init", "clr-init", "opencl-platform", "miopen-tools", "cxx-filesystem"),
+    *_vocabulary("rocr-init", "rocr-debug", "clr-init", "opencl-platform", "miopen-tools", "cxx-filesystem"),
     # After round 33 (after sight): HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS means two things in ROCr (ROCm/ROCR-Runtime
     # c7785a6d): an API call's refusal, where the loader returns it for a code object whose ISA or profile the agent does
     # not support (loader/executable.cpp LoadCodeObject, "code object's ISA (...) is not supported by the agent"; hsa.h

@@ -4488,6 +4488,34 @@ FAMILIES: tuple[Family, ...] = (
             ("Write to client failed. code:%s name:%s desc:%s.", "network", "warning"),
         ),
     ),
+    # ---- turn 26 (before round 37): ROCr's debug_print texts (ROCm/ROCR-Runtime c7785a6d, fetched; core/util/utils.h:
+    #      printed to stderr only by a build without NDEBUG, as distributions' and users' debug builds are) that no rule
+    #      named: scratch memory the runtime could not map or allocate for a queue (oom: it lowers the queue's occupancy
+    #      or fails the queue), a blit copy or fill that failed (gpu-fault), a free of memory ROCr does not know and a
+    #      tool's misuse of a queue or callback (crash), a kernel driver too old to report XNACK (version-mismatch).
+    #      Warnings: ROCr goes on, or returns a status its caller reports. Not rows: the debugger and PC-sampling
+    #      texts, the memory-map dumps, "%ld scratch mapped, %.2f%% occupancy." (healthy).
+    Family(
+        "rocr-debug",
+        "ROCm/ROCR-Runtime (commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9, fetched) debug_print texts: "
+        "runtime/hsa-runtime/core/runtime/amd_gpu_agent.cpp, intercept_queue.cpp, hsa_ext_amd.cpp, amd_topology.cpp, "
+        "core/driver/kfd/amd_kfd_driver.cpp, core/inc/scratch_cache.h",
+        "ROCr (a debug build) reports a scratch allocation, a blit or a free that failed on this GPU: the queue's "
+        "scratch memory (oom), the copy engine, or a caller's pointer",
+        (
+            ("Failed to map requested scratch (%ld) - reducing queue occupancy.", "oom", "warning"),
+            ("Could not allocate scratch for one wave per CU.", "oom", "warning"),
+            ("Could not allocate alt scratch.", "oom", "warning"),
+            ("reserved node is already in use or too small (requested:%ld reserved:%ld)", "oom", "warning"),
+            ("Failed to dmaCopy!", "gpu-fault", "warning"),
+            ("Failed to dmaFill!", "gpu-fault", "warning"),
+            ("Invalid free ptr:%p size:%lu", "crash", "warning"),
+            ("Failed to free ptr:%p size:%lu", "crash", "warning"),
+            ("Likely incorrect queue use observed in an interceptor.", "crash", "warning"),
+            ("Callback threw, forwarding.", "crash", "warning"),
+            ("KFD does not support xnack mode query.", "version-mismatch", "warning"),
+        ),
+    ),
     # ---- w2-r23 (issue 26: installation, paths and initialisation are config). ROCr's start-up, from its own source:
     #      ROCm/ROCR-Runtime commit c7785a6da1c10c25bc8d527c00b1fe79bfbd84c9 (fetched). hsa_init -> Runtime::Acquire
     #      (runtime.cpp) returns HSA_STATUS_ERROR_OUT_OF_RESOURCES for *any* failed Runtime::Load, and Load returns it
@@ -5320,6 +5348,7 @@ _SHARED = {
     "miopen-tools": (". expect performance degradation.",),
     "cxx-filesystem": (" cannot open directory: ",),
     "amdkfd-gpuvm": (),
+    "rocr-debug": (),
     "torch-c10d-store": (),
     "deepspeed-config": (
         " has to be greater than 0",
