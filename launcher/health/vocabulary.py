@@ -4291,6 +4291,11 @@ FAMILIES: tuple[Family, ...] = (
             ("one of the variables needed for gradient computation has been modified by an inplace operation", "crash", "fatal"),
             ("Expected to mark a variable ready only once", "crash", "fatal"),
             ("DDP expects same model across all ranks", "crash", "fatal"),
+            # turn 26: the reducer's detail lines under "Expected to have finished reduction ..." (libtorch_cpu.so
+            # strings, reducer.cpp, with TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL): the unused parameters by name or index;
+            # the exception's own header is the fatal line
+            ("Parameters which did not receive grad for rank %d: %s", "crash", "warning"),
+            ("Parameter indices which did not receive grad for rank %d: %s", "crash", "warning"),
             ("DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient",
              "crash", "fatal"),
             ("device_ids can only be None or contain a single element", "crash", "fatal"),
