@@ -1011,7 +1011,8 @@ RULES: tuple[Rule, ...] = (
     # Before the rendezvous, network and crash rules below ("Connection timed out", "Connection closed by peer") and
     # long before `python-exceptions` and the last resort, which would name "ValueError: <a DeepSpeed check>" a config
     # warning and "AssertionError: ..." a crash warning
-    *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "llamafactory-args",
+    *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "deepspeed-launch",
+                 "llamafactory-args",
                   "transformers-args", "slurm-errno", "slurm-step", "slurm-socket",
                   "slurm-step-setup"),
     # w3-r23 (before round 23; vocabulary.py): amdkfd's memory manager and queue managers behind "kfd2kgd: " / "amdgpu: "
@@ -1289,6 +1290,13 @@ RULES: tuple[Rule, ...] = (
     # found its own state or a peer's message wrong. After the errno rules (an enforce on a socket call carries the
     # errno's text) and gloo's transport set-up rows (`gloo-transport`, config); before the C++ "what():" catch-all
     # (turn 22, after round 30's sight)
+    # after round 37 (after-sight): gloo/transport/tcp/address.cc (70dc360) Address(const std::vector<char>&) enforces
+    # that a peer's serialized address is exactly sizeof(impl_) (a sockaddr_storage and a sequence number): a peer
+    # whose blob has another size runs a gloo (a PyTorch) with another layout, so the ranks' versions differ
+    _rule("gloo-address-size", r"\[enforce fail at [^\]]*\bgloo/transport/tcp/address\.cc:\d+\] sizeof\(impl_\) == bytes\.size\(\)",
+          "version-mismatch", "fatal",
+          "a peer sent gloo an address of another size: the ranks run different PyTorch (gloo) builds; install the "
+          "same version on every node", needles=("[enforce fail at ",)),
     _rule("gloo-enforce", r"\[enforce fail at [^\]]*\bgloo/", "comm-error", "fatal",
           "gloo (the CPU / gloo backend's collective library) failed one of its own checks: the file and condition "
           "say which; a peer that died or sent a different message size is the usual cause",

@@ -3895,6 +3895,28 @@ FAMILIES: tuple[Family, ...] = (
             ("tensor_parallel.tp.tp_size (%s) does not match tensor_parallel.autotp_size (%s).", "config", "fatal"),
         ),
     ),
+    # ---- after round 37 (after-sight): DeepSpeed's and accelerate's launch-time checks (the .venv's deepspeed 0.19.8 and
+    #      accelerate 1.11.0, read there): deepspeed/accelerator/real_accelerator.py warns that it found no GPU and falls
+    #      back to the CPU accelerator (a GPU job whose GPUs are not visible: config, a warning: the job goes on, slowly,
+    #      or fails later); deepspeed/comm/comm.py asserts a
+    #      backend before every collective (the program called deepspeed.comm before deepspeed.init_distributed: crash,
+    #      as torch's "Default process group has not been initialized"); accelerate/state.py refuses RTX 40-series GPUs
+    #      without NCCL_P2P_DISABLE / NCCL_IB_DISABLE on old drivers (config). Not a row: runner.py's "Unable to find
+    #      hostfile, will proceed with training with local resources only." (every single-node DeepSpeed launch prints it;
+    #      rounds 7, 10 and 14 labelled it healthy).
+    Family(
+        "deepspeed-launch",
+        "deepspeed 0.19.8 (the .venv): deepspeed/accelerator/real_accelerator.py, deepspeed/comm/comm.py; "
+        "accelerate 1.11.0: accelerate/state.py",
+        "DeepSpeed or accelerate found the launch incomplete: no GPU detected (the job runs on the CPU), no distributed "
+        "backend initialised, or NCCL settings a GPU needs",
+        (
+            ("Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it.",
+             "config", "warning"),
+            ("DeepSpeed backend not set, please initialize it using init_process_group()", "crash", "fatal"),
+            ("Using RTX 4000 series doesn't support faster communication broadband via P2P or IB.", "config", "fatal"),
+        ),
+    ),
     # LLaMA-Factory's argument checks: the .venv's llamafactory hparams/parser.py, every `raise ValueError` text
     #      (_parse_args, _set_transformers_logging's Trackio check, _verify_model_args, get_train_args, get_infer_args):
     #      a combination of the training arguments (stage, finetuning type, quantization, DeepSpeed stage, device,
@@ -5250,6 +5272,20 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
                 f"MIOpen Error: /MIOpen/src/hip/handlehip.cpp:119: hipHostMalloc 1073741824: {group[-1]}",
             )
         )
+    # after round 37 (after-sight): the same exception as MIOpen's find path logs it and tries the next solver
+    # (src/conv/solver_finders.cpp EvaluateInvokers MIOPEN_LOG_E(ex.what()), 2d1fd997; `miopen-log-throw`): a warning
+    for (category, _severity), group in texts.items():
+        alternatives = "|".join(re.escape(text) for text in group)
+        rows.append(
+            (
+                MIOPEN_LOG_ERROR + rf".*: (?:{alternatives})\s*$",
+                ": error [",
+                category,
+                "warning",
+                f"MIOpen(HIP): Error [EvaluateInvokers] /MIOpen/src/hipoc/hipoc_kernel.cpp:106: Failed to launch kernel: "
+                f"{group[-1]}",
+            )
+        )
 
     # RCCL's / NCCL's check macros (see the docstring): only the quoted texts whose HIP row is version-mismatch (no
     #      kernel image or binary for this GPU, invalid device function / image / kernel file, file or symbol not
@@ -5354,6 +5390,7 @@ _SHARED = {
     "cxx-filesystem": (" cannot open directory: ",),
     "amdkfd-gpuvm": (),
     "rocr-debug": (),
+    "deepspeed-launch": (),
     "torch-c10d-store": (),
     "deepspeed-config": (
         " has to be greater than 0",
