@@ -1193,6 +1193,12 @@ RULES: tuple[Rule, ...] = (
     _rule("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout|timed out in blocking wait",
           "collective-timeout", "fatal",
           "a collective waited past the process-group timeout: a peer died, hung or diverged", cascade=True),
+    # turn 26: c10d's Work::wait(timeout) (torch/csrc/distributed/c10d/Work.cpp; "Operation timed out!" in torch
+    # 2.13.0's libtorch_cpu.so strings): a work object, a gloo collective's or a send / recv's, was not done within
+    # the timeout its caller gave (work.wait(timeout), monitored_barrier's gloo waits)
+    _rule("c10d-work-wait-timeout", r"\bOperation timed out!", "collective-timeout", "fatal",
+          "a collective's work did not complete within the wait's timeout: a peer died, hung or never called it",
+          needles=("timed out!",), cascade=True),
     _rule("nccl-watchdog-exception", r"Exception \(either an error or timeout\) detected by watchdog"
           r"|failure detected by watchdog at work|Timeout at NCCL work: \d+", "collective-timeout", "fatal",
           "the watchdog saw a failed or timed-out collective", cascade=True),

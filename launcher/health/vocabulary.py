@@ -928,6 +928,12 @@ FAMILIES: tuple[Family, ...] = (
             ("Failed to initialize parser -%d", "gpu-fault", "warning"),
             # added after round 9: amdkfd/kfd_process_queue_manager.c pqm_destroy_queue pr_err (code search, 6.x trees)
             ("Pasid 0x%x destroy queue %d failed, ret %d", "gpu-fault", "fatal"),
+            # turn 26: pqm_create_queue's pr_err in every form (geohot/amdgpu-dkms 6153aa4c kfd_process_queue_manager.c
+            # "Pasid 0x%x DQM create queue type %d failed. ret %d"; before 2018 "... create queue %d failed ...", with
+            # the pasid in decimal before that, code index): kfd printed it without its "kfd2kgd: " prefix then, so the
+            # `amdkfd-gpuvm` row behind the prefix missed it. The driver could not create the process's queue (a hung
+            # scheduler's -ETIME, or out of doorbells / memory): a warning, as that row; the runtime's error follows
+            ("Pasid %s DQM create queue %s failed. ret %d", "gpu-fault", "warning"),
             # added after round 10: gfx_v9_0.c / gfx_v9_4_3.c gfx_v9_0_wait_for_rlc_serdes DRM_INFO (code search): the RLC
             # did not answer while the driver programmed the shader engines, printed during a GPU init or reset
             ("Timeout wait for RLC serdes %u,%u", "gpu-fault", "warning"),
