@@ -1190,7 +1190,9 @@ RULES: tuple[Rule, ...] = (
 
     # ---- collective-timeout: usually a symptom; the rank that never arrived is the cause
     #      (ProcessGroupNCCL.cpp: WorkNCCL::checkTimeout, Watchdog::runLoop, HeartbeatMonitor::runLoop)
-    _rule("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout|timed out in blocking wait",
+    # after round 38: PyTorch 1.x's blocking wait (WorkNCCL::synchronizeInternal, code index: "[Rank N] Caught collective
+    # operation timeout: <work> ran for N milliseconds before timing out.") says it without "Watchdog"
+    _rule("nccl-watchdog-timeout", r"(?:Watchdog |\] )caught collective operation timeout|timed out in blocking wait",
           "collective-timeout", "fatal",
           "a collective waited past the process-group timeout: a peer died, hung or diverged", cascade=True),
     # turn 26: c10d's Work::wait(timeout) (torch/csrc/distributed/c10d/Work.cpp; "Operation timed out!" in torch

@@ -714,6 +714,17 @@ FAMILIES: tuple[Family, ...] = (
             ("Parsing compile options failed.", "version-mismatch", "warning"),
             ("Parsing link options failed.", "version-mismatch", "warning"),
             ("Sampler creation failed for device: 0x%x", "crash", "warning"),
+            # after round 38: the texts whose string literal starts on the line after the call (the first enumeration
+            # read one line per call), same commit
+            ("Failed to launch hostcall listener", "config", "warning"),
+            ("Failed to create hostcall buffer for hardware queue %p", "oom", "warning"),
+            ("Free memory set to zero on device 0x%lx, requested size = 0x%zx, freeMem_ = 0x%zx", "oom", "warning"),
+            ("Cannot have both coherent and non-coherent flags at the same time, flags: %u coherent flags: %u",
+             "crash", "warning"),
+            ("Currently only 2 dimensions (0,1) are valid,dim : %d", "crash", "warning"),
+            ("Currently only 3 dimensions (0,1,2) are valid,dim : %d", "crash", "warning"),
+            ("[hipGraph] Enqueue event record command failed for node %p - status %d", "crash", "warning"),
+            ("[hipGraph] Enqueue stream wait command failed for node %p - status %d", "crash", "warning"),
         ),
         prefix=CLR_ERROR_LEVEL + r".*?",
         example_prefix=":1:rocdevice.cpp            :2212: 51823902415 us: [pid:4021  tid:0x7f3a1cfff640] ",
