@@ -211,28 +211,23 @@ def _longest_literal(items: list) -> str:
 
 def _vocabulary(*families: str) -> tuple[Rule, ...]:
     """The rules generated from the emitters' own error lists (launcher/health/vocabulary.py), one per family and
-    (category, severity); their needles are the rows' literal texts."""
-    return tuple(
-        Rule(name, regex, category, severity, hint, _cascade(family), needles=None)
-        if _error_level(family)
-        else _rule(name, regex, category, severity, hint, needles=tuple(needles), cascade=_cascade(family))
-        for family in families
+    (category, severity); their needles are the rows' literal texts. A family's table says whether its every message
+    is a survivor's symptom (`Family.cascade`) and whether it is tried only on lines with an error-level prefix
+    (`Family.error_level`: no literals, so the rule has no needles)."""
+    rules = []
+    for family in families:
+        table = vocabulary.family_named(family)
+        cascade = table is not None and table.cascade
+        error_level = table is not None and table.error_level
         for name, regex, category, severity, hint, needles in _derive(
             "family", family, functools.partial(_family_rules, family)
-        )
-    )
-
-
-def _cascade(family: str) -> bool:
-    """A family whose every message is a survivor's symptom (vocabulary.py `Family.cascade`)."""
-    table = vocabulary.family_named(family)
-    return table is not None and table.cascade
-
-
-def _error_level(family: str) -> bool:
-    """A family tried only on lines with an error-level prefix (vocabulary.py `Family.error_level`): no literals."""
-    table = vocabulary.family_named(family)
-    return table is not None and table.error_level
+        ):
+            rules.append(
+                Rule(name, regex, category, severity, hint, cascade, needles=None)
+                if error_level
+                else _rule(name, regex, category, severity, hint, needles=tuple(needles), cascade=cascade)
+            )
+    return tuple(rules)
 
 
 def _family_rules(family: str) -> list[list[Any]]:
@@ -1005,16 +1000,15 @@ RULES: tuple[Rule, ...] = (
     # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
     # process whose GPU queue faulted. Turn 20: PyTorch's own checks of a program's tensors (`torch-aten`)
     *_vocabulary("amdkfd-device", "amdkfd", "amdkfd-warn", "torch-cuda", "torch-aten", "checkpoint-load", "torch-c10d-api",
-                "torch-c10d-store"),
+                 "torch-c10d-store"),
     # Round 22's writers (issue 26, configuration errors by meaning; vocabulary.py): amdgpu's missing PCIe atomics, gloo's
     # TCP transport, DeepSpeed's / LLaMA-Factory's / transformers' argument checks, Slurm's error strings and step reports.
     # Before the rendezvous, network and crash rules below ("Connection timed out", "Connection closed by peer") and
     # long before `python-exceptions` and the last resort, which would name "ValueError: <a DeepSpeed check>" a config
     # warning and "AssertionError: ..." a crash warning
     *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "deepspeed-launch",
-                 "llamafactory-args",
-                  "transformers-args", "slurm-errno", "slurm-step", "slurm-socket",
-                  "slurm-step-setup"),
+                 "llamafactory-args", "transformers-args", "slurm-errno", "slurm-step", "slurm-socket",
+                 "slurm-step-setup"),
     # w3-r23 (before round 23; vocabulary.py): amdkfd's memory manager and queue managers behind "kfd2kgd: " / "amdgpu: "
     # (before the last resort, which named the "kfd2kgd: " lines unclassified), and HCC's "Unknown Error Code" status
     *_vocabulary("amdkfd-gpuvm", "hcc-status"),

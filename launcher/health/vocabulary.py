@@ -485,17 +485,16 @@ FAMILIES: tuple[Family, ...] = (
     # ---- turn 26 (before round 37): CLR's error level, text by text. Of ROCm/clr's (f9f995c6) 594 distinct
     #      LogError / LogPrintfError / ClPrint(LOG_ERROR) texts, 354 were flagged only by the error-level prefix
     #      (`glog-error-level`: "unclassified"). The 211 of them printed by the Linux backend (hipamd/src, rocclr/device,
-    #      device/rocm, platform, elf; not pal*, the D3D interop or the format-only texts "%s") are named here by what
-    #      the call that failed was
-    #      doing: an allocation or a queue/stream/buffer the runtime could not create is oom; a copy, map, fill, DMA,
+    #      device/rocm, platform, elf; not pal*, the D3D interop or the format-only texts "%s"; 8 more after round 38,
+    #      below) are named here by what the call that failed was doing: an allocation or a queue/stream/buffer the runtime could not create is oom; a copy, map, fill, DMA,
     #      hostcall or printf-buffer submission that failed on the device is gpu-fault; a code object, ELF, kernel
     #      metadata, build or link option the runtime cannot read is version-mismatch; a runtime part that cannot start
     #      (compiler, blit kernels, profiler library, HMM, NUMA policy, GL interop) is config; an argument, pointer,
     #      handle, image or graph node the caller passed that the runtime rejects is crash. Warnings: CLR returns a
     #      hipError_t to the caller after logging, and the caller's report of that status (PyTorch's "HIP error: ...")
     #      is the fatal line; the CLR line says where. Tried only on a line CLR wrote at its error level
-    #      (`error_level`): short texts such as "Invalid dimension" would mean nothing on another line, and the rules add no literal to
-    #      the scan every line pays for.
+    #      (`error_level`): short texts such as "Invalid dimension" would mean nothing on another line, and the rules
+    #      add no literal to the scan every line pays for.
     Family(
         "clr-log-error",
         "ROCm/clr hipamd/src/*.cpp, rocclr/device/*.cpp, rocclr/device/rocm/*.cpp, rocclr/platform/*.cpp LogError / "
@@ -3915,12 +3914,11 @@ FAMILIES: tuple[Family, ...] = (
     # ---- after round 37 (after-sight): DeepSpeed's and accelerate's launch-time checks (the .venv's deepspeed 0.19.8 and
     #      accelerate 1.11.0, read there): deepspeed/accelerator/real_accelerator.py warns that it found no GPU and falls
     #      back to the CPU accelerator (a GPU job whose GPUs are not visible: config, a warning: the job goes on, slowly,
-    #      or fails later); deepspeed/comm/comm.py asserts a
-    #      backend before every collective (the program called deepspeed.comm before deepspeed.init_distributed: crash,
-    #      as torch's "Default process group has not been initialized"); accelerate/state.py refuses RTX 40-series GPUs
-    #      without NCCL_P2P_DISABLE / NCCL_IB_DISABLE on old drivers (config). Not a row: runner.py's "Unable to find
-    #      hostfile, will proceed with training with local resources only." (every single-node DeepSpeed launch prints it;
-    #      rounds 7, 10 and 14 labelled it healthy).
+    #      or fails later); deepspeed/comm/comm.py asserts a backend before every collective (the program called
+    #      deepspeed.comm before deepspeed.init_distributed: crash, as torch's "Default process group has not been
+    #      initialized"); accelerate/state.py refuses RTX 40-series GPUs without NCCL_P2P_DISABLE / NCCL_IB_DISABLE on
+    #      old drivers (config). Not a row: runner.py's "Unable to find hostfile, will proceed with training with local
+    #      resources only." (every single-node DeepSpeed launch prints it; rounds 7, 10 and 14 labelled it healthy).
     Family(
         "deepspeed-launch",
         "deepspeed 0.19.8 (the .venv): deepspeed/accelerator/real_accelerator.py, deepspeed/comm/comm.py; "
@@ -4228,11 +4226,11 @@ FAMILIES: tuple[Family, ...] = (
     #      shaped texts, 119 were only flagged `unclassified` by the last resort; these 46 are those a job or step meets
     #      (not: burst buffer, hetjob, X11 tunnel internals, spank per-task steps, LZ4, the environment setters, and the
     #      four mgr.c texts it prints with info() or debug(): "job_manager exiting with aborted job", code index). Every
-    #      row sits behind "<command>: error: ", so a text Slurm prints at another level never matches. The
-    #      request, the node's set-up (plugins, prolog, slurmd's conf, cgroups, PAM, the working directory) are config,
-    #      fatal where the step cannot start; the step tree's messages to slurmd / slurmctld network; an allocation
-    #      oom; a task killed or aborted crash warnings (the task's own lines say why). After `slurm-errno` and
-    #      `slurm-socket`, whose texts name a %m more precisely.
+    #      row sits behind "<command>: error: ", so a text Slurm prints at another level never matches. The request, the
+    #      node's set-up (plugins, prolog, slurmd's conf, cgroups, PAM, the working directory) are config, fatal where
+    #      the step cannot start; the step tree's messages to slurmd / slurmctld network; an allocation oom; a task that
+    #      could not be put in its process group a crash warning. After `slurm-errno` and `slurm-socket`, whose texts
+    #      name a %m more precisely.
     Family(
         "slurm-step-setup",
         "Slurm 22.05.8 /usr/bin/srun and /usr/sbin/slurmstepd strings (SchedMD/slurm src/srun/srun_job.c, "
@@ -5277,25 +5275,23 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
         group = texts.setdefault((category, severity), [])
         if text not in group:
             group.append(text)
-    rows = []
+    # MIOpen's exception as try_() prints it, and (after round 37) as its find path logs it and tries the next solver
+    # (src/conv/solver_finders.cpp EvaluateInvokers MIOPEN_LOG_E(ex.what()), 2d1fd997; `miopen-log-throw`): a warning
+    thrown, logged = [], []
     for (category, severity), group in texts.items():
-        alternatives = "|".join(re.escape(text) for text in group)
-        rows.append(
+        tail = rf".*: (?:{'|'.join(re.escape(text) for text in group)})\s*$"
+        thrown.append(
             (
-                rf"MIOpen Error: .*: (?:{alternatives})\s*$",
+                "MIOpen Error: " + tail,
                 "miopen error:",
                 category,
                 severity,
                 f"MIOpen Error: /MIOpen/src/hip/handlehip.cpp:119: hipHostMalloc 1073741824: {group[-1]}",
             )
         )
-    # after round 37 (after-sight): the same exception as MIOpen's find path logs it and tries the next solver
-    # (src/conv/solver_finders.cpp EvaluateInvokers MIOPEN_LOG_E(ex.what()), 2d1fd997; `miopen-log-throw`): a warning
-    for (category, _severity), group in texts.items():
-        alternatives = "|".join(re.escape(text) for text in group)
-        rows.append(
+        logged.append(
             (
-                MIOPEN_LOG_ERROR + rf".*: (?:{alternatives})\s*$",
+                MIOPEN_LOG_ERROR + tail,
                 ": error [",
                 category,
                 "warning",
@@ -5303,6 +5299,7 @@ def _hip_status_relay_rows() -> list[tuple[str, str, str, str, str]]:
                 f"{group[-1]}",
             )
         )
+    rows = [*thrown, *logged]
 
     # RCCL's / NCCL's check macros (see the docstring): only the quoted texts whose HIP row is version-mismatch (no
     #      kernel image or binary for this GPU, invalid device function / image / kernel file, file or symbol not
