@@ -4530,6 +4530,197 @@ FAMILIES: tuple[Family, ...] = (
             ("Write to client failed. code:%s name:%s desc:%s.", "network", "warning"),
         ),
     ),
+    # ---- turn 27 (before round 39): the c10d backends' own C++ texts. torch 2.13.0's CUDA wheel from PyPI
+    #      (torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl; ROCm builds hipify the same files, so the texts are
+    #      RCCL's too): `strings` of lib/libtorch_cuda.so around torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp,
+    #      NCCLUtils.cpp and the CUDA paths of ProcessGroupGloo.cpp; the .venv's CPU libtorch_cpu.so around
+    #      ProcessGroupGloo.cpp, ProcessGroupWrapper.cpp, GlooDeviceFactory.cpp, ProcessGroup.cpp, Work.cpp,
+    #      control_collectives/StoreCollectives.cpp and reducer.cpp. The texts no rule named (the last resort called
+    #      most of them `unclassified` behind "RuntimeError: ", or guessed a category from one word). The TORCH_CHECKs
+    #      of a program's collective calls (tensors not contiguous, on the wrong device, lists of the wrong length, a
+    #      reduce op the backend lacks, DDP's static-graph and bucket rules) are the caller's misuse: crash, fatal (each
+    #      raises). An operation this build or NCCL version lacks (graph capture before NCCL 2.9.6, the NCCL memory
+    #      allocator, shrink before 2.27, libuv, a gloo transport not compiled in) is version-mismatch; a wrong
+    #      TORCH_DISTRIBUTED_DEBUG value or an empty gloo interface is config; the store-based control collectives'
+    #      "missing ranks" are collective-timeout (they time out waiting); an NCCL buffer (de)registration that failed is
+    #      comm-error. Not rows: INTERNAL ASSERT texts (`torch-aten`'s row), "Expected ... to be true, but got false"
+    #      (a generic check), the schema strings, the P2P / eager-init and "Guessing device ID" hints, which healthy runs
+    #      print.
+    Family(
+        "torch-c10d-backend",
+        "torch 2.13.0: lib/libtorch_cuda.so of the CUDA wheel from PyPI (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, "
+        "NCCLUtils.cpp, ProcessGroupGloo.cpp's CUDA paths) and the .venv's lib/libtorch_cpu.so (ProcessGroupGloo.cpp, "
+        "ProcessGroupWrapper.cpp, GlooDeviceFactory.cpp, ProcessGroup.cpp, Work.cpp, control_collectives/"
+        "StoreCollectives.cpp, reducer.cpp), `strings`",
+        "a c10d backend (ProcessGroupNCCL on RCCL, ProcessGroupGloo) refused the program's collective call: the tensors, "
+        "lists or reduce op it passed (the traceback names the call), or a feature this build or NCCL/RCCL lacks",
+        (
+            # ProcessGroupNCCL.cpp: the program's tensors and calls
+            ("Input tensor data type is not supported for NCCL process group: %s", "crash", "fatal"),
+            ("Color must be a non-negative value or NCCL_SPLIT_NOCOLOR (-1), but got %s", "crash", "fatal"),
+            ("Cannot use ReduceOp.%s with NCCL", "crash", "fatal"),
+            ("Cannot use ReduceOp.AVG with boolean inputs", "crash", "fatal"),
+            ("PreMulSum Data type must be half, float, bfloat16 or double", "crash", "fatal"),
+            ("Tensors must be CUDA and dense", "crash", "fatal"),
+            ("Tensors for P2P must be non-overlapping and dense", "crash", "fatal"),
+            ("Tensors must be non-overlapping and dense", "crash", "fatal"),
+            ("Tensors must be contiguous", "crash", "fatal"),
+            ("Tensors must be on the same device", "crash", "fatal"),
+            ("Tensor options must include device", "crash", "fatal"),
+            ("Tensor found on device %s but backend constrained to %s", "crash", "fatal"),
+            ("Tensor list must be nonempty", "crash", "fatal"),
+            ("Incorrect output list size %s. Output list size should be %s", "crash", "fatal"),
+            ("Incorrect input list size %s. Input list size should be %s", "crash", "fatal"),
+            ("ProcessGroupNCCL does not support %s", "crash", "fatal"),
+            ("No parent communicator exists for nocolor split", "crash", "fatal"),
+            ("NCCL communicator not initialized.", "crash", "fatal"),
+            ("NCCL communicator has not been initialized before mem pool creation.", "crash", "fatal"),
+            ("Trying to unregister not previously registered pool", "crash", "fatal"),
+            ("Mismatch between CUDA memory segment device and %s", "crash", "fatal"),
+            ("NCCL tensor allocator expects cuda type but got %s", "crash", "fatal"),
+            ("Cannot exclude all ranks (%s", "crash", "fatal"),
+            ("ProcessGroupNCCL::split: rank %s has no device is bound to this rank.", "crash", "fatal"),
+            ("Expecting one tensor only but got multiple. You are probably using multiple devices under one thread.",
+             "crash", "fatal"),
+            ("Unsupported Float8 type for NCCL reduction", "crash", "fatal"),
+            ("NCCL does not support all_reduce with sparse tensors.", "crash", "fatal"),
+            ("Something went wrong. Did you call end_coalescing before start_coalescing?", "crash", "fatal"),
+            ("Not able to create/get the NCCL Communicator since the GPU devices are not known", "crash", "fatal"),
+            ("Attempt to perform collective on tensor not on device passed to init_process_group", "crash", "fatal"),
+            ("Communicators not populated in cache!", "crash", "fatal"),
+            ("Tensor input and output of %s must have the same number of elements", "crash", "fatal"),
+            ("Tensors must have identical type", "crash", "fatal"),
+            ("Expected list of tensors on the same device", "crash", "fatal"),
+            ("input tensor must be the same type as the output tensor.", "crash", "fatal"),
+            ("input tensor must be the same size as output size times world size", "crash", "fatal"),
+            ("Parent communicator missing in eager initialization mode.", "crash", "fatal"),
+            ("requires a single-element output list containing a list with %s", "crash", "fatal"),
+            ("requires a single-element input list containing a list with %s", "crash", "fatal"),
+            ("output tensor must have the same type as input tensor", "crash", "fatal"),
+            ("output tensor size must be equal to world_size times input tensor size", "crash", "fatal"),
+            ("%s does not support monitoredBarrier, only GLOO supports monitored barrier.", "crash", "fatal"),
+            ("Capturing NCCL collectives is only allowed with NCCL >= 2.9.6", "version-mismatch", "fatal"),
+            ("NCCL mem allocator is not supported in this NCCL version", "version-mismatch", "fatal"),
+            ("ProcessGroupNCCL::shrink requires NCCL version 2.27.0 or later. Found version: %s",
+             "version-mismatch", "fatal"),
+            ("Failed to register segment with ptr %s", "comm-error", "fatal"),
+            ("Failed to deregister segment handle %s", "comm-error", "fatal"),
+            ("Failed to window register segment with ptr %s", "comm-error", "fatal"),
+            ("Failed to window deregister segment handle %s", "comm-error", "fatal"),
+            # ProcessGroupGloo.cpp, GlooDeviceFactory.cpp
+            ("ProcessGroupGloo::allreduce: unsupported layout", "crash", "fatal"),
+            ("Cannot use ReduceOp.PREMUL_SUM with Gloo", "crash", "fatal"),
+            ("Cannot use ReduceOp.%s with non-integral dtype", "crash", "fatal"),
+            ("Tensor's dim 0 does not divide equally across group size", "crash", "fatal"),
+            ("Number of tensor splits not equal to group size", "crash", "fatal"),
+            ("Split sizes doesn't match total dim 0 size", "crash", "fatal"),
+            ("ProcessGroupGloo::send takes a single tensor", "crash", "fatal"),
+            ("input tensor has to be contiguous", "crash", "fatal"),
+            ("requires non-empty tensor list", "crash", "fatal"),
+            ("requires non-empty input tensor list", "crash", "fatal"),
+            ("invalid tensor layout at index %s", "crash", "fatal"),
+            ("invalid tensor type at index %s", "crash", "fatal"),
+            ("invalid tensor size at index %s", "crash", "fatal"),
+            ("unsupported reduction operation (allreduce of sparse tensors only works with ReduceOp.SUM)", "crash", "fatal"),
+            ("requires input/output tensor lists to have the same length", "crash", "fatal"),
+            ("reduce_scatter only supports 1 output", "crash", "fatal"),
+            ("invalid input tensor list size, must be world size", "crash", "fatal"),
+            ("tensors must all have the same type", "crash", "fatal"),
+            ("tensors must all be on the same device", "crash", "fatal"),
+            ("requires a single-element tensor list", "crash", "fatal"),
+            ("requires a single-element input tensor list", "crash", "fatal"),
+            ("requires a single-element output tensor list", "crash", "fatal"),
+            ("output tensor and input tensor must be on the same type of device", "crash", "fatal"),
+            ("input and output tensors must have the same %s", "crash", "fatal"),
+            ("input and output tensors must be on the same device", "crash", "fatal"),
+            ("invalid output tensor list at index %s", "crash", "fatal"),
+            ("output lists should be equal to world size", "crash", "fatal"),
+            ("invalid output size: (expected length %s", "crash", "fatal"),
+            ("invalid size of output tensor at index %s", "crash", "fatal"),
+            ("Sparse dimensions do not match", "crash", "fatal"),
+            ("tensors in the nested tensor vectors need to be on the same device", "crash", "fatal"),
+            ("Work needs to be completed before calling result(). Should call wait() before result().", "crash", "fatal"),
+            ("GlooDeviceFactory::makeTCPDevice(): interface or hostname can't be empty", "config", "fatal"),
+            ("makeDeviceFor%s(): unsupported gloo device", "version-mismatch", "fatal"),
+            # ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL), StoreCollectives.cpp, ProcessGroup.cpp, Work.cpp
+            ("ProcessGroupWrapper: Monitored Barrier encountered error running collective: %s",
+             "collective-timeout", "fatal"),
+            ("gather failed -- missing ranks: %s", "collective-timeout", "fatal"),
+            ("barrier failed -- missing ranks: %s", "collective-timeout", "fatal"),
+            ("all_gather failed -- missing ranks: %s", "collective-timeout", "fatal"),
+            ("The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or DETAIL.", "config", "fatal"),
+            ("Could not resolve the process group registered under the name %s", "crash", "fatal"),
+            ("A process group is already registered under the name %s", "crash", "fatal"),
+            ("Split ranks cannot be empty.", "crash", "fatal"),
+            ("Split ranks should not have duplicates.", "crash", "fatal"),
+            ("Could not retrieve or create the backend %s", "crash", "fatal"),
+            ("use_libuv was requested but PyTorch was built without libuv support", "version-mismatch", "fatal"),
+            ("sourceRank() may only be called on work objects that correspond to a recv or recv-from-any call.",
+             "crash", "fatal"),
+            ("Store is down while %s", "rendezvous", "fatal"),
+            # ATen's ivalue Future (aten/src/ATen/core/ivalue_inl.h, the same library): a collective's result on
+            # streams or devices the program did not expect, a future completed twice
+            ("Streams have a mix of device types: %s", "crash", "fatal"),
+            ("The result contained tensors residing on device(s) %s which are not among the expected device(s) %s",
+             "crash", "fatal"),
+            ("Expected all data ptrs to be on a device of type %s", "crash", "fatal"),
+            ("Error already set on this Future: %s", "crash", "fatal"),
+            ("Attempting to mark a completed Future as complete again.", "crash", "fatal"),
+            # reducer.cpp (DDP), beyond `torch-aten`'s rows
+            ("set_static_graph() should be called before training loop starts and after DistributedDataParallel is "
+             "constructed.", "crash", "fatal"),
+            ("Gradient became undefined between defer and flush for variable %s", "crash", "fatal"),
+            ("received invalid bucket_size, was abort called?", "crash", "fatal"),
+            ("Your training graph has changed in this iteration, e.g., one parameter is unused in first iteration, but "
+             "then got used in the second iteration. this is not compatible with static_graph set to True.",
+             "crash", "fatal"),
+            ("Compiled autograd is not compatible with C++ DDP Reducer", "crash", "fatal"),
+            ("All parameters in a bucket must have the same dtype.", "crash", "fatal"),
+            ("%s appears not to match sizes of the same param in process 0.", "crash", "fatal"),
+            ("%s appears not to match strides of the same param in process 0.", "crash", "fatal"),
+        ),
+        # after "RuntimeError: " / "DistBackendError: ", a C++ "what():  ", or c10's "[... file.cpp:N] " log prefix;
+        # ProcessGroupGloo / ProcessGroupNCCL put the call's name first ("ProcessGroupGloo::gather: ")
+        prefix=r"(?:Error: |what\(\):\s+|\] )(?:[\w:]+: )?",
+        example_prefix="RuntimeError: ",
+    ),
+    # ---- turn 27 (before round 39): the same libraries' logged texts (LOG(WARNING) / LOG(ERROR) / TORCH_WARN behind
+    #      c10's "[W1207 16:00:00.123 ProcessGroupNCCL.cpp:1234] " prefix, or the desync report inside a timeout's
+    #      exception): warnings, each beside or after the line that fails the job. Gloo falling back to the loopback
+    #      address (GLOO_SOCKET_IFNAME unset and the hostname not resolvable) is config: a multi-node job then cannot
+    #      connect. Unwaited functional collectives at exit are the program's (crash). The flight recorder's and the
+    #      debug pipe's files that could not be written are config. The desync report (TORCH_NCCL_DESYNC_DEBUG) names
+    #      the ranks a timed-out collective waited for: collective-timeout. ProcessGroupNCCL's failures to destroy a
+    #      communicator or deregister a pool are comm-error; the store's server thread dying is rendezvous.
+    Family(
+        "torch-c10d-backend-log",
+        "torch 2.13.0: lib/libtorch_cuda.so of the CUDA wheel from PyPI (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, "
+        "FlightRecorderCuda.cpp) and the .venv's lib/libtorch_cpu.so (c10d/ProcessGroupGloo.cpp, FlightRecorder.cpp, "
+        "TCPStoreBackend.cpp, Functional.cpp), `strings`",
+        "PyTorch's distributed backend logged a problem beside the failure: the desync report's ranks, an unusable "
+        "network interface or debug file, a communicator it could not tear down",
+        (
+            ("Unable to resolve hostname to a (local) address. Using the loopback address as fallback.",
+             "config", "warning"),
+            ("At the time of process termination, there are still %d unwaited collective calls.", "crash", "warning"),
+            ("Error opening file for writing Flight Recorder debug info: %s", "config", "warning"),
+            ("Error writing Flight Recorder debug info to file: %s", "config", "warning"),
+            ("Error creating named pipe %s", "config", "warning"),
+            ("Error opening named pipe %s", "config", "warning"),
+            ("To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+             "collective-timeout", "warning"),
+            ("] joined but didn't finish collective #%s", "collective-timeout", "warning"),
+            ("] Timeout at collective: %s", "collective-timeout", "warning"),
+            ("] are the lagging ranks that caused this timeout. They never joined any collectives",
+             "collective-timeout", "warning"),
+            ("Failed to destroy the NCCL device communicator, skipping", "comm-error", "warning"),
+            ("Failed to deregister memory pool, ignoring", "comm-error", "warning"),
+            ("remote error detected from rank: %d", "comm-error", "fatal"),
+            ("TCPStoreMasterDaemon::run() failed with exception: %s", "rendezvous", "warning"),
+        ),
+        example_prefix="[rank1]:[W1207 16:00:00.123456789 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) "
+        "Rank 1] ",
+    ),
     # ---- turn 26 (before round 37): ROCr's debug_print texts (ROCm/ROCR-Runtime c7785a6d, fetched; core/util/utils.h:
     #      printed to stderr only by a build without NDEBUG, as distributions' and users' debug builds are) that no rule
     #      named: scratch memory the runtime could not map or allocate for a queue (oom: it lowers the queue's occupancy
@@ -5406,6 +5597,8 @@ _SHARED = {
     "rocr-debug": (),
     "deepspeed-launch": (),
     "torch-c10d-store": (),
+    "torch-c10d-backend": (),
+    "torch-c10d-backend-log": (),
     "deepspeed-config": (
         " has to be greater than 0",
         "deepspeedconfig: ",
