@@ -1000,7 +1000,7 @@ RULES: tuple[Rule, ...] = (
     # torch.cuda's own checks on ROCm. Before the crash rules: "Sending SIGSEGV to process ..." is amdkfd stopping a
     # process whose GPU queue faulted. Turn 20: PyTorch's own checks of a program's tensors (`torch-aten`)
     *_vocabulary("amdkfd-device", "amdkfd", "amdkfd-warn", "torch-cuda", "torch-aten", "checkpoint-load", "torch-c10d-api",
-                 "torch-c10d-store", "torch-c10d-backend", "torch-c10d-backend-log"),
+                 "torch-c10d-store", "torch-c10d-backend", "torch-c10d-backend-log", "torch-c10-allocator"),
     # Round 22's writers (issue 26, configuration errors by meaning; vocabulary.py): amdgpu's missing PCIe atomics, gloo's
     # TCP transport, DeepSpeed's / LLaMA-Factory's / transformers' argument checks, Slurm's error strings and step reports.
     # Before the rendezvous, network and crash rules below ("Connection timed out", "Connection closed by peer") and

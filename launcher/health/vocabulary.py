@@ -4721,6 +4721,45 @@ FAMILIES: tuple[Family, ...] = (
         example_prefix="[rank1]:[W1207 16:00:00.123456789 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) "
         "Rank 1] ",
     ),
+    # ---- turn 27 (before round 39): the device caching allocator and device set-up of c10. torch 2.13.0's CUDA wheel
+    #      from PyPI, `strings` of lib/libc10_cuda.so (c10/cuda/CUDACachingAllocator.cpp, CUDAFunctions.cpp,
+    #      driver_api.cpp; ROCm builds hipify these files, and their texts say "HIP" where these say "CUDA": the rows
+    #      leave that word to a conversion), and the .venv's lib/libc10.so (c10/core/AllocatorConfig.cpp, the
+    #      PYTORCH_CUDA_ALLOC_CONF / PYTORCH_HIP_ALLOC_CONF parser). The allocator's own OOM texts besides "out of memory.
+    #      Tried to allocate" (older rules) are oom; an allocator setting it cannot parse or that conflicts with what the
+    #      program does (sharing expandable segments between processes) is config; a kernel without the pidfd syscalls
+    #      and a sharable handle from another torch are version-mismatch; a program's misuse of the allocator, events or
+    #      device indices is crash; no driver at all is config. All fatal: each raises (the "unknown error ... Setting
+    #      the available devices to be zero" warning only warns).
+    Family(
+        "torch-c10-allocator",
+        "torch 2.13.0: lib/libc10_cuda.so of the CUDA wheel from PyPI (c10/cuda/CUDACachingAllocator.cpp, "
+        "CUDAFunctions.cpp, driver_api.cpp) and the .venv's lib/libc10.so (c10/core/AllocatorConfig.cpp), `strings`",
+        "PyTorch's GPU memory allocator or device set-up: memory exhausted, an allocator setting "
+        "(PYTORCH_HIP_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF) it rejects, or no usable driver",
+        (
+            ("expandable_segments: memory mapping failed with OOM on device %s", "oom", "fatal"),
+            ("memory allocation failed with OOM on device %s", "oom", "fatal"),
+            ("%s driver initialization failed, you might not have a %s gpu.", "config", "fatal"),
+            ("%s unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable %s "
+             "after program start. Setting the available devices to be zero.", "config", "warning"),
+            ("Tensors allocated with expandable_segments:True cannot be shared between processes.", "config", "fatal"),
+            ("Cannot share an expandable_segments allocation: IPC handles are %s", "config", "fatal"),
+            ("The kernel on this machine does not support the %s syscall needed to use IPC for %s tensors when "
+             "expandable_segments:True is set.", "version-mismatch", "fatal"),
+            ("received sharable handle from a future version of torch that this version does not know how to handle",
+             "version-mismatch", "fatal"),
+            ("Expected 'True' or 'False' at index %s in ConfigTokenizer", "config", "fatal"),
+            ("Expected closing bracket ']' in ConfigTokenizer but reached end of config", "config", "fatal"),
+            ("Unrecognized key '%s' in Accelerator allocator config.", "config", "fatal"),
+            ("garbage_collect_threshold is invalid, set it in (0.0, 1.0)", "config", "fatal"),
+            ("CachingAllocator option %s must be > %s", "config", "fatal"),
+            ("CachingAllocator option %s too small, must be >= %s", "config", "fatal"),
+            ("per_process_memory_fraction is invalid, set it in [0.0, 1.0]", "crash", "fatal"),
+            ("Allocator not initialized for device %s", "crash", "fatal"),
+            ("Both events must be recorded before calculating elapsed time.", "crash", "fatal"),
+        ),
+    ),
     # ---- turn 26 (before round 37): ROCr's debug_print texts (ROCm/ROCR-Runtime c7785a6d, fetched; core/util/utils.h:
     #      printed to stderr only by a build without NDEBUG, as distributions' and users' debug builds are) that no rule
     #      named: scratch memory the runtime could not map or allocate for a queue (oom: it lowers the queue's occupancy
@@ -5599,6 +5638,7 @@ _SHARED = {
     "torch-c10d-store": (),
     "torch-c10d-backend": (),
     "torch-c10d-backend-log": (),
+    "torch-c10-allocator": (),
     "deepspeed-config": (
         " has to be greater than 0",
         "deepspeedconfig: ",
