@@ -4548,8 +4548,8 @@ FAMILIES: tuple[Family, ...] = (
     #      print.
     Family(
         "torch-c10d-backend",
-        "torch 2.13.0: lib/libtorch_cuda.so of the CUDA wheel from PyPI (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, "
-        "NCCLUtils.cpp, ProcessGroupGloo.cpp's CUDA paths) and the .venv's lib/libtorch_cpu.so (ProcessGroupGloo.cpp, "
+        "torch 2.13.0, 2.3.1 and 1.13.1: lib/libtorch_cuda*.so of the CUDA wheels from PyPI (torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp, NCCLUtils.cpp, ProcessGroupGloo.cpp's CUDA paths) and the .venv's lib/libtorch_cpu.so (ProcessGroupGloo.cpp, "
         "ProcessGroupWrapper.cpp, GlooDeviceFactory.cpp, ProcessGroup.cpp, Work.cpp, control_collectives/"
         "StoreCollectives.cpp, reducer.cpp), `strings`",
         "a c10d backend (ProcessGroupNCCL on RCCL, ProcessGroupGloo) refused the program's collective call: the tensors, "
@@ -4658,6 +4658,24 @@ FAMILIES: tuple[Family, ...] = (
             ("sourceRank() may only be called on work objects that correspond to a recv or recv-from-any call.",
              "crash", "fatal"),
             ("Store is down while %s", "rendezvous", "fatal"),
+            # the same files in torch 2.3.1's and 1.13.1's CUDA wheels (PyPI; libtorch_cuda.so, 1.13's
+            # libtorch_cuda_cpp.so), texts 2.13 no longer has: the nonblocking init's timeout, 1.x's health check, the
+            # aborted-communicator broadcast, Work::wait(timeout), the multi-GPU-per-process list checks
+            ("NCCL timeout in communicator initialization.", "rendezvous", "fatal"),
+            ("%s timed out in call to wait().", "collective-timeout", "fatal"),
+            ("ProcessGroupNCCL: Health check failure: Failed to initialize NCCL communicator on rank %s",
+             "comm-error", "fatal"),
+            ("Received abort for NCCL communicator on rank %s. This means that rank has aborted its NCCL communicators "
+             "previously and is not in a healthy state.", "comm-error", "fatal"),
+            ("ProcessGroupNCCL::WorkNCCL::abort not implemented.", "crash", "fatal"),
+            ("Tensor list operands to scatter/gather must have the same length", "crash", "fatal"),
+            ("Tensor list input to scatter/gather must match number of collective participants", "crash", "fatal"),
+            ("Corresponding input/output tensors to scatter/gather must all reside on the same device", "crash", "fatal"),
+            ("All tensor operands to scatter/gather must have the same number of elements", "crash", "fatal"),
+            ("Tensor list mustn't be larger than the number of available GPUs", "crash", "fatal"),
+            ("Tensors must have identical size", "crash", "fatal"),
+            ("Tensors must have identical strides", "crash", "fatal"),
+            ("Tensors must be on distinct GPU devices", "crash", "fatal"),
             # ATen's ivalue Future (aten/src/ATen/core/ivalue_inl.h, the same library): a collective's result on
             # streams or devices the program did not expect, a future completed twice
             ("Streams have a mix of device types: %s", "crash", "fatal"),
@@ -4694,8 +4712,8 @@ FAMILIES: tuple[Family, ...] = (
     #      communicator or deregister a pool are comm-error; the store's server thread dying is rendezvous.
     Family(
         "torch-c10d-backend-log",
-        "torch 2.13.0: lib/libtorch_cuda.so of the CUDA wheel from PyPI (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, "
-        "FlightRecorderCuda.cpp) and the .venv's lib/libtorch_cpu.so (c10d/ProcessGroupGloo.cpp, FlightRecorder.cpp, "
+        "torch 2.13.0, 2.3.1 and 1.13.1: lib/libtorch_cuda*.so of the CUDA wheels from PyPI (torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp, FlightRecorderCuda.cpp) and the .venv's lib/libtorch_cpu.so (c10d/ProcessGroupGloo.cpp, FlightRecorder.cpp, "
         "TCPStoreBackend.cpp, Functional.cpp), `strings`",
         "PyTorch's distributed backend logged a problem beside the failure: the desync report's ranks, an unusable "
         "network interface or debug file, a communicator it could not tear down",
@@ -4717,6 +4735,18 @@ FAMILIES: tuple[Family, ...] = (
             ("Failed to deregister memory pool, ignoring", "comm-error", "warning"),
             ("remote error detected from rank: %d", "comm-error", "fatal"),
             ("TCPStoreMasterDaemon::run() failed with exception: %s", "rendezvous", "warning"),
+            # torch 2.3.1 / 1.13.1 (the CUDA wheels' libtorch_cuda*.so): the older watchdog's notices of a timeout here
+            # or on another rank (the timeout's own line is the fatal one), its writes of an aborted communicator's id
+            ("Received a timeout signal from this local rank and will %s", "collective-timeout", "warning"),
+            ("ProcessGroupNCCL's watchdog detected a collective timeout from the local rank.", "collective-timeout",
+             "warning"),
+            ("Received a global timeout from another rank and will %s", "collective-timeout", "warning"),
+            ("ProcessGroupNCCL's watchdog detected a collective timeout on some other rank and notified current rank.",
+             "collective-timeout", "warning"),
+            ("Error opening file for writing NCCLPG debug info: %s", "config", "warning"),
+            ("Wrote aborted communicator id to store: %s", "comm-error", "warning"),
+            ("Aborting communicators that received errors", "comm-error", "warning"),
+            ("] NCCL watchdog thread terminated with unknown exception", "comm-error", "fatal"),
         ),
         example_prefix="[rank1]:[W1207 16:00:00.123456789 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) "
         "Rank 1] ",
@@ -4733,7 +4763,7 @@ FAMILIES: tuple[Family, ...] = (
     #      the available devices to be zero" warning only warns).
     Family(
         "torch-c10-allocator",
-        "torch 2.13.0: lib/libc10_cuda.so of the CUDA wheel from PyPI (c10/cuda/CUDACachingAllocator.cpp, "
+        "torch 2.13.0, 2.3.1 and 1.13.1: lib/libc10_cuda.so of the CUDA wheels from PyPI (c10/cuda/CUDACachingAllocator.cpp, "
         "CUDAFunctions.cpp, driver_api.cpp) and the .venv's lib/libc10.so (c10/core/AllocatorConfig.cpp), `strings`",
         "PyTorch's GPU memory allocator or device set-up: memory exhausted, an allocator setting "
         "(PYTORCH_HIP_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF) it rejects, or no usable driver",
@@ -4758,6 +4788,10 @@ FAMILIES: tuple[Family, ...] = (
             ("per_process_memory_fraction is invalid, set it in [0.0, 1.0]", "crash", "fatal"),
             ("Allocator not initialized for device %s", "crash", "fatal"),
             ("Both events must be recorded before calculating elapsed time.", "crash", "fatal"),
+            # torch 2.3.1's and 1.13.1's CUDA wheels (libc10_cuda.so): no device at all, expandable segments on a
+            # platform without them (a warning: the allocator goes on without)
+            ("The %s driver failed to init because it didn't find any device", "config", "fatal"),
+            ("expandable_segments not supported on this platform", "config", "warning"),
         ),
     ),
     # ---- turn 26 (before round 37): ROCr's debug_print texts (ROCm/ROCR-Runtime c7785a6d, fetched; core/util/utils.h:
