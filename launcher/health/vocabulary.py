@@ -1655,7 +1655,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "rccl-warn",
         "ROCm/rccl src/ WARN(...) formats not in the curated table, by file (src/bootstrap.cc, src/proxy.cc, "
-        "src/transport/net_ib.cc, src/misc/socket.cc, src/graph/*.cc, ...; commit 0cbce2a7571c907554199fad7e905f16ec0a565c)",
+        "src/transport/net_ib.cc, src/misc/socket.cc, src/graph/*.cc, ...; commit 0cbce2a7571c907554199fad7e905f16ec0a565c; "
+        "8 texts only older releases print, tags rocm-4.0.0 to rocm-6.0.0 of the same tree)",
         "RCCL/NCCL warned before failing: the part of RCCL that warned says where to look; the error follows",
         (
             # src/bootstrap.cc
@@ -1964,6 +1965,20 @@ FAMILIES: tuple[Family, ...] = (
             ("NET/Socket : test called with NULL request", "network", "warning"),
             # src/transport/shm.cc
             ("Ignoring SHM locality, must be 1 (sender side) or 2 (receiver side, default)", "config", "warning"),
+            # turn 27 (before round 39): texts of older RCCL releases (the fetched tree's tags rocm-4.0.0 to rocm-6.0.0)
+            # that HEAD no longer has and that only the generic `nccl-warn` named (comm-error), where their meaning
+            # says otherwise: a setting or topology (config), a build or driver too old (version-mismatch). Not "Connect
+            # to %s failed : %s": the socket rules above name it by its errno, as fatal
+            ("Duplicate virtualId detected : rank %d and rank %d both on GPU device %lx virtualId %d", "config", "warning"),
+            ("Gpus %d and %d both have a type of %d with net %d yet have different netMasks of %lx and %lx",
+             "config", "warning"),
+            ("MSCCL Internal Scheduler: open algorithm %s failed", "config", "warning"),
+            ("MSCCL: max number of channels available (%d) less than required (%d)", "config", "warning"),
+            ("RCCL_ENABLE_HIPGRAPH must be set to non-zero %s", "config", "warning"),
+            ("MSCCL: this version of MSCCL build doesn't support fill Ops", "version-mismatch", "warning"),
+            ("RCCL does not support this ROCm version for HIP graph feature", "version-mismatch", "warning"),
+            ("The installed ROCm driver is older than the minimum version (%d) required for RCCL's HIP Graphs support",
+             "version-mismatch", "warning"),
         ),
         example_prefix="node1:2841:2903 [0] NCCL WARN ",
         prefix=r"NCCL WARN ",
