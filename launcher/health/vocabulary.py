@@ -498,7 +498,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "clr-log-error",
         "ROCm/clr hipamd/src/*.cpp, rocclr/device/*.cpp, rocclr/device/rocm/*.cpp, rocclr/platform/*.cpp LogError / "
-        "LogPrintfError / ClPrint(LOG_ERROR) texts (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d)",
+        "LogPrintfError / ClPrint(LOG_ERROR) texts (commit f9f995c6d0aecec28debd3db0f41df0c15ec003d; 14 more of the tags "
+        "rocm-5.6.0 and rocm-5.7.0)",
         "the HIP runtime (CLR) logged this at its error level before returning an error to the program: the text says "
         "which call failed; the program's own report of the returned status follows",
         (
@@ -724,6 +725,23 @@ FAMILIES: tuple[Family, ...] = (
             ("Currently only 3 dimensions (0,1,2) are valid,dim : %d", "crash", "warning"),
             ("[hipGraph] Enqueue event record command failed for node %p - status %d", "crash", "warning"),
             ("[hipGraph] Enqueue stream wait command failed for node %p - status %d", "crash", "warning"),
+            # turn 27 (before round 39): the error-level texts of CLR's tags rocm-5.6.0 and rocm-5.7.0 (the fetched
+            # tree; d1770ee1 for 5.7) that f9f995c6 no longer has: the allocation failures, hipRTC's link steps, a
+            # copy the HSA runtime failed, GL interop, hostcall and fill arguments
+            ("Allocation failed : Device memory : required :%zu | free :%zu | total :%zu", "oom", "warning"),
+            ("Allocation failed : Pinned Memory, size :%zu", "oom", "warning"),
+            ("Couldn't allocate transfer buffer objects for read", "oom", "warning"),
+            ("Error in hiprtc: unable to %s", "version-mismatch", "warning"),
+            ("Invalid HIPRTC error code: %d", "version-mismatch", "warning"),
+            ("HSA copy from host to device failed with code %d", "gpu-fault", "warning"),
+            ("Image is not supported on device %p", "version-mismatch", "warning"),
+            ("Image type: %u not supported", "version-mismatch", "warning"),
+            ("Hostcall: Unknown pointer in devmem service", "crash", "warning"),
+            ("Unsupported Pattern size: %u", "crash", "warning"),
+            ('"amdContext" is not created from GL context or share list', "config", "warning"),
+            ('"buffer" is not a GL buffer object', "config", "warning"),
+            ("cannot get the GL buffer size", "config", "warning"),
+            ("the GL buffer's data store is not created", "config", "warning"),
         ),
         prefix=CLR_ERROR_LEVEL + r".*?",
         example_prefix=":1:rocdevice.cpp            :2212: 51823902415 us: [pid:4021  tid:0x7f3a1cfff640] ",
