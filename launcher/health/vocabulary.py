@@ -3718,7 +3718,7 @@ FAMILIES: tuple[Family, ...] = (
         "src/include/miopen/allocator.hpp, src/gemm_v2.cpp, src/nogpu/handle.cpp, src/mlir_build.cpp, src/ocl/gcn_asm_utils.cpp, "
         "src/ocl/clhelper.cpp, src/hipoc/hipoc_program.cpp, src/hipoc/hipoc_kernel.cpp, src/include/miopen/generic_search.hpp, "
         "src/conv/heuristics/ai_heuristics.cpp, src/temp_file.cpp, src/include/miopen/write_file.hpp; older "
-        "src/hip/handlehip.cpp (code search)",
+        "src/hip/handlehip.cpp (code search); 8 texts of the tags rocm-5.0.0 to rocm-5.7.0 of the same tree",
         "MIOpen threw: device memory (oom), a kernel it could not build or has not for this GPU (version-mismatch), a file "
         "or setting (config), or an operation it rejects or a library call that failed (crash): the message says which",
         (
@@ -3781,6 +3781,17 @@ FAMILIES: tuple[Family, ...] = (
             ("no solution found for hipBLASLt %s", "crash", "fatal"),
             ("%s is not supported", "crash", "fatal"),
             ("invalid performance parameter", "crash", "fatal"),
+            # turn 27 (before round 39): MIOPEN_THROW texts of the tags rocm-5.0.0, rocm-5.3.0 and rocm-5.7.0 (the
+            # fetched tree) that 2d1fd997 no longer has and whose meaning is not the catch-all's crash: memory (oom),
+            # a file or platform MIOpen needs (config), a GEMM or MLIR kernel this build lacks (version-mismatch)
+            ("Memory not available to allocate buffer: %s", "oom", "fatal"),
+            ("Memory required by dropout backward configs exceeds GPU memory range.", "oom", "fatal"),
+            ("HIP kernels are only supported in Linux", "config", "fatal"),
+            ("Error opening file %s", "config", "fatal"),
+            ("Error reading file %s", "config", "fatal"),
+            ("Cannot use AI tuning models for multiple gpu architectures", "config", "fatal"),
+            ("unable to get correct MIOpenGEMM kenerls", "version-mismatch", "fatal"),
+            ("miirGetKernelCount invalid count: %s", "version-mismatch", "fatal"),
         ),
         prefix=r"MIOpen Error: (?:\S+:\d+: )?",  # the file and line MIOPEN_THROW puts before its message
         example_prefix="MIOpen Error: /MIOpen/src/hip/handlehip.cpp:113: ",
