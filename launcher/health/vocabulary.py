@@ -3976,6 +3976,28 @@ FAMILIES: tuple[Family, ...] = (
             ("Using RTX 4000 series doesn't support faster communication broadband via P2P or IB.", "config", "fatal"),
         ),
     ),
+    # ---- turn 27 (before round 39): accelerate 1.11.0's (the .venv) run-time errors whose meaning the exception class
+    #      does not give: utils/memory.py find_executable_batch_size halves the batch on every out-of-memory error and
+    #      raises "No executable batch size found, reached zero." when even 1 did not fit (oom); utils/operations.py
+    #      verify_operation's collective across processes whose tensors differ in shape (the program's, crash; its
+    #      "Error found while calling ..." only points at the error before it); utils/launch.py's FP8 without a backend
+    #      installed (config); logging.py's logger used before the state exists (crash). All fatal: each raises.
+    Family(
+        "accelerate-runtime",
+        "accelerate 1.11.0 (the .venv): accelerate/utils/memory.py, accelerate/utils/operations.py, "
+        "accelerate/utils/launch.py, accelerate/logging.py",
+        "accelerate stopped the run: no batch size fits in GPU memory, processes gathered tensors of different shapes, "
+        "or a setting (FP8) this machine's installation cannot serve",
+        (
+            ("No executable batch size found, reached zero.", "oom", "fatal"),
+            ("Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid.",
+             "crash", "fatal"),
+            ("FP8 is not available on this machine. Please ensure that either Transformer Engine, MSAMP or torchao is "
+             "installed.", "config", "fatal"),
+            ("You must initialize the accelerate state by calling either `PartialState()` or `Accelerator()` before using "
+             "the logging utility.", "crash", "fatal"),
+        ),
+    ),
     # LLaMA-Factory's argument checks: the .venv's llamafactory hparams/parser.py, every `raise ValueError` text
     #      (_parse_args, _set_transformers_logging's Trackio check, _verify_model_args, get_train_args, get_infer_args):
     #      a combination of the training arguments (stage, finetuning type, quantization, DeepSpeed stage, device,
@@ -5713,6 +5735,7 @@ _SHARED = {
     "amdkfd-gpuvm": (),
     "rocr-debug": (),
     "deepspeed-launch": (),
+    "accelerate-runtime": (),
     "torch-c10d-store": (),
     "torch-c10d-backend": (),
     "torch-c10d-backend-log": (),
