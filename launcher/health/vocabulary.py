@@ -1019,7 +1019,8 @@ FAMILIES: tuple[Family, ...] = (
         "amdgpu_xgmi.c, amdgpu_ih.c, amdgpu_gmc.c, amdgpu_discovery.c, aqua_vanjaram.c, gfx_v9_4_2.c, gfx_v9_4_3.c, "
         "gfx_v10_0.c, gmc_v6_0.c, gmc_v7_0.c, gmc_v9_0.c, imu_v11_0.c, mxgpu_ai.c, mxgpu_nv.c, psp_v13_0.c, "
         "pm/swsmu/amdgpu_smu.c, smu_v11_0.c, smu_v13_0.c, aldebaran_ppt.c, powerplay smu9_smumgr.c, vega10_smumgr.c; "
-        "geohot/amdgpu-dkms amdgpu/amd/amdgpu/sdma_v4_0.c (commit 6153aa4cf067f205aebc45889dd3c7038e8c21ef)",
+        "geohot/amdgpu-dkms amdgpu/amd/amdgpu/sdma_v4_0.c, amdgpu/amd/pm/swsmu/smu11/smu_v11_0.c (commit "
+        "6153aa4cf067f205aebc45889dd3c7038e8c21ef)",
         "the amdgpu kernel driver reports a GPU, firmware, RAS or partition problem: dmesg and amd-smi on that node",
         (
             # hangs and timeouts of the GPU's engines and of the SR-IOV host
@@ -1103,6 +1104,10 @@ FAMILIES: tuple[Family, ...] = (
             ("SDMA received a doorbell from BIF with byte_enable !=0xff", "gpu-fault", "warning"),
             ("Polling register/memory timeout executing POLL_REG/MEM with finite timer", "gpu-fault", "warning"),
             ("MC or SEM address in VM hole", "gpu-fault", "warning"),
+            # after round 39's sight: pm/swsmu/smu11/smu_v11_0.c, smu12/smu_v12_0.c, smu13/smu_v13_0.c
+            # check_fw_version's dev_warn in the DKMS tree (6153aa4c; the 6.11-era tree above prints it with
+            # dev_info): the driver's SMU interface version differs from the firmware's
+            ("SMU driver if version not matched", "version-mismatch", "warning"),
         ),
         example_prefix="[ 4518.220312] amdgpu 0000:c1:00.0: amdgpu: ",
     ),
@@ -1525,7 +1530,8 @@ FAMILIES: tuple[Family, ...] = (
         "hparams/parser.py; bitsandbytes cextension.py (0.4x; ROCm/bitsandbytes 41f21d4e); flash-attention "
         "csrc/flash_attn/flash_api.cpp, transformers utils/import_utils.py (code search); torch elastic/utils/distributed.py, "
         "local_elastic_agent.py, multiprocessing/api.py, deepspeed launcher/runner.py (the .venv); transformers "
-        "models/llama/configuration_llama.py 4.42 (code search), c10/util/Exception.h (libc10.so strings)",
+        "models/llama/configuration_llama.py 4.42 (code search), c10/util/Exception.h (libc10.so strings); CPython 3.11.7 "
+        "Objects/moduleobject.c (the .venv's interpreter, strings; after round 39)",
         "the Python stack refused to start: versions, missing libraries, or the job's distributed settings",
         (
             # turn 23 (after round 32's sight): a collective called before init_process_group, CPU tensors handed to
@@ -1633,6 +1639,14 @@ FAMILIES: tuple[Family, ...] = (
             ("waitForInput: socket %s timed out after %sms", "rendezvous", "warning"),
             ("waitForInput: poll for socket %s failed with res=%s, err=%s.", "rendezvous", "warning"),
             ("unable to write to file <%s>", "config", "fatal"),
+            # after round 39's sight: CPython 3.11.7's module_getattro texts (the .venv's interpreter, strings;
+            # Objects/moduleobject.c): a module without a name its caller expects is another version of that package
+            # than the caller was written for (version-mismatch); a partially initialized module is a circular
+            # import, most often a script named like the package it imports (the program's own, crash). Warnings, as
+            # `python-exceptions` names an exception's line: the rank's exit names the failure
+            ("AttributeError: module '%s' has no attribute '%s'", "version-mismatch", "warning"),
+            ("AttributeError: partially initialized module '%s' has no attribute '%s' (most likely due to a circular "
+             "import)", "crash", "warning"),
         ),
     ),
     # ---- rccl-tests (added after round 10): ROCm/rccl-tests src/common.h, the check macros every test binary
@@ -3998,6 +4012,24 @@ FAMILIES: tuple[Family, ...] = (
              "the logging utility.", "crash", "fatal"),
         ),
     ),
+    # ---- after round 39's sight: DeepSpeed's own CUDA / HIP kernels (deepspeed 0.19.8 in the .venv, the C++ sources it
+    #      ships and JIT-builds: ops/csrc/transformer/cublas_wrappers.cu, transformer/inference/includes/
+    #      inference_cublas_wrappers.h, inference_context.h). Its GEMM wrappers print "!!!! kernel execution error."
+    #      with the BLAS status when a cuBLAS / rocBLAS call fails to run (gpu-fault, as the BLAS table's
+    #      EXECUTION_FAILED); the inference workspace that does not fit is oom.
+    Family(
+        "deepspeed-kernels",
+        "deepspeed 0.19.8 (the .venv): ops/csrc/transformer/cublas_wrappers.cu, "
+        "ops/csrc/transformer/inference/includes/inference_cublas_wrappers.h, inference_context.h",
+        "a DeepSpeed transformer kernel's GEMM failed on the GPU (the BLAS status is the error number), or its inference "
+        "workspace did not fit in GPU memory",
+        (
+            ("!!!! kernel execution error. (m: %d, n: %d, k: %d, error: %d)", "gpu-fault", "fatal"),
+            ("!!!! kernel execution error. (batch: %d, m: %d, n: %d, k: %d, error: %d)", "gpu-fault", "fatal"),
+            ("Workspace can't be allocated, not enough memory", "oom", "fatal"),
+            ("Workspace can't be allocated, no enough memory.", "oom", "fatal"),
+        ),
+    ),
     # LLaMA-Factory's argument checks: the .venv's llamafactory hparams/parser.py, every `raise ValueError` text
     #      (_parse_args, _set_transformers_logging's Trackio check, _verify_model_args, get_train_args, get_infer_args):
     #      a combination of the training arguments (stage, finetuning type, quantization, DeepSpeed stage, device,
@@ -4813,6 +4845,14 @@ FAMILIES: tuple[Family, ...] = (
             ("Wrote aborted communicator id to store: %s", "comm-error", "warning"),
             ("Aborting communicators that received errors", "comm-error", "warning"),
             ("] NCCL watchdog thread terminated with unknown exception", "comm-error", "fatal"),
+            # after round 39's sight: ProcessGroupNCCL.cpp watchdogHandler as the code index holds it (a 2.5-2.6-era
+            # tree): the watchdog's first report of a work that failed or timed out, before the exception it raises,
+            # and its later steps
+            ("Work timeout is detected by watchdog at work: %d, last enqueued NCCL work: %d", "collective-timeout",
+             "fatal"),
+            ("NCCL error is detected by watchdog at work: %d, last enqueued NCCL work: %d", "comm-error", "fatal"),
+            ("Caught exception on rank %d while running onCompletion hook for ProcessGroupNCCL: %s", "crash", "fatal"),
+            ("Failed to set dump signal in tcpstore. Error: %s", "rendezvous", "warning"),
         ),
         example_prefix="[rank1]:[W1207 16:00:00.123456789 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) "
         "Rank 1] ",
@@ -5736,6 +5776,7 @@ _SHARED = {
     "rocr-debug": (),
     "deepspeed-launch": (),
     "accelerate-runtime": (),
+    "deepspeed-kernels": (),
     "torch-c10d-store": (),
     "torch-c10d-backend": (),
     "torch-c10d-backend-log": (),
