@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,18 +119,24 @@ def _known_lines() -> set[str]:
     return known
 
 
+def _out_rows(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """A collector's file as (line number, fields): a "THREAD" header split at every tab, a row split in three at most
+    (label, emitter, the line as posted). Blank lines and Markdown fences are skipped. The build and the collectors'
+    repeats check read the files through this one place, so they agree on what a row's line is."""
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if raw.strip() and not raw.startswith("```"):
+            yield number, raw.split("\t") if raw.startswith("THREAD\t") else raw.split("\t", 2)
+
+
 def cmd_repeats(args: argparse.Namespace) -> None:
     """A collector's own file: the row numbers whose line repeats a fixture or an earlier round word for word (the build
     drops them), so the collector can take another line instead (round 39: round 37 dropped 74 of its 223 collected
     failure lines so). Prints numbers only, never a fixture's text or label: collectors work blind."""
     known = _known_lines()
-    out = Path(f"{args.work}/out-{args.me}.txt")
     repeats = [
         str(number)
-        for number, raw in enumerate(out.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-        if not raw.startswith("THREAD\t")
-        and raw.count("\t") >= 2
-        and raw.split("\t", 2)[2].rstrip("\r\n") in known
+        for number, fields in _out_rows(f"{args.work}/out-{args.me}.txt")
+        if fields[0] != "THREAD" and len(fields) == 3 and fields[2] in known
     ]
     print(f"{len(repeats)} repeated rows" + (": " + " ".join(repeats) if repeats else ""))
 
@@ -142,16 +149,12 @@ def cmd_build(args: argparse.Namespace) -> None:
     bad = []
     for out in sorted(glob.glob(f"{args.work}/out-*.txt")):
         current: list[tuple[str, str, str]] | None = None
-        for number, raw in enumerate(Path(out).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            if not raw.strip() or raw.startswith("```"):
-                continue
-            if raw.startswith("THREAD\t"):
-                fields = raw.split("\t")
+        for number, fields in _out_rows(out):
+            if fields[0] == "THREAD":
                 current = []
                 name = fields[2].strip() if len(fields) > 2 else ""
                 threads.append((fields[1].strip(), name, " ".join(fields[3:]).strip(), current))
                 continue
-            fields = raw.split("\t", 2)
             if current is None or len(fields) != 3 or not _label_ok(fields[0].strip()):
                 # where and what kind of fault, never the line: the rule writer runs the build before the lines are
                 # committed and must not read them (turn 23: three rows' text was printed that way)
@@ -165,7 +168,7 @@ def cmd_build(args: argparse.Namespace) -> None:
                 )
                 bad.append(f"{out}:{number}: {why}")
                 continue
-            current.append((fields[0].strip(), fields[1].strip(), fields[2].rstrip("\r\n")))
+            current.append((fields[0].strip(), fields[1].strip(), fields[2]))
     known, seen_urls, seen_lines = _known_lines(), set(), set()
     stats: Counter[str] = Counter()
     files: dict[str, list[tuple[str, str, str] | str]] = {}
