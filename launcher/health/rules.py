@@ -1006,9 +1006,9 @@ RULES: tuple[Rule, ...] = (
     # Before the rendezvous, network and crash rules below ("Connection timed out", "Connection closed by peer") and
     # long before `python-exceptions` and the last resort, which would name "ValueError: <a DeepSpeed check>" a config
     # warning and "AssertionError: ..." a crash warning
-    *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "deepspeed-launch", "accelerate-runtime", "deepspeed-kernels",
-                 "llamafactory-args", "transformers-args", "slurm-errno", "slurm-step", "slurm-socket",
-                 "slurm-step-setup"),
+    *_vocabulary("amdgpu-platform", "gloo-transport", "gloo-transport-peer", "deepspeed-config", "deepspeed-launch",
+                 "accelerate-runtime", "deepspeed-kernels", "llamafactory-args", "transformers-args", "slurm-errno",
+                 "slurm-step", "slurm-socket", "slurm-step-setup"),
     # w3-r23 (before round 23; vocabulary.py): amdkfd's memory manager and queue managers behind "kfd2kgd: " / "amdgpu: "
     # (before the last resort, which named the "kfd2kgd: " lines unclassified), and HCC's "Unknown Error Code" status
     *_vocabulary("amdkfd-gpuvm", "hcc-status"),

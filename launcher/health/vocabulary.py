@@ -486,7 +486,8 @@ FAMILIES: tuple[Family, ...] = (
     #      LogError / LogPrintfError / ClPrint(LOG_ERROR) texts, 354 were flagged only by the error-level prefix
     #      (`glog-error-level`: "unclassified"). The 211 of them printed by the Linux backend (hipamd/src, rocclr/device,
     #      device/rocm, platform, elf; not pal*, the D3D interop or the format-only texts "%s"; 8 more after round 38,
-    #      below) are named here by what the call that failed was doing: an allocation or a queue/stream/buffer the runtime could not create is oom; a copy, map, fill, DMA,
+    #      below) are named here by what the call that failed was doing: an allocation or a queue/stream/buffer the
+    #      runtime could not create is oom; a copy, map, fill, DMA,
     #      hostcall or printf-buffer submission that failed on the device is gpu-fault; a code object, ELF, kernel
     #      metadata, build or link option the runtime cannot read is version-mismatch; a runtime part that cannot start
     #      (compiler, blit kernels, profiler library, HMM, NUMA policy, GL interop) is config; an argument, pointer,
@@ -4647,7 +4648,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "torch-c10d-backend",
         "torch 2.13.0, 2.3.1 and 1.13.1: lib/libtorch_cuda*.so of the CUDA wheels from PyPI (torch/csrc/distributed/c10d/"
-        "ProcessGroupNCCL.cpp, NCCLUtils.cpp, ProcessGroupGloo.cpp's CUDA paths) and the .venv's lib/libtorch_cpu.so (ProcessGroupGloo.cpp, "
+        "ProcessGroupNCCL.cpp, NCCLUtils.cpp, ProcessGroupGloo.cpp's CUDA paths) and the .venv's lib/libtorch_cpu.so "
+        "(ProcessGroupGloo.cpp, "
         "ProcessGroupWrapper.cpp, GlooDeviceFactory.cpp, ProcessGroup.cpp, Work.cpp, control_collectives/"
         "StoreCollectives.cpp, reducer.cpp), `strings`",
         "a c10d backend (ProcessGroupNCCL on RCCL, ProcessGroupGloo) refused the program's collective call: the tensors, "
@@ -4811,7 +4813,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "torch-c10d-backend-log",
         "torch 2.13.0, 2.3.1 and 1.13.1: lib/libtorch_cuda*.so of the CUDA wheels from PyPI (torch/csrc/distributed/c10d/"
-        "ProcessGroupNCCL.cpp, FlightRecorderCuda.cpp) and the .venv's lib/libtorch_cpu.so (c10d/ProcessGroupGloo.cpp, FlightRecorder.cpp, "
+        "ProcessGroupNCCL.cpp, FlightRecorderCuda.cpp) and the .venv's lib/libtorch_cpu.so (c10d/ProcessGroupGloo.cpp, "
+        "FlightRecorder.cpp, "
         "TCPStoreBackend.cpp, Functional.cpp), `strings`",
         "PyTorch's distributed backend logged a problem beside the failure: the desync report's ranks, an unusable "
         "network interface or debug file, a communicator it could not tear down",
@@ -4869,7 +4872,8 @@ FAMILIES: tuple[Family, ...] = (
     #      the available devices to be zero" warning only warns).
     Family(
         "torch-c10-allocator",
-        "torch 2.13.0, 2.3.1 and 1.13.1: lib/libc10_cuda.so of the CUDA wheels from PyPI (c10/cuda/CUDACachingAllocator.cpp, "
+        "torch 2.13.0, 2.3.1 and 1.13.1: lib/libc10_cuda.so of the CUDA wheels from PyPI "
+        "(c10/cuda/CUDACachingAllocator.cpp, "
         "CUDAFunctions.cpp, driver_api.cpp) and the .venv's lib/libc10.so (c10/core/AllocatorConfig.cpp), `strings`",
         "PyTorch's GPU memory allocator or device set-up: memory exhausted, an allocator setting "
         "(PYTORCH_HIP_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF) it rejects, or no usable driver",
